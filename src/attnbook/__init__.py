@@ -1,0 +1,10 @@
+"""attnbook: the thin shared library behind the book "What attention alone cannot do".
+
+Each module holds one concept and names, in its docstrings, the chapter and equation it implements.
+"""
+
+from .claims import check
+from .presets import device, preset, seed_everything, setup
+
+__all__ = ["check", "device", "preset", "seed_everything", "setup"]
+__version__ = "0.1.0"

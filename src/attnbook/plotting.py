@@ -1,0 +1,65 @@
+"""One figure style for the whole book, and the way the papers' reference values are drawn on figures.
+
+Conventions: this book's results are solid lines or filled markers in the variant's colour; a paper's
+value is a dashed grey line (:func:`paper_line`) or a hollow black marker (:func:`paper_marker`), always
+labelled "paper: ..." in the legend.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+#: one colour per architecture variant, used by every chapter
+VARIANT_COLORS = {
+    "SAN": "#d62728",
+    "SAN+MLP": "#ff7f0e",
+    "SAN+skip": "#1f77b4",
+    "SAN+LN": "#9467bd",
+    "Transformer": "#2ca02c",
+}
+PAPER_STYLE = dict(color="0.35", linestyle="--", linewidth=1.3)
+PAPER_MARKER = dict(marker="o", markerfacecolor="none", markeredgecolor="black", markersize=8, linestyle="none")
+
+STYLE = {
+    "figure.figsize": (7.0, 4.0),
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "savefig.bbox": "tight",
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "lines.linewidth": 2.0,
+}
+
+
+def use_style() -> None:
+    """Apply the book's figure style (called by :func:`attnbook.setup`)."""
+    mpl.rcParams.update(STYLE)
+
+
+def variant_color(name: str) -> str:
+    """The colour of an architecture variant (``"SAN"``, ``"SAN+skip"``, ...)."""
+    if name not in VARIANT_COLORS:
+        raise ValueError(f"unknown variant {name!r}; expected one of {', '.join(VARIANT_COLORS)}")
+    return VARIANT_COLORS[name]
+
+
+def paper_line(ax: plt.Axes, y: float, label: str, *, horizontal: bool = True) -> None:
+    """Draw a paper's reference value as a dashed line labelled ``"paper: <label>"``."""
+    (ax.axhline if horizontal else ax.axvline)(y, label=f"paper: {label}", **PAPER_STYLE)
+
+
+def paper_marker(
+    ax: plt.Axes, x: Sequence[float] | float, y: Sequence[float] | float, label: Optional[str] = None
+) -> None:
+    """Draw paper values read off its figures as hollow black markers."""
+    ax.plot(x, y, label=None if label is None else f"paper: {label}", **PAPER_MARKER)
