@@ -9,7 +9,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: book test unit nbval venv clean
+.PHONY: book test unit nbval venv assets chromium clean
 
 venv: $(VENV)/.installed
 
@@ -21,11 +21,37 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-book: venv
+# Offline rendering: MathJax 3, RequireJS and the ipywidgets HTML embed manager from the npm registry, into
+# the ignored .assets/ (copied into the book by html_extra_path in _config.yml; no CDN at reading time).
+MATHJAX_VERSION := 3.2.2
+REQUIREJS_VERSION := 2.3.8
+HTML_MANAGER_VERSION := 1.0.15
+ASSETS_STAMP := .assets/.fetched-$(MATHJAX_VERSION)-$(REQUIREJS_VERSION)-$(HTML_MANAGER_VERSION)
+
+assets: $(ASSETS_STAMP) .assets/html/_static/_vendor/attnbook-widgets.js
+
+.assets/html/_static/_vendor/attnbook-widgets.js: scripts/attnbook-widgets.js $(ASSETS_STAMP)
+	cp $< $@
+
+$(ASSETS_STAMP):
+	rm -rf .assets && mkdir -p .assets/npm .assets/html/_static/_vendor/mathjax .assets/html/_static/_vendor/html-manager
+	cd .assets/npm && timeout 600 npm pack --silent mathjax@$(MATHJAX_VERSION) requirejs@$(REQUIREJS_VERSION) \
+		@jupyter-widgets/html-manager@$(HTML_MANAGER_VERSION)
+	tar -xzf .assets/npm/mathjax-$(MATHJAX_VERSION).tgz -C .assets/html/_static/_vendor/mathjax --strip-components=2 package/es5
+	tar -xzf .assets/npm/requirejs-$(REQUIREJS_VERSION).tgz -C .assets/html/_static/_vendor --strip-components=1 package/require.js
+	tar -xzf .assets/npm/jupyter-widgets-html-manager-$(HTML_MANAGER_VERSION).tgz -C .assets/html/_static/_vendor/html-manager \
+		--strip-components=2 --exclude='*.map' package/dist
+	touch $@
+
+# The browser test (tests/test_browser.py) drives Debian's chromium; .ci/run installs it.
+chromium:
+	@command -v chromium >/dev/null || { echo "make test needs Debian's chromium for tests/test_browser.py: apt-get install -y chromium" >&2; exit 1; }
+
+book: venv assets
 	timeout 3600 $(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "The book is in _build/html/index.html"
 
-unit: venv
+unit: venv assets chromium
 	timeout 1200 $(BIN)/python -m pytest -q tests
 
 nbval: venv

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -75,17 +73,9 @@ def test_notebook_reads_a_preset_and_checks_claims(path):
     assert "check(" in source, f"{path.name}: a chapter states its results as checked claims"
 
 
-def test_book_builds_without_warnings(tmp_path):
-    """Render the committed notebooks (nbval re-executes them separately) with -W: zero warnings."""
-    config = dict(CONFIG)
-    config["execute"] = dict(config["execute"], execute_notebooks="off")
-    cfg = tmp_path / "_config.yml"
-    cfg.write_text(yaml.safe_dump(config))
-    out = tmp_path / "build"
-    jb = shutil.which("jupyter-book") or str(Path(sys.executable).parent / "jupyter-book")
-    proc = subprocess.run(
-        [jb, "build", str(ROOT), "--config", str(cfg), "--path-output", str(out), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=900,
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
-    assert (out / "_build" / "html" / "book" / "intro.html").exists()
+def test_book_builds_without_warnings(built_book):
+    """Render the committed notebooks (nbval re-executes them separately) with -W: zero warnings.
+
+    The build is shared with tests/test_browser.py (the ``built_book`` fixture in tests/conftest.py)."""
+    assert built_book.returncode == 0, built_book.log[-12000:]
+    assert (built_book.html / "book" / "intro.html").exists()

@@ -25,6 +25,16 @@ from torch import nn
 
 LAYERNORM_PLACEMENTS = (None, "pre", "post")
 
+#: the architecture variants the book compares (chapter 1), as :class:`Block` switches; colours in
+#: ``attnbook.plotting.VARIANT_COLORS``
+VARIANTS = {
+    "SAN": dict(skip=False, mlp=False, layernorm=None),
+    "SAN+MLP": dict(skip=False, mlp=True, layernorm=None),
+    "SAN+LN": dict(skip=False, mlp=False, layernorm="post"),
+    "SAN+skip": dict(skip=True, mlp=False, layernorm=None),
+    "Transformer": dict(skip=True, mlp=True, layernorm="post"),
+}
+
 
 def _check_input(x: torch.Tensor, d_model: int) -> None:
     if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != d_model:
@@ -81,14 +91,26 @@ class MultiHeadSelfAttention(nn.Module):
         return_attention: bool = False,
         head_gates: Optional[torch.Tensor] = None,
         attn_mask: Optional[torch.Tensor] = None,
+        context: Optional[torch.Tensor] = None,
     ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Self-attention of ``x`` (batch, n, d_model).
+        """Self-attention of ``x`` (batch, n, d_model), or cross-attention to ``context``.
 
         ``head_gates``: optional ``(n_heads,)`` or ``(batch, n_heads)`` multipliers of each head's output.
-        ``attn_mask``: optional boolean mask broadcastable to ``(batch, heads, n, n)``, True = attend.
+        ``attn_mask``: optional boolean mask broadcastable to ``(batch, heads, n, m)``, True = attend
+        (``m = n`` for self-attention; e.g. a causal mask ``torch.ones(n, n).tril().bool()``).
+        ``context``: optional ``(batch, m, d_model)`` states that give the keys and values while ``x``
+        gives the queries: the encoder-decoder attention of chapter 10 (default: ``context = x``).
         """
         _check_input(x, self.d_model)
-        q, k, v = self._split(self.q(x)), self._split(self.k(x)), self._split(self.v(x))
+        if context is None:
+            context = x
+        else:
+            _check_input(context, self.d_model)
+            if context.shape[0] != x.shape[0]:
+                raise ValueError(
+                    f"context batch size {context.shape[0]} does not match x batch size {x.shape[0]}"
+                )
+        q, k, v = self._split(self.q(x)), self._split(self.k(context)), self._split(self.v(context))
         attn = None
         if return_attention:
             scores = (q @ k.transpose(-2, -1)) * self.scale

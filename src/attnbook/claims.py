@@ -14,7 +14,8 @@ CPU's instruction set; the condition is checked on the unrounded value.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
+from html import escape
 from typing import Callable, Optional
 
 MIMETYPE = "application/vnd.attnbook.claim+json"
@@ -52,7 +53,6 @@ class Claim:
     chapter: str = ""
     holds: bool = True
     digits: int = 3
-    extra: dict = field(default_factory=dict)
 
     def line(self) -> str:
         mark = "holds" if self.holds else "FAILS"
@@ -64,7 +64,65 @@ class Claim:
         return self.line()
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/plain": self.line(), MIMETYPE: asdict(self)}
+        return {"text/plain": self.line(), "text/html": html_table([self]), MIMETYPE: asdict(self)}
+
+
+def html_table(claims: list[Claim]) -> str:
+    """The claims as a small HTML table (how a notebook and the rendered book show them)."""
+    rows = "".join(
+        "<tr>"
+        f"<td>{'&#10003;' if c.holds else '&#10007;'}</td><td>{escape(c.name)}</td>"
+        f"<td><b>{_fmt(c.value)}</b></td><td>{escape(c.condition)}</td>"
+        f"<td>{_fmt(c.paper) if c.paper is not None else ''}"
+        f"{(' <small>(' + escape(c.paper_note) + ')</small>') if c.paper_note else ''}</td>"
+        "</tr>"
+        for c in claims
+    )
+    return (
+        '<table class="attnbook-claims"><thead><tr><th></th><th>checked claim</th><th>this book</th>'
+        f"<th>condition</th><th>paper</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _register_list_formatter() -> None:
+    """In an IPython kernel, give a list of claims (the last expression of a cell) the JSON records too.
+
+    A single :class:`Claim` carries its record through ``_repr_mimebundle_``; a list of claims would only
+    show its text, so a formatter for :data:`MIMETYPE` turns it into the list of records.
+    """
+    try:
+        from IPython import get_ipython
+        from IPython.core.formatters import BaseFormatter
+    except ImportError:  # pragma: no cover - IPython is always there in a notebook
+        return
+    ip = get_ipython()
+    if ip is None or MIMETYPE in ip.display_formatter.formatters:
+        return
+
+    class ClaimListFormatter(BaseFormatter):
+        format_type = MIMETYPE
+        print_method = "_repr_claim_json_"
+        _return_type = (dict, list)
+
+    def records(obj):
+        if obj and all(isinstance(c, Claim) for c in obj):
+            return [asdict(c) for c in obj]
+        return None
+
+    def html(obj):
+        if obj and all(isinstance(c, Claim) for c in obj):
+            return html_table(list(obj))
+        return None
+
+    formatter = ClaimListFormatter(parent=ip.display_formatter)
+    html_formatter = ip.display_formatter.formatters["text/html"]
+    for kind in (list, tuple):
+        formatter.for_type(kind, records)
+        html_formatter.for_type(kind, html)
+    ip.display_formatter.formatters[MIMETYPE] = formatter
+
+
+_register_list_formatter()
 
 
 def check(

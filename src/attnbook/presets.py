@@ -31,6 +31,39 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(n_tokens=32, d_model=64, n_heads=4, depth=24, n_inputs=8, n_nets=3),
         "paper": dict(n_tokens=128, d_model=768, n_heads=12, depth=48, n_inputs=32, n_nets=5),
     },
+    # Chapter 2, "Path decomposition": exact checks of the path sum (same sizes at both presets: they are
+    # float64 identities), then products of attention matrices along sampled paths of a random network.
+    "path_decomposition": {
+        "quick": dict(n_tokens=8, d_model=24, configs=((1, 4), (2, 3), (3, 4), (4, 2), (6, 2)),
+                      rank1_depth=12, rank1_heads=12, rank1_tokens=32, rank1_d_model=96, n_sampled_paths=100),
+        "paper": dict(n_tokens=8, d_model=24, configs=((1, 4), (2, 3), (3, 4), (4, 2), (6, 2)),
+                      rank1_depth=12, rank1_heads=12, rank1_tokens=128, rank1_d_model=768, n_sampled_paths=500),
+    },
+    # Chapter 3, "The one-layer residual bound": random and adversarial (gradient-ascent) instances per step.
+    "residual_bound_one_layer": {
+        "quick": dict(n_tokens=6, d_model=8, d_qk=4, n_random=2000, n_starts=4, ascent_steps=120,
+                      n_argmin=12, sweep_points=13, n_sweep_nets=4),
+        "paper": dict(n_tokens=6, d_model=8, d_qk=4, n_random=50000, n_starts=32, ascent_steps=600,
+                      n_argmin=100, sweep_points=25, n_sweep_nets=16),
+    },
+    # Chapter 4, "Deep bounds and what breaks collapse": the doubly exponential bound over depth, skips,
+    # MLP Lipschitz constants, LayerNorm.
+    "deep_bounds": {
+        "quick": dict(n_tokens=6, d_model=8, n_heads=2, depth=5, n_nets=8, collapse_tokens=16,
+                      collapse_d_model=32, collapse_depth=24, n_collapse_nets=4),
+        "paper": dict(n_tokens=6, d_model=8, n_heads=2, depth=5, n_nets=64, collapse_tokens=128,
+                      collapse_d_model=768, collapse_depth=48, n_collapse_nets=8),
+    },
+    # Chapter 5, "Rank collapse in pretrained transformers" (Dong et al. Fig. 2): pretrained models on
+    # n_sequences x n_tokens real tokens (the paper: 32 x 128); BERT/ALBERT/XLNet-base at initialisation
+    # (the paper's sizes) on init_sequences x init_tokens; n_paths sampled paths per depth, attention
+    # matrices of path_sequences inputs, for the companion figure.
+    "pretrained_rank_collapse": {
+        "quick": dict(n_sequences=32, n_tokens=128, init_sequences=8, init_tokens=128, n_paths=100,
+                      path_sequences=8),
+        "paper": dict(n_sequences=32, n_tokens=128, init_sequences=32, init_tokens=128, n_paths=100,
+                      path_sequences=32),
+    },
 }
 
 

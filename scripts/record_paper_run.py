@@ -1,0 +1,120 @@
+"""Record a `paper`-preset run of chapters on a GPU for the reproduction page (book/reproduction.ipynb).
+
+    python scripts/record_paper_run.py --all                       # every chapter in _toc.yml
+    python scripts/record_paper_run.py book/part1_rank_collapse/01_pure_attention_loses_rank.ipynb
+
+Each chapter is executed in a fresh kernel with ATTNBOOK_PRESET=paper (nbclient, per-cell timeout) on an
+in-memory copy: the committed notebook, which keeps its `quick` outputs, is not touched. The claim records
+its outputs carry (mimetype application/vnd.attnbook.claim+json) are written to
+results/paper/<notebook-stem>.json as {"gpu", "seconds", "preset", "torch", "date", "claims", "errors"}.
+A claim that fails at the paper preset raises in the notebook; the run goes on, and the claim is recorded
+with "holds": false. Commit results/paper/ to show the runs on the reproduction page.
+
+Without CUDA the script refuses to run unless --allow-cpu is given (for testing the script itself, e.g.
+`--preset quick --allow-cpu --out /tmp/runs`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from attnbook.claims import MIMETYPE  # noqa: E402
+from attnbook.reproduction import PAPER_RESULTS, chapter_notebooks, claims_in_notebook  # noqa: E402
+
+#: what attnbook.claims.Claim.line() prints for a failing claim (inside the ClaimFailed message)
+_FAILED = re.compile(r"claim FAILS: (?P<name>.+?): book (?P<value>\S+) \[(?P<condition>.*?)\]")
+
+
+def gpu_name() -> str:
+    """The name of CUDA device 0, or "" when there is none."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
+
+
+def failed_claims(nb: nbformat.NotebookNode) -> tuple[list[dict], list[str]]:
+    """Claims that raised ClaimFailed (as records with holds=False), and the other errors' summaries."""
+    failed, errors = [], []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") != "error":
+                continue
+            m = _FAILED.search(out.get("evalue", ""))
+            if out.get("ename") == "ClaimFailed" and m:
+                try:
+                    value = float(m.group("value"))
+                except ValueError:
+                    value = None
+                failed.append(dict(name=m.group("name"), value=value, condition=m.group("condition"),
+                                   holds=False))
+            else:
+                errors.append(f"{out.get('ename')}: {out.get('evalue', '')[:300]}")
+    return failed, errors
+
+
+def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str) -> dict:
+    """Execute ``path`` at ``preset`` and write its claim records to ``out_dir/<stem>.json``."""
+    import torch
+
+    nb = nbformat.read(path, as_version=4)
+    os.environ["ATTNBOOK_PRESET"] = preset  # the kernel inherits the environment
+    start = time.perf_counter()
+    NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    seconds = time.perf_counter() - start
+    claims = claims_in_notebook(nb)
+    failed, errors = failed_claims(nb)
+    run = dict(
+        gpu=gpu or "CPU", seconds=round(seconds, 1), preset=preset, torch=torch.__version__,
+        date=_dt.date.today().isoformat(), notebook=str(path.relative_to(ROOT)),
+        claims=claims + failed, errors=errors,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{path.stem}.json").write_text(json.dumps(run, indent=1) + "\n")
+    return run
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--all", action="store_true", help="every chapter in _toc.yml")
+    parser.add_argument("--preset", default="paper", help="preset to run at (default: paper)")
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell")
+    parser.add_argument("--out", type=Path, default=ROOT / PAPER_RESULTS, help="folder for the JSON files")
+    parser.add_argument("--allow-cpu", action="store_true", help="run without CUDA (to test this script)")
+    args = parser.parse_args()
+    paths = chapter_notebooks(ROOT) if args.all else [p.resolve() for p in args.notebooks]
+    if not paths:
+        parser.error("give notebooks or --all")
+    gpu = gpu_name()
+    if not gpu and not args.allow_cpu:
+        parser.error("no CUDA device: a paper run needs a GPU (use --allow-cpu only to test this script)")
+    status = 0
+    for p in paths:
+        run = record(p, args.out, args.preset, args.timeout, gpu)
+        n_fail = sum(not c.get("holds", False) for c in run["claims"])
+        print(f"{run['seconds']:8.1f} s  {p.relative_to(ROOT)}: {len(run['claims'])} claims, "
+              f"{n_fail} failing, {len(run['errors'])} other errors", flush=True)
+        for e in run["errors"]:
+            print(f"          error: {e}")
+        status |= bool(n_fail or run["errors"])
+    print(f"claims recorded under {args.out} ({MIMETYPE})")
+    return int(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

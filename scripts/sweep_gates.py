@@ -1,0 +1,282 @@
+"""Precompute the head-pruning sweeps of chapter 11 ("Pruning heads") that do not fit the quick budget.
+
+One command per part (each writes one JSON file under src/attnbook/data/pruning/):
+
+    python scripts/sweep_gates.py minilm         # gates on all-MiniLM-L6-v2 for a sweep of lambda
+    python scripts/sweep_gates.py encoder        # translation model: encoder-only gates, sweep of lambda
+    python scripts/sweep_gates.py all-types      # translation model: gates on all three attention types
+    python scripts/sweep_gates.py michel         # translation model: Michel importance pruning, BLEU curve
+    python scripts/sweep_gates.py from-scratch   # pruned shapes trained from scratch (long: GPU advised)
+
+or ``python scripts/sweep_gates.py all`` for the first four. Everything is seeded; the numbers depend only
+on the shipped checkpoint and data (and, in the last digits, on the CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+import attnbook
+from attnbook import gates as G
+from attnbook import pruning as P
+
+OUT = Path(attnbook.__file__).parent / "data" / "pruning"
+
+
+def _write(name: str, payload: dict) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    payload["meta"] = {
+        **payload.get("meta", {}),
+        "script": "scripts/sweep_gates.py",
+        "command": f"python scripts/sweep_gates.py {name}",
+        "torch": torch.__version__,
+        "machine": platform.machine(),
+        "threads": torch.get_num_threads(),
+    }
+    path = OUT / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=1) + "\n")
+    print("wrote", path)
+
+
+def _tolist(d: dict) -> dict:
+    return {k: [[round(float(x), 4) for x in row] for row in v.tolist()] for k, v in d.items()}
+
+
+# ------------------------------------------------------------------------------------------------ MiniLM
+
+MINILM = dict(lambdas=[0.003, 0.01, 0.03], steps=100, batch=12, gate_lr=0.15, max_length=24,
+              n_eval=120, record_every=10, seed=0)
+
+
+def minilm_setup(n_eval: int, max_length: int):
+    from attnbook import pretrained, text
+
+    model, tok = pretrained.load_pretrained(pretrained.minilm_source())
+    model.requires_grad_(False)
+    sents = text.english_sentences()
+    eval_sents = sents[::10][:n_eval]
+    train_sents = [s for i, s in enumerate(sents) if i % 10]
+    return model, tok, train_sents, eval_sents
+
+
+def run_minilm() -> None:
+    cfg = MINILM
+    attnbook.seed_everything(cfg["seed"])
+    model, tok, train_sents, eval_sents = minilm_setup(cfg["n_eval"], cfg["max_length"])
+    hooks = G.attach_head_gates(model)
+    with torch.no_grad():
+        ref_eval = P.mean_pooled(model, tok, eval_sents, max_length=cfg["max_length"])
+
+    def batch_fn(step: int) -> list[str]:
+        g = torch.Generator().manual_seed(10_000 + step)
+        idx = torch.randperm(len(train_sents), generator=g)[: cfg["batch"]].tolist()
+        return [train_sents[i] for i in idx]
+
+    def task_loss(m, batch, head_gates):
+        hooks.gates = None
+        with torch.no_grad():
+            ref = P.mean_pooled(m, tok, batch, max_length=cfg["max_length"])
+        hooks.gates = head_gates[""]
+        emb = P.mean_pooled(m, tok, batch, max_length=cfg["max_length"])
+        hooks.gates = None
+        return (1 - torch.nn.functional.cosine_similarity(emb, ref, dim=-1)).mean()
+
+    runs = []
+    for lam in cfg["lambdas"]:
+        t0 = time.time()
+        gates = G.HeadGates((6, 12))
+        hist = G.train_gates(model, gates, task_loss, batch_fn, lam=lam, steps=cfg["steps"], gate_lr=cfg["gate_lr"],
+                             record_every=cfg["record_every"], schedule="constant", warmup=0, seed=cfg["seed"],
+                             progress=False, device="cpu")
+        g = gates()[""]
+        hooks.gates = g
+        with torch.no_grad():
+            sim = P.embedding_similarity(P.mean_pooled(model, tok, eval_sents, max_length=cfg["max_length"]), ref_eval)
+        hooks.gates = None
+        runs.append({
+            "lam": lam, "n_kept": gates.n_open(), "similarity": round(sim, 5),
+            "gates": _tolist({"": g})[""],
+            "snapshots": [{"step": s["step"], "p_open": _tolist(s["p_open"])[""]} for s in hist["snapshots"]],
+            "seconds": round(time.time() - t0, 1),
+        })
+        print(f"lambda={lam}: kept {gates.n_open()} heads, similarity {sim:.4f} ({time.time() - t0:.0f} s)", flush=True)
+    hooks.remove()
+    _write("minilm_gates", {"config": cfg, "runs": runs,
+                            "meta": {"what": "hard-concrete gates on all-MiniLM-L6-v2 (model frozen, gates trained to "
+                                     "keep mean-pooled embeddings close to the unpruned model's), eval on every "
+                                     "10th sentence of attnbook.text.english_sentences()"}})
+
+
+# ------------------------------------------------------------------------------------------- translation
+
+TRANSLATION = dict(
+    encoder=dict(lambdas=[0.05, 0.1, 0.2, 0.4, 0.8], steps=300, batch=32, lr=1e-4, gate_lr=0.05, record_every=10),
+    all_types=dict(lambdas=[0.1, 0.2, 0.4, 0.8], steps=300, batch=32, lr=1e-4, gate_lr=0.05, record_every=10),
+    michel=dict(n_batches=8, batch=32),
+    n_bleu=300, label_smoothing=0.1, seed=0,
+)
+KINDS = ("enc_self", "dec_self", "dec_cross")
+
+
+def translation_setup(checkpoint=None):
+    from attnbook.tasks import translation as tr
+
+    model, meta = tr.load_translation_model(checkpoint)
+    dev = tr.load_pairs("dev")[: TRANSLATION["n_bleu"]]
+    return tr, model, meta, dev
+
+
+def bleu_of(tr, model, dev, head_gates=None) -> float:
+    hyps = tr.translate(model, [e for e, _ in dev], head_gates=head_gates)
+    return round(tr.bleu(hyps, [s for _, s in dev]), 3)
+
+
+def gate_sweep(kinds, cfg, checkpoint=None, name="encoder") -> None:
+    """Fine-tune the shipped model with gates on ``kinds`` for each lambda (chapter 11). With only the
+    encoder gated, the decoder, the embeddings and the output layer are frozen (Voita et al.'s recipe)."""
+    import copy
+
+    attnbook.seed_everything(TRANSLATION["seed"])
+    tr, base, meta, dev = translation_setup(checkpoint)
+    shape = (base.cfg.enc_layers, base.cfg.n_heads)
+    stream = tr.BatchStream(tr.load_pairs("train"), batch_size=cfg["batch"], max_len=base.cfg.max_len,
+                            seed=TRANSLATION["seed"] + 1)
+    ls = TRANSLATION["label_smoothing"]
+    t0 = time.time()
+    full_bleu = bleu_of(tr, base, dev)
+    print(f"unpruned BLEU {full_bleu} ({time.time() - t0:.0f} s)", flush=True)
+
+    def task_loss(m, batch, head_gates):
+        src, tgt = batch
+        return m.loss(src, tgt, head_gates=head_gates, label_smoothing=ls)
+
+    runs = []
+    for lam in cfg["lambdas"]:
+        t0 = time.time()
+        model = copy.deepcopy(base)
+        if kinds == ("enc_self",):
+            model.requires_grad_(False)
+            model.encoder.requires_grad_(True)
+            model.enc_norm.requires_grad_(True)
+        gates = G.HeadGates({k: (base.cfg.layers(k), base.cfg.n_heads) for k in kinds})
+        hist = G.train_gates(model, gates, task_loss, stream, lam=lam, steps=cfg["steps"], lr=cfg["lr"],
+                             gate_lr=cfg["gate_lr"], record_every=cfg["record_every"], schedule="constant",
+                             warmup=0, seed=TRANSLATION["seed"], progress=False, device="cpu")
+        g = gates()
+        kept = {k: int((v > 0).sum()) for k, v in g.items()}
+        b = bleu_of(tr, model, dev, head_gates=g)
+        runs.append({
+            "lam": lam, "kept": kept, "n_kept": sum(kept.values()), "bleu": b,
+            "gates": _tolist(g),
+            "snapshots": [{"step": s["step"], "p_open": _tolist(s["p_open"])} for s in hist["snapshots"]],
+            "task_loss_first_last": [round(sum(hist["task_loss"][:10]) / 10, 4), round(sum(hist["task_loss"][-10:]) / 10, 4)],
+            "seconds": round(time.time() - t0, 1),
+        })
+        print(f"lambda={lam}: kept {kept}, BLEU {b} ({time.time() - t0:.0f} s)", flush=True)
+    _write(name, {"config": cfg, "kinds": list(kinds), "shape": list(shape), "full_bleu": full_bleu,
+                  "n_bleu": len(dev), "checkpoint_meta": {k: meta.get(k) for k in ("config", "bleu", "steps") if k in meta},
+                  "runs": runs})
+
+
+def run_encoder(checkpoint=None) -> None:
+    gate_sweep(("enc_self",), TRANSLATION["encoder"], checkpoint, "encoder_gates")
+
+
+def run_all_types(checkpoint=None) -> None:
+    gate_sweep(KINDS, TRANSLATION["all_types"], checkpoint, "all_types_gates")
+
+
+def run_michel(checkpoint=None) -> None:
+    """Michel et al.'s importance pruning of the shipped model, encoder only and all types (chapter 11)."""
+    attnbook.seed_everything(TRANSLATION["seed"])
+    tr, model, meta, dev = translation_setup(checkpoint)
+    model.eval()
+    cfg = TRANSLATION["michel"]
+    stream = tr.BatchStream(tr.load_pairs("train"), batch_size=cfg["batch"], max_len=model.cfg.max_len,
+                            seed=TRANSLATION["seed"] + 2)
+    batches = [stream(i) for i in range(cfg["n_batches"])]
+
+    def loss_fn(batch, masks):
+        src, tgt = batch
+        return model.loss(src, tgt, head_gates=masks)
+
+    out = {}
+    for name, kinds, step in (("encoder", ("enc_self",), 1), ("all_types", KINDS, 3)):
+        t0 = time.time()
+        masks = P.full_masks({k: (model.cfg.layers(k), model.cfg.n_heads) for k in kinds})
+        recs = P.prune_step_by_step(loss_fn, lambda m: bleu_of(tr, model, dev, head_gates=m), masks, batches,
+                                    n_per_step=step, min_heads=1,
+                                    progress=lambda r: print(name, r["n_kept"], r["score"], flush=True))
+        out[name] = [{"n_kept": r["n_kept"], "bleu": r["score"],
+                      "kept": {k: int((v != 0).sum()) for k, v in r["masks"].items()},
+                      "masks": _tolist(r["masks"])} for r in recs]
+        print(f"michel {name}: {time.time() - t0:.0f} s", flush=True)
+    _write("michel", {"config": cfg, "n_bleu": len(dev), **out})
+
+
+def run_from_scratch(checkpoint=None) -> None:
+    """Train the shapes found by the all-types gate sweep from scratch, with the pruned heads masked
+    (Voita et al., Table "pruned vs from scratch"), for as many steps as the shipped model was trained.
+    Long: about as long as scripts/train_translation.py per shape (a GPU is advised)."""
+    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+    from attnbook.train import train
+
+    sweep = json.loads((OUT / "all_types_gates.json").read_text())
+    tr, base, meta, dev = translation_setup(checkpoint)
+    p = attnbook.preset("translation")
+    stream = tr.BatchStream(tr.load_pairs("train"), batch_size=p["batch_size"], max_len=p["max_len"], seed=p["seed"])
+    results = []
+    for run in sweep["runs"]:
+        attnbook.seed_everything(p["seed"])
+        masks = {k: (torch.tensor(v) > 0).float() for k, v in run["gates"].items()}
+        model = Seq2SeqTransformer(Seq2SeqConfig(**meta["config"]))
+
+        def loss_fn(m, batch, masks=masks):
+            src, tgt = batch
+            return m.loss(src, tgt, head_gates=masks, label_smoothing=p["label_smoothing"])
+
+        t0 = time.time()
+        train(model, stream, loss_fn, steps=p["train_steps"], lr=p["lr"], weight_decay=p["weight_decay"],
+              warmup=p["warmup"], schedule="cosine", clip=1.0, seed=p["seed"], progress=False)
+        b = bleu_of(tr, model, dev, head_gates=masks)
+        results.append({"lam": run["lam"], "kept": run["kept"], "bleu_pruned": run["bleu"], "bleu_scratch": b,
+                        "seconds": round(time.time() - t0, 1)})
+        print(results[-1], flush=True)
+    _write("from_scratch", {"runs": results, "n_bleu": len(dev)})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("part", choices=["minilm", "encoder", "all-types", "michel", "from-scratch", "all"])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--checkpoint", default=None, help="translation checkpoint (default: the shipped one)")
+    parser.add_argument("--out", default=None, help="output folder (default: src/attnbook/data/pruning)")
+    parser.add_argument("--smoke", action="store_true", help="a few steps of each part (to test the script)")
+    args = parser.parse_args()
+    if args.smoke:
+        for c in (TRANSLATION["encoder"], TRANSLATION["all_types"], MINILM):
+            c.update(lambdas=c["lambdas"][-1:], steps=3, record_every=2)
+        TRANSLATION.update(n_bleu=4)
+        TRANSLATION["michel"].update(n_batches=1, batch=4)
+        MINILM.update(n_eval=4, batch=4)
+    global OUT
+    if args.out:
+        OUT = Path(args.out)
+    torch.set_num_threads(args.threads)
+    parts = ["minilm", "encoder", "all-types", "michel"] if args.part == "all" else [args.part]
+    for part in parts:
+        if part == "minilm":
+            run_minilm()
+        else:
+            {"encoder": run_encoder, "all-types": run_all_types, "michel": run_michel,
+             "from-scratch": run_from_scratch}[part](args.checkpoint)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Head importance and step-by-step pruning of Michel, Levy and Neubig (2019) (chapter 11, "Pruning heads").
+
+Michel et al. multiply each head's output by a mask variable ``xi_h`` (1 = kept, 0 = pruned) and score a
+head by how much the loss reacts to it (chapter 11, eq. ``michel-importance``):
+
+    I_h = E_x | dL(x) / d xi_h |,
+
+estimated over batches (``|.|`` of each batch's gradient, then the mean over batches, as in the authors'
+code), and then normalised layer by layer with the l2 norm so that layers are comparable. Pruning is
+iterative: remove the least important remaining heads, recompute the importance with the new mask,
+repeat (:func:`prune_step_by_step`).
+
+Masks are dicts ``{attention type: (n_layers, n_heads) tensor}`` (one group named ``""`` is fine), the
+same format as the ``head_gates`` of the library's models and as :class:`attnbook.gates.HeadGates`.
+``loss_fn(batch, masks)`` runs the model with the masks as head gates and returns a scalar loss.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+
+import torch
+
+Masks = dict[str, torch.Tensor]
+LossFn = Callable[[Any, Masks], torch.Tensor]
+
+
+def _as_masks(masks) -> Masks:
+    if isinstance(masks, torch.Tensor):
+        masks = {"": masks}
+    if not isinstance(masks, Mapping) or not masks:
+        raise ValueError(f"masks must be a tensor or a non-empty dict of tensors, got {type(masks).__name__}")
+    out = {}
+    for name, m in masks.items():
+        if not isinstance(m, torch.Tensor) or m.ndim != 2:
+            raise ValueError(f"mask {name!r} must be a (n_layers, n_heads) tensor, got {getattr(m, 'shape', m)}")
+        out[name] = m.detach().float().clone()
+    return out
+
+
+def full_masks(shapes: Union[Sequence[int], Mapping[str, Sequence[int]]]) -> Masks:
+    """All-ones masks (every head kept) for ``{type: (n_layers, n_heads)}`` or one ``(n_layers, n_heads)``."""
+    items = shapes.items() if isinstance(shapes, Mapping) else [("", shapes)]
+    out = {}
+    for name, shape in items:
+        shape = tuple(int(s) for s in shape)
+        if len(shape) != 2 or min(shape) < 1:
+            raise ValueError(f"shape of {name!r} must be (n_layers, n_heads) with positive sizes, got {shape}")
+        out[name] = torch.ones(shape)
+    return out
+
+
+def count_kept(masks: Mapping[str, torch.Tensor]) -> int:
+    """Number of heads whose mask is non-zero, over all attention types."""
+    return int(sum(int((m != 0).sum()) for m in _as_masks(masks).values()))
+
+
+def head_importance(
+    loss_fn: LossFn,
+    masks: Union[torch.Tensor, Mapping[str, torch.Tensor]],
+    batches: Iterable[Any],
+    *,
+    normalize: bool = True,
+) -> Masks:
+    """Michel et al.'s importance ``I_h = E_x |dL/d xi_h|`` at the given masks (chapter 11, eq.
+    ``michel-importance``).
+
+    ``loss_fn(batch, masks)`` must return a scalar loss of the model run with ``masks`` as head gates.
+    For each batch the gradient with respect to the masks is taken, its absolute value accumulated, and
+    the sum divided by the number of batches. ``normalize=True`` divides each layer's scores by their l2
+    norm (Michel et al., Sec. 4.1). Returns a dict of ``(n_layers, n_heads)`` tensors (detached).
+    """
+    base = _as_masks(masks)
+    total = {n: torch.zeros_like(m) for n, m in base.items()}
+    n_batches = 0
+    for batch in batches:
+        xi = {n: m.clone().requires_grad_(True) for n, m in base.items()}
+        loss = loss_fn(batch, xi)
+        if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+            raise ValueError(f"loss_fn must return a scalar tensor, got {getattr(loss, 'shape', loss)!r}")
+        grads = torch.autograd.grad(loss, list(xi.values()), allow_unused=True)
+        for (n, _), g in zip(xi.items(), grads):
+            if g is not None:
+                total[n] += g.detach().abs()
+        n_batches += 1
+    if n_batches == 0:
+        raise ValueError("batches is empty; expected at least one batch")
+    imp = {n: t / n_batches for n, t in total.items()}
+    if normalize:
+        imp = {n: t / t.norm(dim=1, keepdim=True).clamp_min(1e-20) for n, t in imp.items()}
+    return imp
+
+
+def prune_least_important(
+    importance: Mapping[str, torch.Tensor], masks: Mapping[str, torch.Tensor], n_prune: int
+) -> Masks:
+    """Zero the masks of the ``n_prune`` least important heads among those still kept (chapter 11).
+
+    Heads already pruned are never chosen again (their score counts as +inf, as in Michel et al.'s code).
+    Ties are broken by the order (type, layer, head). Returns new masks.
+    """
+    new = _as_masks(masks)
+    imp = _as_masks(importance)
+    if set(imp) != set(new) or any(imp[n].shape != new[n].shape for n in new):
+        raise ValueError("importance and masks must have the same types and shapes")
+    kept = count_kept(new)
+    if not (0 <= n_prune <= kept):
+        raise ValueError(f"n_prune must be between 0 and the {kept} kept heads, got {n_prune}")
+    names = list(new)
+    flat = torch.cat([torch.where(new[n] != 0, imp[n], torch.full_like(imp[n], float("inf"))).flatten() for n in names])
+    order = torch.argsort(flat, stable=True)[:n_prune]
+    sizes = [new[n].numel() for n in names]
+    offsets = torch.tensor([0] + sizes).cumsum(0)
+    for idx in order.tolist():
+        k = int(torch.searchsorted(offsets, torch.tensor(idx), right=True)) - 1
+        name = names[k]
+        new[name].view(-1)[idx - int(offsets[k])] = 0.0
+    return new
+
+
+def prune_step_by_step(
+    loss_fn: LossFn,
+    score_fn: Callable[[Masks], float],
+    masks: Union[torch.Tensor, Mapping[str, torch.Tensor]],
+    batches: Sequence[Any],
+    *,
+    n_per_step: int,
+    min_heads: int = 1,
+    recompute: bool = True,
+    progress: Optional[Callable[[dict], None]] = None,
+) -> list[dict]:
+    """Prune heads step by step by Michel et al.'s importance (chapter 11, "Importance pruning").
+
+    At each step: score the current masks with ``score_fn(masks)`` (e.g. BLEU, or a similarity), record
+    it, compute :func:`head_importance` on ``batches`` (only once at the start when ``recompute=False``)
+    and prune the ``n_per_step`` least important kept heads; stop when ``min_heads`` heads are left.
+    Returns one record per step: ``{"n_kept", "score", "masks"}``, from the full model down.
+    ``batches`` must be re-iterable (a list).
+    """
+    if n_per_step < 1:
+        raise ValueError(f"n_per_step must be at least 1, got {n_per_step}")
+    current = _as_masks(masks)
+    total = count_kept(current)
+    if not (1 <= min_heads <= total):
+        raise ValueError(f"min_heads must be between 1 and the {total} kept heads, got {min_heads}")
+    if isinstance(batches, Iterable) and not isinstance(batches, Sequence):
+        raise ValueError("batches must be a sequence (e.g. a list) so it can be iterated at every step")
+    records = []
+    imp = None
+    while True:
+        n_kept = count_kept(current)
+        rec = {"n_kept": n_kept, "score": float(score_fn(current)), "masks": {n: m.clone() for n, m in current.items()}}
+        records.append(rec)
+        if progress is not None:
+            progress(rec)
+        if n_kept <= min_heads:
+            break
+        if imp is None or recompute:
+            imp = head_importance(loss_fn, current, batches)
+        current = prune_least_important(imp, current, min(n_per_step, n_kept - min_heads))
+    return records
+
+
+# ----------------------------------------------------------------------------------------------------------
+# A pretrained sentence encoder (all-MiniLM-L6-v2): mean-pooled embeddings and a task loss (chapter 11)
+# ----------------------------------------------------------------------------------------------------------
+
+
+def mean_pooled(model, tokenizer, sentences: Sequence[str], *, max_length: int = 32) -> torch.Tensor:
+    """Sentence embeddings by mean pooling over real tokens, as sentence-transformers does for
+    all-MiniLM-L6-v2 (chapter 11, "Pruning a pretrained model"). Returns ``(len(sentences), hidden)``;
+    gradients flow (wrap in ``torch.no_grad()`` when not needed)."""
+    if isinstance(sentences, str) or not sentences or not all(isinstance(s, str) for s in sentences):
+        raise ValueError("sentences must be a non-empty list of strings")
+    if max_length < 2:
+        raise ValueError(f"max_length must be at least 2, got {max_length}")
+    enc = tokenizer(list(sentences), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+    enc = {k: v.to(next(model.parameters()).device) for k, v in enc.items()}
+    hidden = model(**enc).last_hidden_state
+    mask = enc["attention_mask"][..., None].to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1)
+
+
+def drop_words(sentences: Sequence[str], p: float, seed: int = 0) -> list[str]:
+    """Each sentence with every word dropped independently with probability ``p`` (at least one word
+    kept): the positives of the contrastive task loss used for Michel importance on MiniLM (chapter 11)."""
+    import random
+
+    if not 0 <= p < 1:
+        raise ValueError(f"p must be in [0, 1), got {p}")
+    rng = random.Random(seed)
+    out = []
+    for s in sentences:
+        words = s.split()
+        kept = [w for w in words if rng.random() >= p] or words[:1]
+        out.append(" ".join(kept))
+    return out
+
+
+def contrastive_loss(anchors: torch.Tensor, positives: torch.Tensor, scale: float = 20.0) -> torch.Tensor:
+    """In-batch contrastive loss of sentence-transformers' ``MultipleNegativesRankingLoss`` (the loss
+    all-MiniLM-L6-v2 was trained with): cross-entropy of ``scale * cos(a_i, p_j)`` with target ``j = i``
+    (chapter 11, the task loss ``L`` of Michel importance on MiniLM)."""
+    if anchors.ndim != 2 or anchors.shape != positives.shape or anchors.shape[0] < 2:
+        raise ValueError(
+            f"anchors and positives must both be (batch >= 2, dim), got {tuple(anchors.shape)} and {tuple(positives.shape)}"
+        )
+    sims = torch.nn.functional.normalize(anchors, dim=-1) @ torch.nn.functional.normalize(positives, dim=-1).T
+    return torch.nn.functional.cross_entropy(scale * sims, torch.arange(anchors.shape[0], device=anchors.device))
+
+
+def embedding_similarity(pruned: torch.Tensor, full: torch.Tensor) -> float:
+    """Mean cosine similarity between pruned and unpruned sentence embeddings (1 = unchanged) (chapter 11)."""
+    if pruned.shape != full.shape or pruned.ndim != 2:
+        raise ValueError(f"expected two (n, dim) tensors of the same shape, got {tuple(pruned.shape)} and {tuple(full.shape)}")
+    return float(torch.nn.functional.cosine_similarity(pruned, full, dim=-1).mean())

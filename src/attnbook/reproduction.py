@@ -1,0 +1,274 @@
+"""The reproduction page (Back matter, "Reproduction"): every checked claim of the book, in book order.
+
+Nothing on that page is typed in by hand. Each claim a chapter displays carries a JSON record under the
+mimetype :data:`attnbook.claims.MIMETYPE` in its cell's outputs; :func:`collect` reads every chapter
+notebook listed in ``_toc.yml`` (its committed ``quick`` outputs) and gathers those records, then merges
+the records of recorded ``paper``-preset runs from ``results/paper/<notebook-stem>.json``, which
+``scripts/record_paper_run.py`` writes after executing a chapter on a GPU::
+
+    {"gpu": "NVIDIA H200", "seconds": 812.4, "preset": "paper", "claims": [<claim records>]}
+
+A paper-run record is matched to a quick record by claim name within the same chapter.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional, Union
+
+from .claims import MIMETYPE
+
+#: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
+PAGE = "book/reproduction"
+#: where recorded paper-preset runs live, relative to the repository root
+PAPER_RESULTS = Path("results") / "paper"
+#: output types that can carry a claim record
+_OUTPUT_TYPES = ("display_data", "execute_result")
+
+PathLike = Union[str, Path]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the reproduction table: a claim as this book's quick run checked it, and as a
+    recorded paper-preset run checked it (``paper_run`` is ``None`` when no run is recorded)."""
+
+    chapter: str
+    notebook: str
+    name: str
+    paper: Optional[float]
+    paper_note: str
+    value: Optional[float]
+    condition: str
+    holds: bool
+    paper_run: Optional[dict] = None
+    #: the GPU of the chapter's recorded paper run ("" when the chapter has none)
+    gpu: str = ""
+
+    @property
+    def status(self) -> str:
+        """``holds`` or ``FAILS`` for the quick run, with the paper run's status when one exists."""
+        quick = "holds" if self.holds else "FAILS"
+        if self.paper_run is None:
+            return quick
+        paper = "holds" if self.paper_run.get("holds", False) else "FAILS"
+        return f"quick {quick}, paper {paper}"
+
+    @property
+    def all_hold(self) -> bool:
+        """Whether the claim holds in every run recorded for it."""
+        return self.holds and (self.paper_run is None or bool(self.paper_run.get("holds", False)))
+
+
+def find_root(start: Optional[PathLike] = None) -> Path:
+    """The repository root: the nearest folder at or above ``start`` (default: the working directory)
+    that holds ``_toc.yml``. Raises ``ValueError`` when there is none (e.g. on Colab without a clone)."""
+    here = Path.cwd() if start is None else Path(start)
+    here = here.resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file():
+            return folder
+    raise ValueError(
+        f"no _toc.yml at or above {here}: the reproduction page reads the book's notebooks, so run it "
+        "from a clone of the repository"
+    )
+
+
+def toc_entries(root: PathLike) -> list[str]:
+    """Every entry of ``root/_toc.yml`` in book order (root page first), without suffix."""
+    import yaml
+
+    path = Path(root) / "_toc.yml"
+    if not path.is_file():
+        raise ValueError(f"expected a table of contents at {path}")
+    toc = yaml.safe_load(path.read_text()) or {}
+    files = [toc["root"]] if "root" in toc else []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(str(node["file"]))
+            for key in ("parts", "chapters", "sections"):
+                walk(node.get(key, []))
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return files
+
+
+def chapter_notebooks(root: PathLike) -> list[Path]:
+    """The notebooks listed in ``_toc.yml`` in book order, without the reproduction page itself."""
+    root = Path(root)
+    out = []
+    for entry in toc_entries(root):
+        if entry == PAGE:
+            continue
+        path = root / f"{entry}.ipynb"
+        if path.is_file():
+            out.append(path)
+    return out
+
+
+def _record(data: Any) -> Optional[dict]:
+    """The claim record in an output's ``data``, or ``None``. nbformat keeps JSON mimetypes as dicts;
+    a string is parsed too, for notebooks written by other tools."""
+    if not isinstance(data, dict) or MIMETYPE not in data:
+        return None
+    rec = data[MIMETYPE]
+    if isinstance(rec, str):
+        rec = json.loads(rec)
+    if not isinstance(rec, dict) or "name" not in rec:
+        raise ValueError(f"a {MIMETYPE} output must be a JSON object with a 'name', got {rec!r}")
+    return dict(rec)
+
+
+def claims_in_notebook(nb: Any) -> list[dict]:
+    """The claim records in a notebook's outputs, in cell order.
+
+    ``nb`` is a path to an ``.ipynb`` file or an ``nbformat`` notebook node.
+    """
+    import nbformat
+
+    if isinstance(nb, (str, Path)):
+        path = Path(nb)
+        if not path.is_file():
+            raise ValueError(f"expected a notebook file, {path} does not exist")
+        nb = nbformat.read(path, as_version=4)
+    if not hasattr(nb, "cells"):
+        raise ValueError(f"expected a notebook path or an nbformat notebook, got {type(nb).__name__}")
+    records = []
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") in _OUTPUT_TYPES:
+                rec = _record(out.get("data"))
+                if rec is not None:
+                    records.append(rec)
+    return records
+
+
+def chapter_title(nb: Any, fallback: str = "") -> str:
+    """The text of the notebook's first ``# `` heading (``fallback`` when it has none)."""
+    for cell in nb.cells:
+        if cell.get("cell_type") == "markdown":
+            for line in cell.source.splitlines():
+                m = re.match(r"^#\s+(.+?)\s*#*\s*$", line)
+                if m:
+                    return m.group(1)
+    return fallback
+
+
+def load_paper_runs(root: PathLike) -> dict[str, dict]:
+    """Recorded paper-preset runs, ``{notebook stem: run}``, from ``root/results/paper/*.json``.
+
+    Each file must hold ``gpu`` (str), ``seconds`` (number) and ``claims`` (a list of claim records);
+    a malformed file raises ``ValueError`` naming it.
+    """
+    folder = Path(root) / PAPER_RESULTS
+    runs = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            run = json.loads(path.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON ({err})") from None
+        if not isinstance(run, dict) or not isinstance(run.get("claims"), list) or "gpu" not in run:
+            raise ValueError(f"{path}: expected {{'gpu': ..., 'seconds': ..., 'claims': [...]}}")
+        runs[path.stem] = run
+    return runs
+
+
+def collect(root: Optional[PathLike] = None) -> list[Row]:
+    """Every claim of the book as :class:`Row`s, in book order, with recorded paper runs merged in."""
+    import nbformat
+
+    root = find_root() if root is None else Path(root)
+    runs = load_paper_runs(root)
+    rows = []
+    for path in chapter_notebooks(root):
+        nb = nbformat.read(path, as_version=4)
+        title = chapter_title(nb, fallback=path.stem)
+        run = runs.get(path.stem)
+        by_name = {r["name"]: r for r in run["claims"]} if run else {}
+        for rec in claims_in_notebook(nb):
+            paper_rec = by_name.get(rec["name"])
+            rows.append(
+                Row(
+                    chapter=title,
+                    notebook=str(path.relative_to(root)),
+                    name=str(rec["name"]),
+                    paper=rec.get("paper"),
+                    paper_note=str(rec.get("paper_note") or ""),
+                    value=rec.get("value"),
+                    condition=str(rec.get("condition", "")),
+                    holds=bool(rec.get("holds", False)),
+                    paper_run=paper_rec,
+                    gpu=str(run.get("gpu", "")) if run else "",
+                )
+            )
+    return rows
+
+
+def _num(x: Optional[float]) -> str:
+    if x is None:
+        return "–"
+    x = float(x)
+    return f"{x:g}" if math.isfinite(x) else str(x)
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(rows: Iterable[Row]) -> str:
+    """The rows as a Markdown (GFM) table: chapter, quantity, paper, quick, paper preset, condition, status."""
+    out = [
+        "| chapter | quantity | the paper's value | this book, `quick` | this book, `paper` (GPU) "
+        "| condition | status |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        paper = _num(r.paper)
+        if r.paper_note:
+            paper += f" ({r.paper_note})"
+        if r.paper_run is not None:
+            run = f"{_num(r.paper_run.get('value'))} ({r.gpu})"
+        elif r.gpu:
+            run = f"not in the {r.gpu} run"
+        else:
+            run = "no GPU run recorded"
+        out.append(
+            "| " + " | ".join(
+                _cell(c) for c in (r.chapter, r.name, paper, _num(r.value), run, r.condition, r.status)
+            ) + " |"
+        )
+    return "\n".join(out)
+
+
+def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
+    """One Markdown paragraph: how many claims, in how many chapters, how many hold, which GPU runs exist."""
+    chapters = {r.notebook for r in rows}
+    holding = sum(r.all_hold for r in rows)
+    text = (
+        f"**{len(rows)} checked claims** in **{len(chapters)} chapters**; "
+        f"**{holding}** of them hold in every recorded run."
+    )
+    runs = load_paper_runs(find_root() if root is None else root)
+    if not runs:
+        text += (
+            " **No GPU run is recorded yet**: the `paper` column is empty. To record one, run "
+            "`python scripts/record_paper_run.py --all` on a machine with a GPU and commit "
+            "`results/paper/`."
+        )
+    else:
+        parts = [f"`{stem}` on {run['gpu']} ({float(run.get('seconds', 0)) / 60:.0f} min)"
+                 for stem, run in runs.items()]
+        text += " Recorded `paper`-preset runs: " + ", ".join(parts) + "."
+    return text

@@ -1,0 +1,286 @@
+"""An encoder-decoder Transformer for translation, built from the book's attention block (chapter 10,
+"A translation model and what its heads do"; chapter 11 prunes its heads).
+
+The model is the Transformer of Vaswani et al. (2017) with pre-LayerNorm sublayers: an encoder of
+``enc_layers`` self-attention layers, a decoder of ``dec_layers`` layers with masked (causal)
+self-attention and encoder-decoder ("cross") attention, sinusoidal positions and one embedding matrix
+shared by the source, the target and the output softmax (the vocabulary is a joint BPE).
+
+Every attention is an :class:`attnbook.attention.MultiHeadSelfAttention`; the three kinds are named as in
+Voita et al. (2019): ``"enc_self"``, ``"dec_self"`` and ``"dec_cross"``. ``forward`` takes per-layer head
+gates for each kind, ``head_gates={"enc_self": g}`` with ``g`` of shape ``(layers, heads)`` or
+``(batch, layers, heads)`` (multipliers of each head's output, e.g. the hard-concrete gates of
+chapter 11), and returns the attention matrices on request.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Mapping, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadSelfAttention
+
+ATTENTION_KINDS = ("enc_self", "dec_self", "dec_cross")
+
+
+@dataclass
+class Seq2SeqConfig:
+    """Sizes of :class:`Seq2SeqTransformer` (chapter 10). Token ids: ``pad_id``, ``bos_id``, ``eos_id``."""
+
+    vocab_size: int
+    d_model: int = 256
+    n_heads: int = 4
+    enc_layers: int = 3
+    dec_layers: int = 3
+    d_ff: int = 1024
+    dropout: float = 0.1
+    max_len: int = 256
+    pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "max_len"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    def layers(self, kind: str) -> int:
+        """Number of layers that have attention of ``kind`` (one of ``ATTENTION_KINDS``)."""
+        if kind not in ATTENTION_KINDS:
+            raise ValueError(f"unknown attention kind {kind!r}; expected one of {ATTENTION_KINDS}")
+        return self.enc_layers if kind == "enc_self" else self.dec_layers
+
+
+def sinusoidal_positions(n: int, d_model: int) -> torch.Tensor:
+    """The ``(n, d_model)`` sinusoidal position encodings of Vaswani et al. (2017, sec. 3.5) (chapter 10)."""
+    if n <= 0 or d_model <= 0 or d_model % 2:
+        raise ValueError(f"expected positive n and positive even d_model, got n={n}, d_model={d_model}")
+    pos = torch.arange(n, dtype=torch.float32)[:, None]
+    freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(n, d_model)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)
+    return pe
+
+
+def causal_mask(n: int, device=None) -> torch.Tensor:
+    """Boolean ``(n, n)`` mask, True where query ``i`` may attend to key ``j <= i`` (chapter 10)."""
+    if n <= 0:
+        raise ValueError(f"n must be positive, got {n}")
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+
+
+class _FeedForward(nn.Sequential):
+    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+        super().__init__(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+
+class EncoderLayer(nn.Module):
+    """Pre-LN encoder layer: ``x + SA(LN x)``, then ``x + FF(LN x)`` (chapter 10)."""
+
+    def __init__(self, cfg: Seq2SeqConfig) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
+        self.ff = _FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, mask, gates=None, return_attention=False):
+        a, p = self.self_attn(self.norm1(x), return_attention, gates, mask)
+        x = x + self.drop(a)
+        return x + self.drop(self.ff(self.norm2(x))), p
+
+
+class DecoderLayer(nn.Module):
+    """Pre-LN decoder layer: causal self-attention, encoder-decoder attention, feed-forward (chapter 10)."""
+
+    def __init__(self, cfg: Seq2SeqConfig) -> None:
+        super().__init__()
+        self.self_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
+        self.cross_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
+        self.ff = _FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, y, memory, self_mask, cross_mask, self_gates=None, cross_gates=None,
+                return_attention=False):
+        a, p_self = self.self_attn(self.norm1(y), return_attention, self_gates, self_mask)
+        y = y + self.drop(a)
+        a, p_cross = self.cross_attn(self.norm2(y), return_attention, cross_gates, cross_mask, memory)
+        y = y + self.drop(a)
+        return y + self.drop(self.ff(self.norm3(y))), p_self, p_cross
+
+
+class Seq2SeqTransformer(nn.Module):
+    """Encoder-decoder Transformer with head gates and attention read-out (chapter 10, Voita et al. 2019).
+
+    ``forward(src, tgt_in, head_gates=None, return_attention=False)`` takes token ids ``src`` (batch, n)
+    and the decoder input ``tgt_in`` (batch, m) (``bos`` + target without its last token) and returns
+    ``(logits, attentions)``: logits ``(batch, m, vocab)`` and, when asked, a dict ``kind -> list over
+    layers of (batch, heads, queries, keys)`` attention matrices (else ``None``).
+    """
+
+    def __init__(self, cfg: Seq2SeqConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model, padding_idx=cfg.pad_id)
+        nn.init.normal_(self.embed.weight, 0.0, cfg.d_model**-0.5)
+        with torch.no_grad():
+            self.embed.weight[cfg.pad_id].zero_()
+        self.register_buffer("pos", sinusoidal_positions(cfg.max_len, cfg.d_model), persistent=False)
+        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        self.enc_norm, self.dec_norm = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    # ----------------------------------------------------------------------------------------------
+    def _check_ids(self, ids: torch.Tensor, name: str) -> None:
+        if not isinstance(ids, torch.Tensor) or ids.ndim != 2 or ids.dtype not in (torch.long, torch.int):
+            shape = tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__
+            raise ValueError(f"{name} must be an integer tensor of shape (batch, length), got {shape}")
+        if ids.shape[1] > self.cfg.max_len:
+            raise ValueError(f"{name} has length {ids.shape[1]} > max_len={self.cfg.max_len}")
+
+    def _gates(self, head_gates: Optional[Mapping[str, torch.Tensor]], kind: str, batch: int):
+        """Per-layer gate rows for ``kind`` (a list with one entry per layer, entries may be None)."""
+        n_layers = self.cfg.layers(kind)
+        if head_gates is None or head_gates.get(kind) is None:
+            return [None] * n_layers
+        g = torch.as_tensor(head_gates[kind])
+        ok = (n_layers, self.cfg.n_heads)
+        if g.shape == ok:
+            return [g[i] for i in range(n_layers)]
+        if g.shape == (batch, *ok):
+            return [g[:, i] for i in range(n_layers)]
+        raise ValueError(f"head_gates[{kind!r}] must have shape {ok} or ({batch}, {ok[0]}, {ok[1]}), "
+                         f"got {tuple(g.shape)}")
+
+    def _embed(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.embed(ids) * math.sqrt(self.cfg.d_model) + self.pos[: ids.shape[1]]
+        return self.drop(x)
+
+    def encode(self, src, head_gates=None, return_attention=False):
+        """Encoder states ``(batch, n, d_model)``, the source key mask and the encoder attentions."""
+        self._check_ids(src, "src")
+        if head_gates is not None and not isinstance(head_gates, Mapping):
+            raise ValueError("head_gates must be a dict kind -> tensor, kinds " + ", ".join(ATTENTION_KINDS))
+        if head_gates is not None and set(head_gates) - set(ATTENTION_KINDS):
+            raise ValueError(f"unknown head_gates keys {sorted(set(head_gates) - set(ATTENTION_KINDS))}; "
+                             f"expected a subset of {ATTENTION_KINDS}")
+        src_mask = (src != self.cfg.pad_id)[:, None, None, :]  # (b, 1, 1, n): attend to real tokens
+        x, attns = self._embed(src), []
+        for layer, g in zip(self.encoder, self._gates(head_gates, "enc_self", src.shape[0])):
+            x, p = layer(x, src_mask, g, return_attention)
+            attns.append(p)
+        return self.enc_norm(x), src_mask, attns
+
+    def decode(self, tgt_in, memory, src_mask, head_gates=None, return_attention=False):
+        """Decoder logits ``(batch, m, vocab)`` and the decoder self- and cross-attentions."""
+        self._check_ids(tgt_in, "tgt_in")
+        b, m = tgt_in.shape
+        self_mask = causal_mask(m, tgt_in.device)[None, None] & (tgt_in != self.cfg.pad_id)[:, None, None, :]
+        y, p_self, p_cross = self._embed(tgt_in), [], []
+        gs = self._gates(head_gates, "dec_self", b)
+        gc = self._gates(head_gates, "dec_cross", b)
+        for layer, g1, g2 in zip(self.decoder, gs, gc):
+            y, a1, a2 = layer(y, memory, self_mask, src_mask, g1, g2, return_attention)
+            p_self.append(a1)
+            p_cross.append(a2)
+        logits = self.dec_norm(y) @ self.embed.weight.T
+        return logits, p_self, p_cross
+
+    def forward(self, src, tgt_in, head_gates=None, return_attention=False):
+        memory, src_mask, enc = self.encode(src, head_gates, return_attention)
+        logits, dec_self, dec_cross = self.decode(tgt_in, memory, src_mask, head_gates, return_attention)
+        attns = dict(enc_self=enc, dec_self=dec_self, dec_cross=dec_cross) if return_attention else None
+        return logits, attns
+
+    def loss(self, src, tgt, head_gates=None, label_smoothing: float = 0.0) -> torch.Tensor:
+        """Mean token cross-entropy of the target ``tgt`` (``bos ... eos``, padded) (chapter 10)."""
+        self._check_ids(tgt, "tgt")
+        logits, _ = self(src, tgt[:, :-1], head_gates)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1),
+                               ignore_index=self.cfg.pad_id, label_smoothing=label_smoothing)
+
+    @torch.no_grad()
+    def greedy_decode(self, src, max_new_tokens: int = 100, head_gates=None) -> list[list[int]]:
+        """Greedy decoding (argmax at each step) of a batch; returns token ids without bos/eos (chapter 10)."""
+        if max_new_tokens <= 0:
+            raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
+        memory, src_mask, _ = self.encode(src, head_gates)
+        b = src.shape[0]
+        out = torch.full((b, 1), self.cfg.bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(b, dtype=torch.bool, device=src.device)
+        for _ in range(min(max_new_tokens, self.cfg.max_len - 1)):
+            logits, _, _ = self.decode(out, memory, src_mask, head_gates)
+            nxt = logits[:, -1].argmax(-1)
+            nxt = torch.where(done, torch.full_like(nxt, self.cfg.pad_id), nxt)
+            out = torch.cat([out, nxt[:, None]], 1)
+            done |= nxt == self.cfg.eos_id
+            if done.all():
+                break
+        result = []
+        for row in out[:, 1:].tolist():
+            ids = []
+            for t in row:
+                if t in (self.cfg.eos_id, self.cfg.pad_id):
+                    break
+                ids.append(t)
+            result.append(ids)
+        return result
+
+    def n_heads_total(self) -> dict[str, int]:
+        """Number of heads of each attention kind (chapter 11 counts what pruning leaves)."""
+        return {k: self.cfg.layers(k) * self.cfg.n_heads for k in ATTENTION_KINDS}
+
+
+def save_model(model: Seq2SeqTransformer, path, meta: Optional[dict] = None, half: bool = True) -> Path:
+    """Write ``model`` with :func:`attnbook.train.save_checkpoint` (safetensors; weights in fp16 when
+    ``half``), its config stored in the meta beside ``meta`` (training time, BLEU, ...) (chapter 10).
+    A readable copy of the meta is written next to it as ``<path>.json``."""
+    import copy
+
+    from .train import save_checkpoint
+
+    path = Path(path)
+    if path.suffix != ".safetensors":
+        raise ValueError(f"expected a .safetensors path, got {path}")
+    full_meta = {"config": asdict(model.cfg), **(meta or {})}
+    to_save = copy.deepcopy(model).cpu()
+    if half:
+        to_save = to_save.half()
+    save_checkpoint(to_save, path, full_meta)
+    path.with_suffix(".json").write_text(json.dumps(full_meta, indent=1) + "\n")
+    return path
+
+
+def load_model(path, device=None) -> tuple[Seq2SeqTransformer, dict]:
+    """Load a :func:`save_model` checkpoint: ``(model in eval mode, float32, meta)`` (chapter 10)."""
+    from safetensors import safe_open
+
+    from .train import META_KEY, load_checkpoint
+
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"no checkpoint at {path}; run scripts/train_translation.py to create it")
+    with safe_open(str(path), framework="pt") as f:
+        meta = json.loads((f.metadata() or {}).get(META_KEY, "{}"))
+    if "config" not in meta:
+        raise ValueError(f"{path} has no model config in its meta; was it written by save_model?")
+    model = Seq2SeqTransformer(Seq2SeqConfig(**meta["config"]))
+    load_checkpoint(model, path)  # copies fp16 tensors into the float32 parameters
+    model.eval()
+    if device is not None:
+        model.to(device)
+    return model, meta

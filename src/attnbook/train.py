@@ -1,0 +1,265 @@
+"""One training loop for every chapter that trains a model (chapters 6, 7 and 10), and checkpoints.
+
+:func:`train` runs ``steps`` optimiser steps of ``loss_fn(model, batch)`` on batches drawn from a
+``batch_fn(step)`` callable or an iterable (re-iterated when exhausted, so a ``DataLoader`` gives epochs).
+It offers the two recipes the book compares (chapter 7, "How fast can it be trained?"):
+
+* the papers' recipe: ``optimizer="adam", schedule="constant", warmup=0, clip=None`` and a fixed data set;
+* the book's recipe: ``optimizer="adamw"``, a linear warm-up then a cosine decay, gradient clipping.
+
+Checkpoints (:func:`save_checkpoint`, :func:`load_checkpoint`) are a model ``state_dict`` plus a JSON-able
+``meta`` dict, stored as ``.safetensors`` (meta in the file's metadata) or, for any other suffix, with
+``torch.save``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
+
+import torch
+from torch import nn
+
+from .presets import device as default_device
+from .presets import seed_everything
+
+OPTIMIZERS = ("adamw", "adam", "sgd")
+SCHEDULES = ("cosine", "constant")
+META_KEY = "attnbook_meta"
+
+
+def to_device(batch: Any, dev: torch.device) -> Any:
+    """Move every tensor in a (nested) tuple / list / dict ``batch`` to ``dev``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(dev)
+    if isinstance(batch, Mapping):
+        return {k: to_device(v, dev) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_device(v, dev) for v in batch)
+    return batch
+
+
+def make_optimizer(
+    model: nn.Module,
+    name: str = "adamw",
+    lr: float = 1e-3,
+    weight_decay: float = 0.0,
+    lr_scale: Optional[Mapping[str, float]] = None,
+    **kwargs,
+) -> torch.optim.Optimizer:
+    """AdamW, Adam or SGD (momentum 0.9 unless given) over the model's trainable parameters.
+
+    ``lr_scale``: optional ``{name prefix: multiplier}``; a parameter whose name (as in
+    ``model.named_parameters()``) starts with a prefix gets learning rate ``lr * multiplier`` (chapter 11
+    trains its head gates faster than the weights). The first matching prefix wins.
+    """
+    if name not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be positive, got {lr}")
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not named:
+        raise ValueError("the model has no trainable parameters")
+    if lr_scale:
+        if any(not m > 0 for m in lr_scale.values()):
+            raise ValueError(f"lr_scale multipliers must be positive, got {dict(lr_scale)}")
+        groups: dict[float, list] = {}
+        for n, p in named:
+            mult = next((m for pre, m in lr_scale.items() if n.startswith(pre)), 1.0)
+            groups.setdefault(float(mult), []).append(p)
+        params = [{"params": ps, "lr": lr * m} for m, ps in groups.items()]
+    else:
+        params = [p for _, p in named]
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, **kwargs)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, **kwargs)
+    kwargs.setdefault("momentum", 0.9)
+    return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, **kwargs)
+
+
+def lr_factor(step: int, steps: int, warmup: int, schedule: str = "cosine") -> float:
+    """The learning-rate multiplier at ``step`` (0-based): linear warm-up over ``warmup`` steps, then
+    constant or a cosine decay to 0 at ``steps``."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if warmup > 0 and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    progress = (step - warmup) / max(1, steps - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _batches(data: Union[Callable[[int], Any], Iterable]) -> Iterable:
+    """Yield batches forever from ``batch_fn(step)`` or by re-iterating an iterable (one pass = one epoch)."""
+    if callable(data) and not hasattr(data, "__iter__"):
+        for step in itertools.count():
+            yield data(step)
+    else:
+        while True:
+            empty = True
+            for batch in data:
+                empty = False
+                yield batch
+            if empty:
+                raise ValueError("the training data iterable yielded no batch")
+
+
+def train(
+    model: nn.Module,
+    data: Union[Callable[[int], Any], Iterable],
+    loss_fn: Callable[[nn.Module, Any], torch.Tensor],
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    optimizer: str = "adamw",
+    weight_decay: float = 0.0,
+    warmup: Union[int, float] = 0.05,
+    schedule: str = "cosine",
+    clip: Optional[float] = 1.0,
+    device: Optional[Union[str, torch.device]] = None,
+    eval_fn: Optional[Callable[[nn.Module], Mapping[str, float]]] = None,
+    eval_every: int = 0,
+    stop_when: Optional[Callable[[Mapping[str, float]], bool]] = None,
+    time_limit: Optional[float] = None,
+    seed: Optional[int] = None,
+    progress: bool = True,
+    desc: str = "train",
+    lr_scale: Optional[Mapping[str, float]] = None,
+) -> dict:
+    """Train ``model`` for ``steps`` optimiser steps and return its history (chapters 6, 7, 10).
+
+    ``data``: ``batch_fn(step) -> batch`` or an iterable of batches (cycled). ``loss_fn(model, batch)``
+    returns a scalar loss; batches are moved to the device first. ``warmup``: steps, or a fraction of
+    ``steps`` when below 1. ``clip``: max gradient norm, or ``None``. ``eval_fn(model) -> {name: value}``
+    runs every ``eval_every`` steps (0: only at the end) in ``eval()`` mode under ``no_grad``;
+    ``stop_when(metrics)`` ends training early when true, as does ``time_limit`` (seconds of training).
+    ``seed`` re-seeds everything first (``attnbook.seed_everything``). ``progress=False`` hides tqdm.
+    ``lr_scale``: per-parameter-name learning-rate multipliers (see :func:`make_optimizer`).
+
+    History: ``step``/``loss`` per step, ``evals`` (a list of ``{"step", "time", **metrics}``), ``time``
+    (seconds), ``steps_done``, ``stopped`` (``"steps"``, ``"stop_when"`` or ``"time_limit"``).
+    """
+    from tqdm.auto import tqdm
+
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if eval_every < 0:
+        raise ValueError(f"eval_every must be >= 0, got {eval_every}")
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0 (steps, or a fraction of steps below 1), got {warmup}")
+    if clip is not None and not clip > 0:
+        raise ValueError(f"clip must be positive or None, got {clip}")
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"time_limit must be positive or None, got {time_limit}")
+    if seed is not None:
+        seed_everything(seed)
+    warmup_steps = int(round(warmup * steps)) if warmup < 1 else int(warmup)
+    lr_factor(0, steps, warmup_steps, schedule)  # validates the schedule name
+    dev = torch.device(device) if device is not None else default_device()
+    model.to(dev)
+    opt = make_optimizer(model, optimizer, lr, weight_decay, lr_scale=lr_scale)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: lr_factor(s, steps, warmup_steps, schedule)
+    )
+    history: dict = {"step": [], "loss": [], "evals": [], "stopped": "steps"}
+    elapsed = 0.0
+
+    def evaluate(step: int) -> bool:
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            metrics = dict(eval_fn(model))
+        model.train(was_training)
+        history["evals"].append({"step": step, "time": elapsed, **metrics})
+        return bool(stop_when(metrics)) if stop_when is not None else False
+
+    model.train()
+    bar = tqdm(total=steps, desc=desc, disable=not progress, leave=False)
+    batches = _batches(data)
+    step = 0
+    for step in range(1, steps + 1):
+        t0 = time.perf_counter()
+        batch = to_device(next(batches), dev)
+        loss = loss_fn(model, batch)
+        if loss.ndim != 0:
+            raise ValueError(f"loss_fn must return a scalar, got shape {tuple(loss.shape)}")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        sched.step()
+        elapsed += time.perf_counter() - t0
+        history["step"].append(step)
+        history["loss"].append(float(loss.detach()))
+        bar.update(1)
+        if step % 10 == 0 or step == steps:
+            bar.set_postfix(loss=f"{history['loss'][-1]:.4f}")
+        if eval_fn is not None and eval_every and step % eval_every == 0:
+            if evaluate(step):
+                history["stopped"] = "stop_when"
+                break
+        if time_limit is not None and elapsed >= time_limit:
+            history["stopped"] = "time_limit"
+            break
+    bar.close()
+    if eval_fn is not None and (not history["evals"] or history["evals"][-1]["step"] != step):
+        if evaluate(step) and history["stopped"] == "steps":
+            history["stopped"] = "stop_when"
+    model.eval()
+    history["time"] = elapsed
+    history["steps_done"] = step
+    return history
+
+
+def save_checkpoint(model: nn.Module, path: Union[str, Path], meta: Optional[Mapping] = None) -> Path:
+    """Save ``model.state_dict()`` and a JSON-able ``meta`` dict to ``path`` (chapters 6, 7, 10).
+
+    ``.safetensors``: tensors in safetensors format, meta as JSON in its metadata; any other suffix:
+    ``torch.save({"state_dict", "meta"})``. Returns the path.
+    """
+    path = Path(path)
+    meta = dict(meta or {})
+    try:
+        meta_json = json.dumps(meta)
+    except TypeError as err:
+        raise ValueError(f"meta must be JSON-serialisable: {err}") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    if path.suffix == ".safetensors":
+        from safetensors.torch import save_file
+
+        # clone so that tied parameters (shared storage) are stored separately
+        save_file({k: v.clone() for k, v in state.items()}, str(path), metadata={META_KEY: meta_json})
+    else:
+        torch.save({"state_dict": state, "meta": meta}, path)
+    return path
+
+
+def load_checkpoint(
+    model: nn.Module, path: Union[str, Path], map_location: Union[str, torch.device] = "cpu"
+) -> dict:
+    """Load a checkpoint written by :func:`save_checkpoint` into ``model`` (strict); return its meta."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"no checkpoint at {path}")
+    if path.suffix == ".safetensors":
+        from safetensors import safe_open
+        from safetensors.torch import load_file
+
+        state = load_file(str(path), device=str(map_location))
+        with safe_open(str(path), framework="pt") as f:
+            meta = json.loads((f.metadata() or {}).get(META_KEY, "{}"))
+    else:
+        blob = torch.load(path, map_location=map_location, weights_only=True)
+        if not isinstance(blob, dict) or "state_dict" not in blob:
+            raise ValueError(f"{path} is not a checkpoint written by save_checkpoint")
+        state, meta = blob["state_dict"], blob.get("meta", {})
+    model.load_state_dict(state)
+    return meta

@@ -1,0 +1,47 @@
+"""Shared fixtures: the book is built once per test session, for the -W build test (tests/test_book.py)
+and the real-browser test (tests/test_browser.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class BuiltBook:
+    """The result of ``jupyter-book build -W -n --keep-going`` with execution off."""
+
+    returncode: int
+    log: str
+    html: Path  # the folder with index.html
+
+
+def build_book(out: Path, timeout: int = 900) -> BuiltBook:
+    """Render the committed notebooks (nbval re-executes them separately) into ``out``, execution off."""
+    if not (ROOT / ".assets" / "html").is_dir():
+        pytest.fail("the offline MathJax/widget assets are missing: run `make assets` (make test does)")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["execute"] = dict(config["execute"], execute_notebooks="off")
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = out / "_config.yml"
+    cfg.write_text(yaml.safe_dump(config, sort_keys=False))  # keep nb_ipywidgets_js order
+    jb = shutil.which("jupyter-book") or str(Path(sys.executable).parent / "jupyter-book")
+    proc = subprocess.run(
+        [jb, "build", str(ROOT), "--config", str(cfg), "--path-output", str(out), "-W", "-n", "--keep-going"],
+        capture_output=True, text=True, timeout=timeout,
+    )
+    return BuiltBook(proc.returncode, proc.stdout + proc.stderr, out / "_build" / "html")
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> BuiltBook:
+    """The book rendered once per session (a few minutes)."""
+    return build_book(tmp_path_factory.mktemp("book"))

@@ -1,0 +1,244 @@
+"""The rendered book in a real browser: every page of _toc.yml is loaded in headless Chromium (Debian's
+`chromium`, driven by Playwright without a browser download) from a localhost HTTP server, and checked
+from the rendered DOM:
+
+* no request leaves localhost (MathJax, RequireJS and the widget manager are served from the book,
+  `make assets`), no local request fails, no uncaught JavaScript error;
+* math is typeset: every math element holds MathJax output, and no TeX error is shown;
+* every image loads (naturalWidth > 0);
+* no cell output is an error or a traceback;
+* stored widgets render;
+* every internal link resolves to a file of the build, and its #anchor to an id in that file.
+
+A full-page screenshot of each page goes to _build/screenshots/. The book is built once per session
+(tests/conftest.py, shared with the -W build test of tests/test_book.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import html as html_lib
+import os
+import re
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
+
+import pytest
+
+from attnbook.reproduction import toc_entries
+
+ROOT = Path(__file__).resolve().parents[1]
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = os.environ.get("ATTNBOOK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+    # belt and braces besides the request routing below: no host name but localhost resolves
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
+]
+PAGES = toc_entries(ROOT)
+# Known and harmless: Jupyter Book 1.0.4 with sphinx-thebe 0.3.1 writes sphinx-thebe's inline configuration
+# script twice on every page, so the second `const` declaration throws; the first one defines everything
+# (thebe's live code needs a network connection in any case). Every other JavaScript error fails the test.
+KNOWN_JS_ERRORS = ("Identifier 'THEBE_JS_URL' has already been declared",)
+
+# What a page reports about itself once loaded and typeset (run in the page).
+INSPECT_JS = """async () => {
+  const out = {};
+  const math = Array.from(document.querySelectorAll('.math, div.math, span.math'));
+  out.math = math.length;
+  out.mathjax = typeof window.MathJax === 'object' && !!(window.MathJax.startup && window.MathJax.startup.promise);
+  if (out.mathjax) { try { await window.MathJax.startup.promise; } catch (e) { out.mathjax_error = String(e); } }
+  out.untypeset = math.filter(m => !m.querySelector('mjx-container') && m.tagName !== 'MJX-CONTAINER')
+                      .map(m => m.textContent.trim().slice(0, 80));
+  out.typeset = document.querySelectorAll('mjx-container').length;
+  // TeX syntax errors (merror), and undefined macros, which MathJax's noundefined package shows in red
+  out.tex_errors = Array.from(document.querySelectorAll('mjx-container')).flatMap(c =>
+      Array.from(c.querySelectorAll('mjx-merror')).map(e => e.getAttribute('data-mjx-error') || 'TeX error')
+      .concat(Array.from(c.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]'))
+              .map(e => 'undefined ' + e.textContent))
+      .concat(c.querySelector('mjx-assistive-mml') ? [] :
+              Array.from(c.querySelectorAll('[style*="color: red"]')).map(e => 'red (undefined?) symbol'))
+  ).map(s => String(s).slice(0, 80));
+  const imgs = Array.from(document.images);
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
+  out.images = imgs.length;
+  out.broken_images = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
+  out.error_outputs = Array.from(document.querySelectorAll(
+      '.cell_output .traceback, .cell_output .output.error, .cell_output .output.traceback'))
+      .map(e => e.textContent.trim().slice(0, 200));
+  out.traceback_text = Array.from(document.querySelectorAll('.cell_output'))
+      .filter(e => /Traceback \\(most recent call last\\)|ClaimFailed|^\\s*\\w+Error: /m.test(e.textContent))
+      .map(e => e.textContent.trim().slice(0, 200));
+  out.widget_views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+  out.widgets = document.querySelectorAll('.jupyter-widgets, .widget-output, .lm-Widget').length;
+  out.links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href);
+  out.height = document.documentElement.scrollHeight;
+  return out;
+}"""
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(built_book):
+    """The built HTML served on 127.0.0.1 (file:// breaks some loaders); yields (base URL, html folder)."""
+    html = built_book.html
+    assert (html / "index.html").exists(), "the book did not build:\n" + built_book.log[-6000:]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(html)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", html
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium through Playwright (no browser download)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+                              chromium_sandbox=False)
+        yield b
+        b.close()
+
+
+_ID_CACHE: dict[Path, set[str]] = {}
+
+
+def _ids(path: Path) -> set[str]:
+    if path not in _ID_CACHE:
+        text = path.read_text(errors="replace")
+        _ID_CACHE[path] = {html_lib.unescape(m) for m in re.findall(r'\bid="([^"]+)"', text)}
+    return _ID_CACHE[path]
+
+
+def broken_links(links: list[str], base: str, html: Path) -> list[str]:
+    """Internal links (same origin as ``base``) whose file or #anchor does not exist in the build."""
+    bad = []
+    for link in sorted(set(links)):
+        if not link.startswith(base):
+            continue  # external links (GitHub, Colab) are not followed: no network
+        url, frag = urldefrag(link)
+        rel = unquote(urlparse(url).path).lstrip("/")
+        target = html / rel
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            bad.append(f"{link} (no file {rel})")
+        elif frag and target.suffix == ".html" and unquote(frag) not in _ids(target):
+            bad.append(f"{link} (no id {frag!r} in {rel})")
+    return bad
+
+
+def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | None = None) -> list[str]:
+    """Load ``page_path`` (relative to the build) and return every problem found on it."""
+    problems: list[str] = []
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    outside: list[str] = []
+
+    def route(r):
+        if r.request.url.startswith(base) or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda e: str(e) not in KNOWN_JS_ERRORS and problems.append(f"JavaScript error: {e}"))
+    page.on("requestfailed", lambda r: r.url.startswith(base)
+            and problems.append(f"request failed: {r.url} ({r.failure})"))
+    page.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status}: {r.url}"))
+    try:
+        response = page.goto(base + page_path, wait_until="load", timeout=120_000)
+        if response is None or response.status != 200:
+            problems.append(f"page did not load: {response.status if response else 'no response'}")
+        info = page.evaluate(INSPECT_JS)
+        if info["widget_views"]:
+            try:  # the embed manager renders stored widgets after the page's load event
+                page.wait_for_function(
+                    "n => document.querySelectorAll('.jupyter-widgets, .widget-output, .lm-Widget').length >= n",
+                    arg=1, timeout=60_000)
+            except Exception:
+                pass
+            info = page.evaluate(INSPECT_JS)
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot), full_page=True, timeout=120_000)
+    finally:
+        context.close()
+    if info["math"] and not info["mathjax"]:
+        problems.append(f"{info['math']} math elements but MathJax did not load")
+    if info.get("mathjax_error"):
+        problems.append(f"MathJax failed: {info['mathjax_error']}")
+    if info["untypeset"]:
+        problems.append(f"math not typeset: {info['untypeset'][:5]}")
+    if info["tex_errors"]:
+        problems.append(f"TeX errors: {info['tex_errors'][:5]}")
+    if info["broken_images"]:
+        problems.append(f"images that do not load: {info['broken_images']}")
+    if info["error_outputs"] or info["traceback_text"]:
+        problems.append(f"error outputs: {(info['error_outputs'] + info['traceback_text'])[:3]}")
+    if info["widget_views"] and not info["widgets"]:
+        problems.append(f"{info['widget_views']} stored widget views but no widget rendered")
+    if outside:
+        problems.append(f"requests outside localhost (blocked): {sorted(set(outside))[:5]}")
+    problems += [f"broken link: {b}" for b in broken_links(info["links"], base, html)]
+    return problems
+
+
+@pytest.mark.parametrize("entry", PAGES)
+def test_page_renders_in_a_browser(entry, site, browser):
+    base, html = site
+    if not (html / f"{entry}.html").exists():
+        pytest.fail(f"{entry}.html was not built")
+    shot = SCREENSHOTS / (entry.replace("/", "__") + ".png")
+    problems = inspect(browser, base, html, f"{entry}.html", screenshot=shot)
+    assert not problems, f"{entry}.html:\n  " + "\n  ".join(problems)
+
+
+def test_a_broken_page_is_caught(site, browser):
+    """The checks are not vacuous: a page made from a real rendered chapter, with an error output, a
+    missing image, TeX errors, untypeset math, dead links and a CDN script, is reported on every count."""
+    base, html = site
+    source = next((html / f"{e}.html" for e in PAGES[1:] if (html / f"{e}.html").exists()), None)
+    assert source is not None
+    text = source.read_text()
+    broken = (
+        '<div class="cell_output docutils container"><div class="output traceback highlight-ipythontb '
+        'notranslate"><pre>Traceback (most recent call last):\nValueError: boom</pre></div></div>'
+        '<img src="no_such_figure.png" alt="missing">'
+        '<p><span class="math notranslate nohighlight">\\(\\frac{1}{\\undefinedmacro}\\)</span></p>'
+        '<p><span class="math notranslate nohighlight">\\(\\frac{1}\\)</span></p>'
+        '<p><span class="math notranslate nohighlight">\\(x^{2\\)</span></p>'
+        '<a href="no_such_page.html">dead</a><a href="#no-such-anchor">dead anchor</a>'
+        '<script src="https://cdn.jsdelivr.net/npm/some-package/dist/index.js"></script>'
+    )
+    text = text.replace("</main>", broken + "</main>", 1) if "</main>" in text else text + broken
+    target = source.with_name("zz_deliberately_broken.html")
+    target.write_text(text)
+    _ID_CACHE.pop(target, None)
+    try:
+        problems = inspect(browser, base, html, str(target.relative_to(html)))
+    finally:
+        target.unlink()
+    report = "\n".join(problems)
+    assert "error outputs" in report, report
+    assert "images that do not load" in report and "no_such_figure.png" in report, report
+    assert "TeX errors" in report and "undefined \\undefinedmacro" in report, report
+    assert "Missing argument for \\frac" in report and "math not typeset" in report, report
+    assert "no_such_page.html" in report and "no-such-anchor" in report, report
+    assert "HTTP 404" in report, report
+    assert "requests outside localhost (blocked): ['https://cdn.jsdelivr.net/npm/some-package" in report, report

@@ -1,0 +1,179 @@
+"""Tests of attnbook.reproduction: claim records are collected from notebooks in book order, failing
+records are reported as failing, recorded paper runs are merged, and the committed reproduction page is in
+step with the chapters."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+from attnbook import claims, reproduction
+from attnbook.claims import MIMETYPE, Claim
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def claim_output(claim: Claim, kind: str = "execute_result") -> nbformat.NotebookNode:
+    """An output as IPython writes it for a displayed claim."""
+    bundle = claim._repr_mimebundle_()
+    if kind == "execute_result":
+        return new_output("execute_result", data=bundle, execution_count=1)
+    return new_output("display_data", data=bundle)
+
+
+def fake_book(tmp_path: Path, chapters: dict[str, list], page: bool = True) -> Path:
+    """A tiny book: _toc.yml listing intro, the given chapters (name -> outputs), and the page."""
+    (tmp_path / "book" / "part").mkdir(parents=True)
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n")
+    entries = "\n".join(f"      - file: book/part/{n}" for n in chapters)
+    page_line = "      - file: book/reproduction\n" if page else ""
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nparts:\n  - caption: Part\n    chapters:\n"
+        f"{entries}\n  - caption: Back\n    chapters:\n{page_line}"
+    )
+    for name, outputs in chapters.items():
+        nb = new_notebook(cells=[
+            new_markdown_cell(f"# Chapter {name}\n\nText."),
+            new_code_cell("x = 1", outputs=[new_output("stream", name="stdout", text="hello\n")]),
+            new_code_cell("attnbook.check(...)", outputs=outputs),
+        ])
+        nbformat.write(nb, tmp_path / "book" / "part" / f"{name}.ipynb")
+    if page:
+        own = Claim(name="page's own claim", value=1.0, condition=">= 1")
+        nb = new_notebook(cells=[new_markdown_cell("# Reproduction"),
+                                 new_code_cell("", outputs=[claim_output(own)])])
+        nbformat.write(nb, tmp_path / "book" / "reproduction.ipynb")
+    return tmp_path
+
+
+def test_claim_output_is_collected(tmp_path):
+    c = claims.check("rank of X", 3.0, paper=3.0, at_least=2)
+    root = fake_book(tmp_path, {"01_a": [claim_output(c)]})
+    rows = reproduction.collect(root)
+    assert len(rows) == 1, "the page's own claim must not be listed as a chapter's"
+    r = rows[0]
+    assert (r.chapter, r.name, r.value, r.paper, r.holds) == ("Chapter 01_a", "rank of X", 3.0, 3.0, True)
+    assert r.condition == ">= 2" and r.status == "holds" and r.paper_run is None
+    table = reproduction.markdown_table(rows)
+    assert "| Chapter 01_a | rank of X | 3 | 3 | no GPU run recorded | >= 2 | holds |" in table
+
+
+def test_book_order_display_data_and_string_records(tmp_path):
+    a = claims.check("first", 1.0, at_most=2)
+    b = claims.check("second", 2.0, at_most=3, paper=2.5, paper_note="read off Fig. 1")
+    as_string = new_output("display_data", data={"text/plain": b.line(), MIMETYPE: json.dumps(asdict(b))})
+    c = claims.check("third", 5.0, close_to=5, tol=0.1)
+    # _toc.yml order (02 before 01) decides the order, not the file names
+    root = fake_book(tmp_path, {"02_b": [claim_output(c)], "01_a": [claim_output(a, "display_data"), as_string]})
+    rows = reproduction.collect(root)
+    assert [r.name for r in rows] == ["third", "first", "second"]
+    assert rows[2].paper_note == "read off Fig. 1"
+    assert "2.5 (read off Fig. 1)" in reproduction.markdown_table(rows)
+
+
+def test_failing_record_is_reported_as_failing(tmp_path):
+    bad = Claim(name="too big", value=10.0, condition="<= 1", holds=False)
+    good = claims.check("fine", 0.5, at_most=1)
+    root = fake_book(tmp_path, {"01_a": [claim_output(good), claim_output(bad)]})
+    rows = reproduction.collect(root)
+    assert [r.holds for r in rows] == [True, False]
+    assert rows[1].status == "FAILS" and not rows[1].all_hold
+    assert "| too big | – | 10 | no GPU run recorded | <= 1 | FAILS |" in reproduction.markdown_table(rows)
+    assert "**1** of them hold" in reproduction.summary(rows, root)
+
+
+def test_results_file_is_merged(tmp_path):
+    c1 = claims.check("rank", 3.0, at_least=2)
+    c2 = claims.check("residual", 0.01, at_most=0.1)
+    root = fake_book(tmp_path, {"01_a": [claim_output(c1), claim_output(c2)], "02_b": []})
+    assert "No GPU run is recorded" in reproduction.summary(reproduction.collect(root), root)
+    results = root / "results" / "paper"
+    results.mkdir(parents=True)
+    paper_rank = asdict(claims.check("rank", 7.0, at_least=2))
+    paper_res = dict(asdict(c2), value=0.5, holds=False)
+    (results / "01_a.json").write_text(json.dumps(
+        {"gpu": "NVIDIA H200", "seconds": 600.0, "preset": "paper", "claims": [paper_rank, paper_res]}))
+    rows = reproduction.collect(root)
+    assert rows[0].paper_run["value"] == 7.0 and rows[0].gpu == "NVIDIA H200"
+    assert rows[0].status == "quick holds, paper holds"
+    assert rows[1].status == "quick holds, paper FAILS" and not rows[1].all_hold
+    table = reproduction.markdown_table(rows)
+    assert "| 7 (NVIDIA H200) |" in table and "| 0.5 (NVIDIA H200) |" in table
+    summary = reproduction.summary(rows, root)
+    assert "No GPU run" not in summary and "`01_a` on NVIDIA H200 (10 min)" in summary
+
+
+def test_claim_missing_from_a_recorded_run(tmp_path):
+    c = claims.check("rank", 3.0, at_least=2)
+    root = fake_book(tmp_path, {"01_a": [claim_output(c)]})
+    (root / "results" / "paper").mkdir(parents=True)
+    (root / "results" / "paper" / "01_a.json").write_text(json.dumps({"gpu": "T4", "seconds": 1, "claims": []}))
+    assert "not in the T4 run" in reproduction.markdown_table(reproduction.collect(root))
+
+
+def test_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="_toc.yml"):
+        reproduction.find_root(tmp_path)
+    with pytest.raises(ValueError, match="does not exist"):
+        reproduction.claims_in_notebook(tmp_path / "missing.ipynb")
+    with pytest.raises(ValueError, match="nbformat notebook"):
+        reproduction.claims_in_notebook(42)
+    nb = new_notebook(cells=[new_code_cell("", outputs=[new_output("display_data", data={MIMETYPE: [1]})])])
+    with pytest.raises(ValueError, match="JSON object"):
+        reproduction.claims_in_notebook(nb)
+    root = fake_book(tmp_path, {"01_a": []})
+    (root / "results" / "paper").mkdir(parents=True)
+    (root / "results" / "paper" / "01_a.json").write_text("{not json")
+    with pytest.raises(ValueError, match="01_a.json"):
+        reproduction.collect(root)
+    (root / "results" / "paper" / "01_a.json").write_text(json.dumps({"gpu": "T4"}))
+    with pytest.raises(ValueError, match="claims"):
+        reproduction.collect(root)
+
+
+def test_find_root_from_a_subfolder(tmp_path):
+    root = fake_book(tmp_path, {"01_a": []})
+    assert reproduction.find_root(root / "book" / "part") == root.resolve()
+
+
+def test_record_paper_run_parses_failed_claims():
+    """scripts/record_paper_run.py turns a ClaimFailed error output into a failing record."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from record_paper_run import failed_claims
+
+    with pytest.raises(claims.ClaimFailed) as err:
+        claims.check("residual of SAN", 0.25, at_most=0.01)
+    nb = new_notebook(cells=[new_code_cell("", outputs=[
+        new_output("error", ename="ClaimFailed", evalue=str(err.value), traceback=[]),
+        new_output("error", ename="RuntimeError", evalue="CUDA out of memory", traceback=[]),
+    ])])
+    failed, errors = failed_claims(nb)
+    assert failed == [dict(name="residual of SAN", value=0.25, condition="<= 0.01", holds=False)]
+    assert errors == ["RuntimeError: CUDA out of memory"]
+
+
+PAGE = ROOT / "book" / "reproduction.ipynb"
+
+
+@pytest.mark.skipif(not PAGE.exists(), reason="the reproduction page is not written yet")
+def test_committed_page_lists_every_claim_of_the_book():
+    """The page's committed table is what the chapters' committed outputs give now: re-execute the page
+    (`python scripts/execute_notebooks.py book/reproduction.ipynb`) after any chapter changes."""
+    nb = nbformat.read(PAGE, as_version=4)
+    shown = [
+        out["data"]["text/markdown"]
+        for cell in nb.cells if cell.cell_type == "code"
+        for out in cell.outputs if "text/markdown" in out.get("data", {})
+    ]
+    expected = reproduction.markdown_table(reproduction.collect(ROOT))
+    assert expected in shown, (
+        "book/reproduction.ipynb is out of step with the chapters' claims; re-execute it with "
+        "`.venv/bin/python scripts/execute_notebooks.py book/reproduction.ipynb`"
+    )
