@@ -3,6 +3,7 @@
     python scripts/execute_notebooks.py book/part1_rank_collapse/01_pure_attention_loses_rank.ipynb
     python scripts/execute_notebooks.py --all            # every notebook listed in _toc.yml
     python scripts/execute_notebooks.py --all --timings _build/timings.md   # also write seconds per chapter
+                                          # and check the quick budgets (exit 1 when one is exceeded)
 
 The preset is ATTNBOOK_PRESET (default: quick without CUDA). Each notebook runs in a fresh kernel with a
 per-cell timeout; an error stops with the failing cell. Widget state is stored so the rendered book can
@@ -22,6 +23,9 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 KEEP_CELL_METADATA = ("tags",)
+#: BOOK.md "Performance budgets" at the quick preset on 2 cores, checked by --timings
+CHAPTER_BUDGET_S = 180
+BOOK_BUDGET_S = 900
 
 
 def toc_files() -> list[str]:
@@ -91,12 +95,27 @@ def main() -> int:
         rows.append((p.resolve().relative_to(ROOT), seconds))
         print(f"{seconds:7.1f} s  {rows[-1][0]}", flush=True)
     if args.timings:
-        preset = os.environ.get("ATTNBOOK_PRESET", "default")
-        lines = [f"| chapter ({preset}) | seconds |", "|---|---|"]
-        lines += [f"| {p} | {s:.0f} |" for p, s in rows]
-        lines.append(f"| **total** | **{sum(s for _, s in rows):.0f}** |")
+        from attnbook.presets import active_preset
+
+        preset = active_preset()
+        total = sum(s for _, s in rows)
+        # BOOK.md's budgets hold for the quick preset on 2 cores: each chapter < 180 s, the book < 900 s.
+        budget = preset == "quick"
+        verdict = lambda ok: ("pass" if ok else "**FAIL**") if budget else "–"  # noqa: E731
+        lines = [f"| chapter ({preset}) | seconds | budget ({CHAPTER_BUDGET_S} s) |", "|---|---|---|"]
+        lines += [f"| {p} | {s:.0f} | {verdict(s < CHAPTER_BUDGET_S)} |" for p, s in rows]
+        lines.append(f"| **total** | **{total:.0f}** | {verdict(total < BOOK_BUDGET_S)} ({BOOK_BUDGET_S} s) |")
         args.timings.parent.mkdir(parents=True, exist_ok=True)
         args.timings.write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        if budget:
+            over = [f"{p} ({s:.0f} s)" for p, s in rows if s >= CHAPTER_BUDGET_S]
+            ok = not over and total < BOOK_BUDGET_S
+            print(f"budgets (quick, each chapter < {CHAPTER_BUDGET_S} s, total < {BOOK_BUDGET_S} s): "
+                  + ("PASS" if ok else "FAIL") + (f"; over: {', '.join(over)}" if over else "")
+                  + f"; total {total:.0f} s")
+            return 0 if ok else 1
+        print(f"budgets are for the quick preset; not checked at {preset}")
     return 0
 
 

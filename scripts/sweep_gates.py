@@ -50,7 +50,7 @@ def _tolist(d: dict) -> dict:
 
 # ------------------------------------------------------------------------------------------------ MiniLM
 
-MINILM = dict(lambdas=[0.003, 0.01, 0.03], steps=100, batch=12, gate_lr=0.15, max_length=24,
+MINILM = dict(lambdas=[0.05, 0.2, 0.8], steps=60, batch=8, gate_lr=0.2, max_length=24,
               n_eval=120, record_every=10, seed=0)
 
 
@@ -93,7 +93,7 @@ def run_minilm() -> None:
         gates = G.HeadGates((6, 12))
         hist = G.train_gates(model, gates, task_loss, batch_fn, lam=lam, steps=cfg["steps"], gate_lr=cfg["gate_lr"],
                              record_every=cfg["record_every"], schedule="constant", warmup=0, seed=cfg["seed"],
-                             progress=False, device="cpu")
+                             progress=True, device="cpu", desc=f"lambda={lam}")
         g = gates()[""]
         hooks.gates = g
         with torch.no_grad():
@@ -167,7 +167,8 @@ def gate_sweep(kinds, cfg, checkpoint=None, name="encoder") -> None:
         gates = G.HeadGates({k: (base.cfg.layers(k), base.cfg.n_heads) for k in kinds})
         hist = G.train_gates(model, gates, task_loss, stream, lam=lam, steps=cfg["steps"], lr=cfg["lr"],
                              gate_lr=cfg["gate_lr"], record_every=cfg["record_every"], schedule="constant",
-                             warmup=0, seed=TRANSLATION["seed"], progress=False, device="cpu")
+                             warmup=0, seed=TRANSLATION["seed"], progress=True, device="cpu",
+                             desc=f"lambda={lam}")
         g = gates()
         kept = {k: int((v > 0).sum()) for k, v in g.items()}
         b = bleu_of(tr, model, dev, head_gates=g)
@@ -254,7 +255,7 @@ def run_from_scratch(checkpoint=None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=["minilm", "encoder", "all-types", "michel", "from-scratch", "all"])
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--checkpoint", default=None, help="translation checkpoint (default: the shipped one)")
     parser.add_argument("--out", default=None, help="output folder (default: src/attnbook/data/pruning)")
     parser.add_argument("--smoke", action="store_true", help="a few steps of each part (to test the script)")

@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--preset", choices=attnbook.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--steps", type=int, default=None, help="override the preset's training steps")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--bleu-sentences", type=int, default=1000, help="test sentences for the final BLEU")
+    ap.add_argument("--bleu-sentences", type=int, default=500, help="test sentences for the final BLEU")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 

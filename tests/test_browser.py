@@ -72,7 +72,7 @@ INSPECT_JS = """async () => {
       '.cell_output .traceback, .cell_output .output.error, .cell_output .output.traceback'))
       .map(e => e.textContent.trim().slice(0, 200));
   out.traceback_text = Array.from(document.querySelectorAll('.cell_output'))
-      .filter(e => /Traceback \\(most recent call last\\)|ClaimFailed|^\\s*\\w+Error: /m.test(e.textContent))
+      .filter(e => /Traceback \\(most recent call last\\)|ClaimFailed/.test(e.textContent))
       .map(e => e.textContent.trim().slice(0, 200));
   out.widget_views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
   out.widgets = document.querySelectorAll('.jupyter-widgets, .widget-output, .lm-Widget').length;
@@ -237,8 +237,8 @@ def test_a_broken_page_is_caught(site, browser):
     report = "\n".join(problems)
     assert "error outputs" in report, report
     assert "images that do not load" in report and "no_such_figure.png" in report, report
-    assert "TeX errors" in report and "undefined \\undefinedmacro" in report, report
-    assert "Missing argument for \\frac" in report and "math not typeset" in report, report
+    assert "TeX errors" in report and "undefinedmacro" in report and "Missing argument for" in report, report
+    assert "math not typeset" in report, report
     assert "no_such_page.html" in report and "no-such-anchor" in report, report
     assert "HTTP 404" in report, report
     assert "requests outside localhost (blocked): ['https://cdn.jsdelivr.net/npm/some-package" in report, report

@@ -57,10 +57,10 @@ def test_claim_output_is_collected(tmp_path):
     rows = reproduction.collect(root)
     assert len(rows) == 1, "the page's own claim must not be listed as a chapter's"
     r = rows[0]
-    assert (r.chapter, r.name, r.value, r.paper, r.holds) == ("Chapter 01_a", "rank of X", 3.0, 3.0, True)
+    assert (r.chapter, r.name, r.value, r.paper, r.holds) == ("1. Chapter 01_a", "rank of X", 3.0, 3.0, True)
     assert r.condition == ">= 2" and r.status == "holds" and r.paper_run is None
     table = reproduction.markdown_table(rows)
-    assert "| Chapter 01_a | rank of X | 3 | 3 | no GPU run recorded | >= 2 | holds |" in table
+    assert "| **1. Chapter 01_a** | rank of X | 3 | 3 | – | >= 2 | ✓ holds |" in table
 
 
 def test_book_order_display_data_and_string_records(tmp_path):
@@ -68,11 +68,15 @@ def test_book_order_display_data_and_string_records(tmp_path):
     b = claims.check("second", 2.0, at_most=3, paper=2.5, paper_note="read off Fig. 1")
     as_string = new_output("display_data", data={"text/plain": b.line(), MIMETYPE: json.dumps(asdict(b))})
     c = claims.check("third", 5.0, close_to=5, tol=0.1)
+    d = claims.check("fourth", 6.0, at_least=5)
+    # a list of claims as a cell's last expression carries a list of records
+    as_list = new_output("execute_result", execution_count=2,
+                         data={"text/plain": "[...]", MIMETYPE: [asdict(c), asdict(d)]})
     # _toc.yml order (02 before 01) decides the order, not the file names
-    root = fake_book(tmp_path, {"02_b": [claim_output(c)], "01_a": [claim_output(a, "display_data"), as_string]})
+    root = fake_book(tmp_path, {"02_b": [as_list], "01_a": [claim_output(a, "display_data"), as_string]})
     rows = reproduction.collect(root)
-    assert [r.name for r in rows] == ["third", "first", "second"]
-    assert rows[2].paper_note == "read off Fig. 1"
+    assert [r.name for r in rows] == ["third", "fourth", "first", "second"]
+    assert rows[3].paper_note == "read off Fig. 1"
     assert "2.5 (read off Fig. 1)" in reproduction.markdown_table(rows)
 
 
@@ -83,7 +87,7 @@ def test_failing_record_is_reported_as_failing(tmp_path):
     rows = reproduction.collect(root)
     assert [r.holds for r in rows] == [True, False]
     assert rows[1].status == "FAILS" and not rows[1].all_hold
-    assert "| too big | – | 10 | no GPU run recorded | <= 1 | FAILS |" in reproduction.markdown_table(rows)
+    assert "|  | too big | – | 10 | – | <= 1 | ✗ FAILS |" in reproduction.markdown_table(rows)
     assert "**1** of them hold" in reproduction.summary(rows, root)
 
 
@@ -123,9 +127,10 @@ def test_bad_input(tmp_path):
         reproduction.claims_in_notebook(tmp_path / "missing.ipynb")
     with pytest.raises(ValueError, match="nbformat notebook"):
         reproduction.claims_in_notebook(42)
-    nb = new_notebook(cells=[new_code_cell("", outputs=[new_output("display_data", data={MIMETYPE: [1]})])])
-    with pytest.raises(ValueError, match="JSON object"):
-        reproduction.claims_in_notebook(nb)
+    for bad in ([1], 3, {"value": 1}):
+        nb = new_notebook(cells=[new_code_cell("", outputs=[new_output("display_data", data={MIMETYPE: bad})])])
+        with pytest.raises(ValueError, match="JSON object"):
+            reproduction.claims_in_notebook(nb)
     root = fake_book(tmp_path, {"01_a": []})
     (root / "results" / "paper").mkdir(parents=True)
     (root / "results" / "paper" / "01_a.json").write_text("{not json")

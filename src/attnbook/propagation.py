@@ -73,6 +73,22 @@ def correlated_tokens(
     return math.sqrt(rho) * z + math.sqrt(1.0 - rho) * e
 
 
+def tokens_with_cosine(
+    n_tokens: int, d: int, rho: float, generator: Optional[torch.Generator] = None,
+    dtype: torch.dtype = torch.float64,
+) -> torch.Tensor:
+    """Tokens (n, d) with ``||x_i||^2 = d`` and every pairwise cosine exactly ``rho`` (chapter 9,
+    eq. ``ch09-normalised``): ``x_i = sqrt(d) (sqrt(rho) e_0 + sqrt(1 - rho) e_i)`` for random
+    orthonormal ``e_0, ..., e_n``; needs ``d > n``."""
+    if not 0.0 <= rho <= 1.0:
+        raise ValueError(f"rho must lie in [0, 1], got {rho}")
+    if n_tokens < 2 or d <= n_tokens:
+        raise ValueError(f"need n_tokens >= 2 and d > n_tokens, got n_tokens={n_tokens}, d={d}")
+    G = torch.randn(d, n_tokens + 1, generator=generator, dtype=dtype)
+    E = torch.linalg.qr(G).Q.T  # (n + 1, d), orthonormal rows
+    return math.sqrt(d) * (math.sqrt(rho) * E[:1] + math.sqrt(1.0 - rho) * E[1:])
+
+
 def build_stack(
     depth: int, d_model: int, n_heads: int, *, layernorm: Optional[str] = "pre", scaled: bool = False,
     mlp: bool = True, temperature: float = 1.0, gain: float = 1.0, dtype: torch.dtype = torch.float32,

