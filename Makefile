@@ -43,16 +43,16 @@ $(ASSETS_STAMP):
 		--strip-components=2 --exclude='*.map' package/dist
 	touch $@
 
-# The browser test (tests/test_browser.py) drives Debian's chromium; .ci/run installs it.
+# The browser test (tests/test_browser.py) drives Debian's chromium: installed with apt-get when missing.
 chromium:
-	@command -v chromium >/dev/null || { echo "make test needs Debian's chromium for tests/test_browser.py: apt-get install -y chromium" >&2; exit 1; }
+	@command -v chromium >/dev/null || bash scripts/install_chromium.sh
 
 book: venv assets
 	timeout 3600 $(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "The book is in _build/html/index.html"
 
 unit: venv assets chromium
-	timeout 1200 $(BIN)/python -m pytest -q tests
+	timeout 2400 $(BIN)/python -m pytest -q tests
 
 nbval: venv
 	timeout 3600 $(BIN)/python -m pytest -q --nbval-lax --nbval-current-env --nbval-cell-timeout=600 book

@@ -29,12 +29,12 @@ from attnbook import pruning as P
 OUT = Path(attnbook.__file__).parent / "data" / "pruning"
 
 
-def _write(name: str, payload: dict) -> None:
+def _write(name: str, payload: dict, part: str) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     payload["meta"] = {
         **payload.get("meta", {}),
         "script": "scripts/sweep_gates.py",
-        "command": f"python scripts/sweep_gates.py {name}",
+        "command": f"python scripts/sweep_gates.py {part}",
         "torch": torch.__version__,
         "machine": platform.machine(),
         "threads": torch.get_num_threads(),
@@ -110,7 +110,7 @@ def run_minilm() -> None:
     _write("minilm_gates", {"config": cfg, "runs": runs,
                             "meta": {"what": "hard-concrete gates on all-MiniLM-L6-v2 (model frozen, gates trained to "
                                      "keep mean-pooled embeddings close to the unpruned model's), eval on every "
-                                     "10th sentence of attnbook.text.english_sentences()"}})
+                                     "10th sentence of attnbook.text.english_sentences()"}}, "minilm")
 
 
 # ------------------------------------------------------------------------------------------- translation
@@ -182,7 +182,7 @@ def gate_sweep(kinds, cfg, checkpoint=None, name="encoder") -> None:
         print(f"lambda={lam}: kept {kept}, BLEU {b} ({time.time() - t0:.0f} s)", flush=True)
     _write(name, {"config": cfg, "kinds": list(kinds), "shape": list(shape), "full_bleu": full_bleu,
                   "n_bleu": len(dev), "checkpoint_meta": {k: meta.get(k) for k in ("config", "bleu", "steps") if k in meta},
-                  "runs": runs})
+                  "runs": runs}, "encoder" if name == "encoder_gates" else "all-types")
 
 
 def run_encoder(checkpoint=None) -> None:
@@ -218,7 +218,7 @@ def run_michel(checkpoint=None) -> None:
                       "kept": {k: int((v != 0).sum()) for k, v in r["masks"].items()},
                       "masks": _tolist(r["masks"])} for r in recs]
         print(f"michel {name}: {time.time() - t0:.0f} s", flush=True)
-    _write("michel", {"config": cfg, "n_bleu": len(dev), **out})
+    _write("michel", {"config": cfg, "n_bleu": len(dev), **out}, "michel")
 
 
 def run_from_scratch(checkpoint=None) -> None:
@@ -249,7 +249,7 @@ def run_from_scratch(checkpoint=None) -> None:
         results.append({"lam": run["lam"], "kept": run["kept"], "bleu_pruned": run["bleu"], "bleu_scratch": b,
                         "seconds": round(time.time() - t0, 1)})
         print(results[-1], flush=True)
-    _write("from_scratch", {"runs": results, "n_bleu": len(dev)})
+    _write("from_scratch", {"runs": results, "n_bleu": len(dev)}, "from-scratch")
 
 
 def main() -> None:

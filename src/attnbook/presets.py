@@ -87,7 +87,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
     "translation": {
         "quick": dict(d_model=128, n_heads=4, enc_layers=3, dec_layers=3, d_ff=256, dropout=0.0,
                       max_len=96, batch_size=32, lr=2e-3, warmup=0.05, weight_decay=0.01,
-                      label_smoothing=0.1, train_steps=400, seed=0, n_bleu=100, n_analysis=200,
+                      label_smoothing=0.1, train_steps=1200, seed=0, n_bleu=100, n_analysis=200,
                       n_relevance=32),
         "paper": dict(d_model=512, n_heads=8, enc_layers=6, dec_layers=6, d_ff=2048, dropout=0.1,
                       max_len=128, batch_size=128, lr=7e-4, warmup=0.04, weight_decay=0.0,

@@ -108,13 +108,17 @@ def hub_offline_by_env() -> bool:
 def hub_reachable(timeout: float = 2.0) -> bool:
     """Whether the Hugging Face hub answers a TCP connection within ``timeout`` seconds (chapter "Rank
     collapse in pretrained transformers", section "Which models"). False at once when ``HF_HUB_OFFLINE`` or
-    ``TRANSFORMERS_OFFLINE`` is set. The endpoint is ``HF_ENDPOINT`` or https://huggingface.co.
+    ``TRANSFORMERS_OFFLINE`` is set. The endpoint is ``HF_ENDPOINT`` or https://huggingface.co (through
+    ``HTTPS_PROXY`` when one is set).
     """
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if hub_offline_by_env():
         return False
     url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    proxy = os.environ.get("HTTPS_PROXY") or os.environ.get("https_proxy")
+    if proxy and url.scheme == "https":  # behind a proxy, the proxy must answer
+        url = urlparse(proxy if "://" in proxy else f"http://{proxy}")
     host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -189,7 +193,7 @@ def load_paper_models(
     for name in names:
         try:
             models[name] = load_pretrained(name, device=device, timeout=timeout)
-        except (OSError, ValueError) as err:  # no network, not cached, or not a model
+        except Exception as err:  # no network, not cached, not a model: never stop the chapter
             failed[name] = type(err).__name__
     if not failed:
         message = f"Loaded the paper's pretrained models from the hub: {', '.join(models)}."
@@ -327,12 +331,14 @@ class _ReturnInputTensor(nn.Module):
 
 
 def _zero_skip_input(module, args, kwargs):
-    """Forward pre-hook on BERT's ``BertSelfOutput``: ``LN(dense(h) + input)`` becomes ``LN(dense(h))``."""
-    if len(args) >= 2:
+    """Forward pre-hook on BERT's ``BertSelfOutput``:
+    ``LN(dense(h) + input)`` becomes ``LN(dense(h))``."""
+    if len(args) >= 2:  # called as output(h, input): zero the skip input
         return (args[0], torch.zeros_like(args[1]), *args[2:]), kwargs
     if "input_tensor" in kwargs:
-        return args, {**kwargs, "input_tensor": torch.zeros_like(kwargs["input_tensor"])}
-    raise RuntimeError("BertSelfOutput was called without its skip input; this transformers version is unsupported")
+        skip = torch.zeros_like(kwargs["input_tensor"])
+        return args, {**kwargs, "input_tensor": skip}
+    raise RuntimeError("BertSelfOutput was called without its skip input")
 
 
 def _replace(parent: nn.Module, name: str, new: nn.Module, undo: list) -> None:
