@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -34,7 +36,7 @@ def _write(name: str, payload: dict, part: str) -> None:
     payload["meta"] = {
         **payload.get("meta", {}),
         "script": "scripts/sweep_gates.py",
-        "command": f"python scripts/sweep_gates.py {part}",
+        "command": "python scripts/sweep_gates.py " + shlex.join(sys.argv[1:]),
         "torch": torch.__version__,
         "machine": platform.machine(),
         "threads": torch.get_num_threads(),
@@ -209,6 +211,8 @@ def run_michel(checkpoint=None) -> None:
 
     out = {}
     for name, kinds, step in (("encoder", ("enc_self",), 1), ("all_types", KINDS, 3)):
+        if name not in cfg.get("parts", ("encoder", "all_types")):
+            continue
         t0 = time.time()
         masks = P.full_masks({k: (model.cfg.layers(k), model.cfg.n_heads) for k in kinds})
         recs = P.prune_step_by_step(loss_fn, lambda m: bleu_of(tr, model, dev, head_gates=m), masks, batches,
@@ -259,7 +263,30 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None, help="translation checkpoint (default: the shipped one)")
     parser.add_argument("--out", default=None, help="output folder (default: src/attnbook/data/pruning)")
     parser.add_argument("--smoke", action="store_true", help="a few steps of each part (to test the script)")
+    parser.add_argument("--lambdas", default=None, help="comma-separated lambdas for encoder/all-types (default: TRANSLATION)")
+    parser.add_argument("--steps", type=int, default=None, help="gate training steps per lambda (default: TRANSLATION)")
+    parser.add_argument("--batch", type=int, default=None, help="batch size for gate training (default: TRANSLATION)")
+    parser.add_argument("--gate-lr", type=float, default=None, help="learning rate of the gates (default: TRANSLATION)")
+    parser.add_argument("--michel-batches", type=int, default=None, help="importance batches for michel (default: TRANSLATION)")
+    parser.add_argument("--n-bleu", type=int, default=None, help="dev sentences for BLEU (default: TRANSLATION)")
+    parser.add_argument("--michel-parts", default=None,
+                        help="comma-separated subset of encoder,all_types for the michel part (default: both)")
     args = parser.parse_args()
+    for c in (TRANSLATION["encoder"], TRANSLATION["all_types"]):
+        if args.lambdas:
+            c["lambdas"] = [float(x) for x in args.lambdas.split(",")]
+        if args.steps:
+            c["steps"] = args.steps
+        if args.batch:
+            c["batch"] = args.batch
+        if args.gate_lr:
+            c["gate_lr"] = args.gate_lr
+    if args.michel_batches:
+        TRANSLATION["michel"]["n_batches"] = args.michel_batches
+    if args.n_bleu:
+        TRANSLATION["n_bleu"] = args.n_bleu
+    if args.michel_parts:
+        TRANSLATION["michel"]["parts"] = args.michel_parts.split(",")
     if args.smoke:
         for c in (TRANSLATION["encoder"], TRANSLATION["all_types"], MINILM):
             c.update(lambdas=c["lambdas"][-1:], steps=3, record_every=2)
