@@ -59,8 +59,8 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
     # (the paper's sizes) on init_sequences x init_tokens; n_paths sampled paths per depth, attention
     # matrices of path_sequences inputs, for the companion figure.
     "pretrained_rank_collapse": {
-        "quick": dict(n_sequences=32, n_tokens=128, init_sequences=8, init_tokens=128, n_paths=40,
-                      path_sequences=8),
+        "quick": dict(n_sequences=16, n_tokens=128, init_sequences=4, init_tokens=128, n_paths=40,
+                      path_sequences=4),
         "paper": dict(n_sequences=32, n_tokens=128, init_sequences=32, init_tokens=128, n_paths=100,
                       path_sequences=32),
     },
