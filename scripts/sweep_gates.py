@@ -210,7 +210,7 @@ def run_michel(checkpoint=None) -> None:
         return model.loss(src, tgt, head_gates=masks)
 
     out = {}
-    for name, kinds, step in (("encoder", ("enc_self",), 1), ("all_types", KINDS, 3)):
+    for name, kinds, step in (("encoder", ("enc_self",), cfg.get("step_encoder", 1)), ("all_types", KINDS, 3)):
         if name not in cfg.get("parts", ("encoder", "all_types")):
             continue
         t0 = time.time()
@@ -267,6 +267,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="gate training steps per lambda (default: TRANSLATION)")
     parser.add_argument("--batch", type=int, default=None, help="batch size for gate training (default: TRANSLATION)")
     parser.add_argument("--gate-lr", type=float, default=None, help="learning rate of the gates (default: TRANSLATION)")
+    parser.add_argument("--michel-step", type=int, default=None, help="encoder heads pruned per michel step (default 1)")
     parser.add_argument("--michel-batches", type=int, default=None, help="importance batches for michel (default: TRANSLATION)")
     parser.add_argument("--n-bleu", type=int, default=None, help="dev sentences for BLEU (default: TRANSLATION)")
     parser.add_argument("--michel-parts", default=None,
@@ -281,6 +282,8 @@ def main() -> None:
             c["batch"] = args.batch
         if args.gate_lr:
             c["gate_lr"] = args.gate_lr
+    if args.michel_step:
+        TRANSLATION["michel"]["step_encoder"] = args.michel_step
     if args.michel_batches:
         TRANSLATION["michel"]["n_batches"] = args.michel_batches
     if args.n_bleu:
