@@ -21,6 +21,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from attnbook.reproduction import toc_entries
+
 ROOT = Path(__file__).resolve().parents[1]
 KEEP_CELL_METADATA = ("tags",)
 #: BOOK.md "Performance budgets" at the quick preset on 2 cores, checked by --timings
@@ -30,23 +32,7 @@ BOOK_BUDGET_S = 900
 
 def toc_files() -> list[str]:
     """Every entry of _toc.yml (root first), as paths relative to the repository without suffix."""
-    import yaml
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(toc.get("parts", []))
-    return files
+    return toc_entries(ROOT)
 
 
 def toc_notebooks() -> list[Path]:
