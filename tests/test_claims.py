@@ -44,8 +44,3 @@ def test_malformed_claims():
         check("x", "high", at_most=1)
     with pytest.raises(ValueError, match="needs a name"):
         check("", 1.0, at_most=1)
-
-
-def test_table():
-    c = check("t", 1.0, at_most=2)
-    assert "| t | 1 | n/a | <= 2 | holds |" in claims.table([c])

@@ -196,15 +196,3 @@ def check(
         )
     REGISTRY.append(claim)
     return claim
-
-
-def table(claims: Optional[list[Claim]] = None) -> str:
-    """The claims (default: all checked so far in this process) as a Markdown table."""
-    rows = claims if claims is not None else REGISTRY
-    out = ["| claim | book | paper | condition | status |", "|---|---|---|---|---|"]
-    for c in rows:
-        out.append(
-            f"| {c.name} | {_fmt(c.value)} | {_fmt(c.paper)} | {c.condition} | "
-            f"{'holds' if c.holds else 'fails'} |"
-        )
-    return "\n".join(out)
