@@ -64,24 +64,42 @@ def failed_claims(nb: nbformat.NotebookNode) -> tuple[list[dict], list[str]]:
     return failed, errors
 
 
-def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str) -> dict:
-    """Execute ``path`` at ``preset`` and write its claim records to ``out_dir/<stem>.json``."""
+def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadline: float | None = None) -> dict:
+    """Execute ``path`` at ``preset`` and write its claim records to ``out_dir/<stem>.json``.
+
+    ``timeout``: seconds per cell. ``deadline``: a ``time.time()`` after which the run stops; each cell
+    then gets at most the time left. A run stopped by a timeout keeps the claims of the cells that ran and
+    says where it stopped in ``errors``.
+    """
     import torch
 
     nb = nbformat.read(path, as_version=4)
     os.environ["ATTNBOOK_PRESET"] = preset  # the kernel inherits the environment
+
+    def cell_timeout(cell) -> int:
+        if deadline is None:
+            return timeout
+        return max(1, min(timeout, int(deadline - time.time())))
+
     start = time.perf_counter()
-    NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+    stopped = None
+    try:
+        NotebookClient(
+            nb, timeout=timeout, timeout_func=cell_timeout, kernel_name="python3", allow_errors=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
+    except Exception as exc:  # a cell timed out or the kernel died: keep what ran
+        done = sum(1 for c in nb.cells if c.cell_type == "code" and c.get("execution_count"))
+        stopped = f"stopped after {done} code cells: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
     seconds = time.perf_counter() - start
     claims = claims_in_notebook(nb)
     failed, errors = failed_claims(nb)
+    if stopped:
+        errors.append(stopped)
     run = dict(
         gpu=gpu or "CPU", seconds=round(seconds, 1), preset=preset, torch=torch.__version__,
         date=_dt.date.today().isoformat(), notebook=str(path.relative_to(ROOT)),
-        claims=claims + failed, errors=errors,
+        complete=stopped is None, claims=claims + failed, errors=errors,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{path.stem}.json").write_text(json.dumps(run, indent=1) + "\n")
@@ -94,6 +112,8 @@ def main() -> int:
     parser.add_argument("--all", action="store_true", help="every chapter in _toc.yml")
     parser.add_argument("--preset", default="paper", help="preset to run at (default: paper)")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell")
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="seconds for the whole run; the chapter running then stops and keeps its claims so far")
     parser.add_argument("--out", type=Path, default=ROOT / PAPER_RESULTS, help="folder for the JSON files")
     parser.add_argument("--allow-cpu", action="store_true", help="run without CUDA (to test this script)")
     args = parser.parse_args()
@@ -104,8 +124,9 @@ def main() -> int:
     if not gpu and not args.allow_cpu:
         parser.error("no CUDA device: a paper run needs a GPU (use --allow-cpu only to test this script)")
     status = 0
+    deadline = None if args.time_limit is None else time.time() + args.time_limit
     for p in paths:
-        run = record(p, args.out, args.preset, args.timeout, gpu)
+        run = record(p, args.out, args.preset, args.timeout, gpu, deadline)
         n_fail = sum(not c.get("holds", False) for c in run["claims"])
         print(f"{run['seconds']:8.1f} s  {p.relative_to(ROOT)}: {len(run['claims'])} claims, "
               f"{n_fail} failing, {len(run['errors'])} other errors", flush=True)

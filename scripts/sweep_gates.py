@@ -29,6 +29,8 @@ from attnbook import gates as G
 from attnbook import pruning as P
 
 OUT = Path(attnbook.__file__).parent / "data" / "pruning"
+#: where the translation parts run (``--device``; the MiniLM part always runs on the CPU)
+DEVICE = torch.device("cpu")
 
 
 def _write(name: str, payload: dict, part: str) -> None:
@@ -40,6 +42,7 @@ def _write(name: str, payload: dict, part: str) -> None:
         "torch": torch.__version__,
         "machine": platform.machine(),
         "threads": torch.get_num_threads(),
+        "device": torch.cuda.get_device_name(DEVICE) if DEVICE.type == "cuda" else "cpu",
     }
     path = OUT / f"{name}.json"
     path.write_text(json.dumps(payload, indent=1) + "\n")
@@ -122,6 +125,7 @@ TRANSLATION = dict(
     all_types=dict(lambdas=[0.1, 0.2, 0.4, 0.8], steps=300, batch=32, lr=1e-4, gate_lr=0.05, record_every=10),
     michel=dict(n_batches=8, batch=32),
     n_bleu=300, label_smoothing=0.1, seed=0,
+    scratch_steps=None,  # from-scratch: None = the shipped model's steps + the gate fine-tuning steps
 )
 KINDS = ("enc_self", "dec_self", "dec_cross")
 
@@ -129,7 +133,7 @@ KINDS = ("enc_self", "dec_self", "dec_cross")
 def translation_setup(checkpoint=None):
     from attnbook.tasks import translation as tr
 
-    model, meta = tr.load_translation_model(checkpoint)
+    model, meta = tr.load_translation_model(checkpoint, device=DEVICE)
     dev = tr.load_pairs("dev")[: TRANSLATION["n_bleu"]]
     return tr, model, meta, dev
 
@@ -169,7 +173,7 @@ def gate_sweep(kinds, cfg, checkpoint=None, name="encoder") -> None:
         gates = G.HeadGates({k: (base.cfg.layers(k), base.cfg.n_heads) for k in kinds})
         hist = G.train_gates(model, gates, task_loss, stream, lam=lam, steps=cfg["steps"], lr=cfg["lr"],
                              gate_lr=cfg["gate_lr"], record_every=cfg["record_every"], schedule="constant",
-                             warmup=0, seed=TRANSLATION["seed"], progress=True, device="cpu",
+                             warmup=0, seed=TRANSLATION["seed"], progress=True, device=DEVICE,
                              desc=f"lambda={lam}")
         g = gates()
         kept = {k: int((v > 0).sum()) for k, v in g.items()}
@@ -182,9 +186,10 @@ def gate_sweep(kinds, cfg, checkpoint=None, name="encoder") -> None:
             "seconds": round(time.time() - t0, 1),
         })
         print(f"lambda={lam}: kept {kept}, BLEU {b} ({time.time() - t0:.0f} s)", flush=True)
-    _write(name, {"config": cfg, "kinds": list(kinds), "shape": list(shape), "full_bleu": full_bleu,
-                  "n_bleu": len(dev), "checkpoint_meta": {k: meta.get(k) for k in ("config", "bleu", "steps") if k in meta},
-                  "runs": runs}, "encoder" if name == "encoder_gates" else "all-types")
+        _write(name, {"config": cfg, "kinds": list(kinds), "shape": list(shape), "full_bleu": full_bleu,
+                      "n_bleu": len(dev), "complete": len(runs) == len(cfg["lambdas"]),
+                      "checkpoint_meta": {k: meta.get(k) for k in ("config", "bleu", "steps") if k in meta},
+                      "runs": runs}, "encoder" if name == "encoder_gates" else "all-types")
 
 
 def run_encoder(checkpoint=None) -> None:
@@ -207,7 +212,7 @@ def run_michel(checkpoint=None) -> None:
 
     def loss_fn(batch, masks):
         src, tgt = batch
-        return model.loss(src, tgt, head_gates=masks)
+        return model.loss(src.to(DEVICE), tgt.to(DEVICE), head_gates=masks)
 
     out = {}
     for name, kinds, step in (("encoder", ("enc_self",), cfg.get("step_encoder", 1)), ("all_types", KINDS, 3)):
@@ -222,46 +227,66 @@ def run_michel(checkpoint=None) -> None:
                       "kept": {k: int((v != 0).sum()) for k, v in r["masks"].items()},
                       "masks": _tolist(r["masks"])} for r in recs]
         print(f"michel {name}: {time.time() - t0:.0f} s", flush=True)
-    _write("michel", {"config": cfg, "n_bleu": len(dev), **out}, "michel")
+        _write("michel", {"config": cfg, "n_bleu": len(dev), **out}, "michel")
 
 
 def run_from_scratch(checkpoint=None) -> None:
-    """Train the shapes found by the all-types gate sweep from scratch, with the pruned heads masked
-    (Voita et al., Table "pruned vs from scratch"), for as many steps as the shipped model was trained.
-    Long: about as long as scripts/train_translation.py per shape (a GPU is advised)."""
+    """Train the shapes found by the all-types gate sweep from scratch, with the pruned heads masked out
+    (Voita et al. 2019, Table 3: "pruned" vs "from scratch"), with the shipped model's own recipe
+    (``meta["recipe"]``: the one ``scripts/train_translation.py`` used). Each shape trains for the shipped
+    model's steps plus the gate fine-tuning steps, so both arms have seen the same number of batches; the
+    unpruned shape is trained the same way as a baseline on the same device. Long: one full training per
+    shape (a GPU is advised)."""
     from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
     from attnbook.train import train
 
     sweep = json.loads((OUT / "all_types_gates.json").read_text())
     tr, base, meta, dev = translation_setup(checkpoint)
-    p = attnbook.preset("translation")
-    stream = tr.BatchStream(tr.load_pairs("train"), batch_size=p["batch_size"], max_len=p["max_len"], seed=p["seed"])
-    results = []
-    for run in sweep["runs"]:
-        attnbook.seed_everything(p["seed"])
+    recipe = meta["recipe"]
+    steps = TRANSLATION["scratch_steps"] or int(meta["train_steps"]) + int(sweep["config"]["steps"])
+    stream = tr.BatchStream(tr.load_pairs("train"), batch_size=recipe["batch_size"], max_len=base.cfg.max_len,
+                            seed=recipe["seed"])
+    full = {k: [[1.0] * base.cfg.n_heads for _ in range(base.cfg.layers(k))] for k in KINDS}
+    shapes = [{"lam": None, "gates": full, "kept": {k: base.cfg.layers(k) * base.cfg.n_heads for k in KINDS},
+               "bleu": sweep["full_bleu"]}] + sweep["runs"]
+    results, seen = [], {}
+    for run in shapes:
         masks = {k: (torch.tensor(v) > 0).float() for k, v in run["gates"].items()}
-        model = Seq2SeqTransformer(Seq2SeqConfig(**meta["config"]))
+        key = tuple(int(x) for k in KINDS for x in masks[k].flatten())
+        if key in seen:                      # two lambdas kept the same heads: reuse the training
+            b, sec = seen[key]
+        else:
+            attnbook.seed_everything(recipe["seed"])
+            model = Seq2SeqTransformer(Seq2SeqConfig(**meta["config"]))
 
-        def loss_fn(m, batch, masks=masks):
-            src, tgt = batch
-            return m.loss(src, tgt, head_gates=masks, label_smoothing=p["label_smoothing"])
+            def loss_fn(m, batch, masks=masks):
+                src, tgt = batch
+                return m.loss(src, tgt, head_gates=masks, label_smoothing=recipe["label_smoothing"])
 
-        t0 = time.time()
-        train(model, stream, loss_fn, steps=p["train_steps"], lr=p["lr"], weight_decay=p["weight_decay"],
-              warmup=p["warmup"], schedule="cosine", clip=1.0, seed=p["seed"], progress=False)
-        b = bleu_of(tr, model, dev, head_gates=masks)
-        results.append({"lam": run["lam"], "kept": run["kept"], "bleu_pruned": run["bleu"], "bleu_scratch": b,
-                        "seconds": round(time.time() - t0, 1)})
+            t0 = time.time()
+            train(model, stream, loss_fn, steps=steps, lr=recipe["lr"], weight_decay=recipe["weight_decay"],
+                  warmup=recipe["warmup"], schedule="cosine", clip=1.0, seed=recipe["seed"], progress=False,
+                  device=DEVICE)
+            b = bleu_of(tr, model, dev, head_gates=masks)
+            sec = round(time.time() - t0, 1)
+            seen[key] = (b, sec)
+        results.append({"lam": run["lam"], "kept": run["kept"], "n_kept": int(sum(run["kept"].values())),
+                        "bleu_pruned": run["bleu"], "bleu_scratch": b, "seconds": sec})
         print(results[-1], flush=True)
-    _write("from_scratch", {"runs": results, "n_bleu": len(dev)}, "from-scratch")
+        _write("from_scratch", {"runs": results, "n_bleu": len(dev), "steps": steps, "recipe": recipe,
+                                "complete": len(results) == len(shapes), "full_bleu_shipped": sweep["full_bleu"]},
+               "from-scratch")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=["minilm", "encoder", "all-types", "michel", "from-scratch", "all"])
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="device of the translation parts (cpu or cuda)")
     parser.add_argument("--checkpoint", default=None, help="translation checkpoint (default: the shipped one)")
     parser.add_argument("--out", default=None, help="output folder (default: src/attnbook/data/pruning)")
+    parser.add_argument("--scratch-steps", type=int, default=None,
+                        help="training steps per shape for from-scratch (default: shipped steps + gate steps)")
     parser.add_argument("--smoke", action="store_true", help="a few steps of each part (to test the script)")
     parser.add_argument("--lambdas", default=None, help="comma-separated lambdas for encoder/all-types (default: TRANSLATION)")
     parser.add_argument("--steps", type=int, default=None, help="gate training steps per lambda (default: TRANSLATION)")
@@ -290,13 +315,17 @@ def main() -> None:
         TRANSLATION["n_bleu"] = args.n_bleu
     if args.michel_parts:
         TRANSLATION["michel"]["parts"] = args.michel_parts.split(",")
+    if args.scratch_steps:
+        TRANSLATION["scratch_steps"] = args.scratch_steps
     if args.smoke:
+        TRANSLATION["scratch_steps"] = 3
         for c in (TRANSLATION["encoder"], TRANSLATION["all_types"], MINILM):
             c.update(lambdas=c["lambdas"][-1:], steps=3, record_every=2)
         TRANSLATION.update(n_bleu=4)
         TRANSLATION["michel"].update(n_batches=1, batch=4)
         MINILM.update(n_eval=4, batch=4)
-    global OUT
+    global OUT, DEVICE
+    DEVICE = torch.device(args.device)
     if args.out:
         OUT = Path(args.out)
     torch.set_num_threads(args.threads)

@@ -157,7 +157,7 @@ class Seq2SeqTransformer(nn.Module):
         n_layers = self.cfg.layers(kind)
         if head_gates is None or head_gates.get(kind) is None:
             return [None] * n_layers
-        g = torch.as_tensor(head_gates[kind])
+        g = torch.as_tensor(head_gates[kind]).to(self.embed.weight.device)
         ok = (n_layers, self.cfg.n_heads)
         if g.shape == ok:
             return [g[i] for i in range(n_layers)]
