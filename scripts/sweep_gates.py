@@ -8,8 +8,10 @@ One command per part (each writes one JSON file under src/attnbook/data/pruning/
     python scripts/sweep_gates.py michel         # translation model: Michel importance pruning, BLEU curve
     python scripts/sweep_gates.py from-scratch   # pruned shapes trained from scratch (long: GPU advised)
 
-or ``python scripts/sweep_gates.py all`` for the first four. Everything is seeded; the numbers depend only
-on the shipped checkpoint and data (and, in the last digits, on the CPU).
+or ``python scripts/sweep_gates.py all`` for the first four. ``--device cuda`` runs the translation parts on a
+GPU (the shipped ``*_gpu.json``, ``all_types_gates.json`` and ``from_scratch.json`` were made that way; see
+``src/attnbook/data/pruning/README.md`` for each file's command). Everything is seeded; the numbers depend only
+on the shipped checkpoint and data (and, in the last digits, on the device).
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
+import itertools
+
+import numpy as np
 import pytest
 import torch
 
-from attnbook.norms import norm_1, norm_1_inf, norm_inf, relative_residual, res
+from attnbook.norms import _argmin_center_certified, norm_1, norm_1_inf, norm_inf, relative_residual, res
 
 
 def test_norms_by_hand():
@@ -45,3 +48,57 @@ def test_bad_input():
         res(torch.randn(3, 3), "median")
     with pytest.raises(ValueError, match="at least one token"):
         norm_1(torch.randn(0, 3))
+
+
+def _brute_force_min_product(X):
+    """min_x ||X - 1x^T||_1 ||X - 1x^T||_inf by vertex enumeration, independent of the library's method.
+
+    With every absolute value written out over all sign patterns, {(x, s, t): ||.||_1 <= s, ||.||_inf <= t}
+    is a pointed polyhedron; s t is minimised over its projection onto (s, t) at a vertex (on each edge of
+    its lower-left boundary s t is a concave quadratic), and that vertex is the image of a vertex of the
+    polyhedron. So: solve every choice of d + 2 constraints as equalities, keep the feasible points."""
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    rows, rhs = [], []  # constraint  coef . (x, s, t) <= rhs
+    for j in range(d):  # sum_i sigma_i (X_ij - x_j) <= s
+        for sig in itertools.product((-1.0, 1.0), repeat=n):
+            c = np.zeros(d + 2)
+            c[j], c[d] = -sum(sig), -1.0
+            rows.append(c)
+            rhs.append(-float(np.dot(sig, X[:, j])))
+    for i in range(n):  # sum_j sigma_j (X_ij - x_j) <= t
+        for sig in itertools.product((-1.0, 1.0), repeat=d):
+            c = np.zeros(d + 2)
+            c[:d], c[d + 1] = -np.array(sig), -1.0
+            rows.append(c)
+            rhs.append(-float(np.dot(sig, X[i])))
+    A, b = np.array(rows), np.array(rhs)
+    combos = np.array(list(itertools.combinations(range(len(A)), d + 2)))
+    M, v = A[combos], b[combos]
+    ok = np.abs(np.linalg.det(M)) > 1e-9
+    pts = np.linalg.solve(M[ok], v[ok][..., None])[..., 0]
+    feasible = (pts @ A.T <= b + 1e-9 * (1 + np.abs(b))).all(axis=1)
+    return float((pts[feasible, d] * pts[feasible, d + 1]).min())
+
+
+@pytest.mark.parametrize("shape", [(4, 1), (5, 1), (3, 2), (4, 2)])
+def test_argmin_is_exact_against_brute_force(shape):
+    gen = torch.Generator().manual_seed(sum(shape))
+    for _ in range(3):
+        X = torch.randn(*shape, generator=gen, dtype=torch.float64) ** 3
+        brute = _brute_force_min_product(X.numpy())
+        x, value, lower = _argmin_center_certified(X.numpy())
+        ours = norm_1_inf(res(X, "argmin")).item() ** 2
+        assert ours == pytest.approx(brute, rel=1e-9)
+        assert value == pytest.approx(ours, rel=1e-12)
+        assert lower <= brute * (1 + 1e-9)
+        assert lower >= brute * (1 - 1e-9)  # the certificate is tight
+
+
+def test_argmin_is_exact_when_the_common_row_dominates():
+    # the residual is 1e-7 of the common row: solver tolerances must act on the residual, not on X
+    gen = torch.Generator().manual_seed(3)
+    R = torch.randn(4, 2, generator=gen, dtype=torch.float64) ** 3
+    X = 5.0 + torch.randn(1, 2, generator=gen, dtype=torch.float64) + 1e-7 * R
+    brute = _brute_force_min_product(R.numpy())  # the residual does not depend on the common row
+    assert norm_1_inf(res(X, "argmin")).item() == pytest.approx(1e-7 * brute**0.5, rel=1e-7)

@@ -304,7 +304,7 @@ class GateHooks:
                 raise ValueError(f"gates must be a tensor of shape {self.shape}, got {getattr(g, 'shape', g)}")
             x = args[0]
             d_head = x.shape[-1] // self.n_heads
-            gated = (x.unflatten(-1, (self.n_heads, d_head)) * g[layer].to(x.dtype)[:, None]).flatten(-2)
+            gated = (x.unflatten(-1, (self.n_heads, d_head)) * g[layer].to(x.device, x.dtype)[:, None]).flatten(-2)
             return (gated, *args[1:])
 
         return hook

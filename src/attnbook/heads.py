@@ -75,7 +75,7 @@ def relative_position_share(attns, query_mask: torch.Tensor, key_mask: torch.Ten
     if Q != K:
         raise ValueError(f"relative positions need self-attention (queries == keys), got {Q} x {K}")
     qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
-    rel = _argmax_keys(a, km) - torch.arange(Q)[None, None, None, :]
+    rel = _argmax_keys(a, km) - torch.arange(Q, device=a.device)[None, None, None, :]
     w = qm[None, :, None, :]
     out = [((rel == o) & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1) for o in offsets]
     return torch.stack(out, -1)
@@ -106,6 +106,7 @@ def word_attention(attn: torch.Tensor, word_of_token: Sequence[int], n_words: in
     M = torch.zeros(T, n_words, dtype=attn.dtype)  # token -> word membership
     ok = full >= 0
     M[ok.nonzero()[:, 0], full[ok]] = 1.0
+    M = M.to(attn.device)  # built on the CPU, used where attn lives
     keys = attn @ M  # (..., T, W)
     per_word = M.sum(0).clamp(min=1)
     return (M.T @ keys) / per_word[:, None]
@@ -162,7 +163,7 @@ def rare_token_share(attns, src_ids: torch.Tensor, token_counts: torch.Tensor, q
     qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
     if src_ids.shape != (B, K):
         raise ValueError(f"src_ids must have shape ({B}, {K}), got {tuple(src_ids.shape)}")
-    freq = token_counts[src_ids].float().masked_fill(~km, float("inf"))
+    freq = token_counts.to(src_ids.device)[src_ids].float().masked_fill(~km, float("inf"))
     rarest = freq.argmin(-1)  # (B,)
     hit = _argmax_keys(a, km) == rarest[None, :, None, None]
     w = qm[None, :, None, :]
@@ -198,7 +199,7 @@ def ablation_relevance(model, src: torch.Tensor, tgt_in: torch.Tensor, kinds: Op
                 g[layer, h] = 0.0
                 lg, _ = model(src, tgt_in, head_gates={kind: g})
                 drop = base - lg.gather(-1, top)[..., 0]
-                rel[layer, h] = (drop * mask).sum() / mask.sum()
+                rel[layer, h] = ((drop * mask).sum() / mask.sum()).to(rel.device)
         if normalise:
             pos = rel.clamp(min=0)
             rel = pos / pos.sum(-1, keepdim=True).clamp(min=1e-12)

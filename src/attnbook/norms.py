@@ -46,58 +46,145 @@ def norm_1_inf(X: torch.Tensor) -> torch.Tensor:
     return torch.sqrt(norm_1(X) * norm_inf(X))
 
 
-def _argmin_center(X: np.ndarray, n_grid: int = 24) -> np.ndarray:
-    """``argmin_x ||X - 1 x^T||_{1,inf}`` for one matrix, by linear programming.
+def _argmin_lp(n: int, d: int):
+    """Constraint matrix of ``h(s) = min{||X - 1 x^T||_inf : ||X - 1 x^T||_1 <= s}`` as one linear program.
 
-    ``min_x sqrt(A(x) B(x))`` with ``A = ||.||_1`` and ``B = ||.||_inf`` is solved as
-    ``min_t sqrt(t * min{B(x) : A(x) <= t})``: each inner problem is a linear program (variables x, the
-    absolute deviations E, and the bound b on row sums), and the outer problem is a search over t.
+    Variables: ``x`` (d), the absolute deviations ``E`` (n*d, ``E_ij >= |X_ij - x_j|``) and the bound ``b`` on
+    every row sum of ``E`` (the objective). Rows: the two sides of each absolute value, the n row sums
+    ``<= b``, and last the d column sums ``<= s`` (so only the last d entries of ``b_ub`` depend on ``s``).
     """
-    from scipy.optimize import linprog
     from scipy.sparse import csr_matrix, hstack, identity, kron, vstack
 
-    n, d = X.shape
-    # variables: x (d), E (n*d, E_ij >= |X_ij - x_j|), b (bound on every row sum of E)
     tile_x = kron(np.ones((n, 1)), identity(d))  # (n*d, d): picks x_j for entry (i, j)
     eye_e = identity(n * d)
     zero_b = csr_matrix((n * d, 1))
     row_sums = kron(identity(n), np.ones((1, d)))  # (n, n*d)
     col_sums = kron(np.ones((1, n)), identity(d))  # (d, n*d)
-    A_ub = vstack(
+    return vstack(
         [
             hstack([-tile_x, -eye_e, zero_b]),  # X_ij - x_j <= E_ij
             hstack([tile_x, -eye_e, zero_b]),  # x_j - X_ij <= E_ij
             hstack([csr_matrix((n, d)), row_sums, -np.ones((n, 1))]),  # row sums <= b
-            hstack([csr_matrix((d, d)), col_sums, csr_matrix((d, 1))]),  # column sums <= t
+            hstack([csr_matrix((d, d)), col_sums, csr_matrix((d, 1))]),  # column sums <= s
         ]
     ).tocsr()
-    flat = X.reshape(-1)
+
+
+def _argmin_center_certified(X: np.ndarray, rtol: float = 1e-12, max_lps: int = 2000):
+    """Exact ``argmin_x ||X - 1 x^T||_{1,inf}`` for one float64 matrix (chapter 1, eq. ``eq-res``), with a
+    certificate. Returns ``(x, value, lower_bound)`` where ``value = ||X - 1 x^T||_1 ||X - 1 x^T||_inf`` (the
+    *square* of the composite norm) and ``lower_bound <= min_x`` of that product (``value - lower_bound`` is
+    the certified gap, zero up to rounding and the LP solver's tolerances).
+
+    Method. Write ``a(x) = ||X - 1 x^T||_1`` and ``b(x) = ||X - 1 x^T||_inf``; both are convex and piecewise
+    linear in ``x``, and ``||.||_{1,inf}^2 = a b``. Let ``h(s) = min{b(x) : a(x) <= s}`` (the linear program of
+    ``_argmin_lp``). Then ``min_x a b = min_s s h(s)``: ``s h(s) >= a(x_s) b(x_s)`` for the LP's solution
+    ``x_s``, and ``s = a(x*)`` attains the minimum. ``h`` is the value function of an LP whose right-hand side
+    is affine in ``s``, so it is convex, non-increasing and piecewise linear, and the sum of the LP's dual
+    values on the column-sum rows is a subgradient of ``h`` at ``s``. On each linear piece
+    ``h(s) = alpha - beta s`` (``beta >= 0``) the product ``s h(s)`` is a concave quadratic, so its minimum lies
+    at a breakpoint of ``h`` or at an end of the range: ``s_lo = min_x a`` (column-wise medians) and
+    ``s_hi = a`` at a minimiser of ``b`` alone (beyond it ``h`` is constant and ``s h(s)`` increases). The
+    breakpoints are found by the tangent-intersection (sandwich) method: for an interval with values and
+    subgradients at both ends, the two tangents meet at ``s_m``; convexity puts ``h`` between the tangents and
+    the chord, so ``h(s_m)`` equal to the tangents' value means ``h`` is exactly the maximum of the two tangents
+    there (one breakpoint, at ``s_m``, now evaluated); otherwise the interval is split at ``s_m``. An interval
+    is also dropped when the lower bound ``min(s_1 h_1, s_2 h_2, s_m L(s_m))`` (with ``L`` the larger tangent,
+    again a concave quadratic on each side of ``s_m``) cannot beat the best value found: that is the
+    certificate. Every LP solution ``x_s`` is scored by its exact ``a b``. ``X`` is first shifted by its
+    column medians and scaled to unit largest entry, so that solver tolerances are relative to the residual,
+    not to the (possibly much larger) common row ``1 x^T``.
+    """
+    from scipy.optimize import linprog
+
+    n, d = X.shape
+    shift = np.median(X, axis=0)
+    Y = X - shift
+    scale = float(np.abs(Y).max())
+    if not np.isfinite(scale):
+        raise ValueError("X must be finite for center='argmin'")
+    if scale == 0.0:  # all rows identical: the residual is zero
+        return shift, 0.0, 0.0
+    Y = Y / scale
+    A_ub = _argmin_lp(n, d)
+    flat = Y.reshape(-1)
     cost = np.zeros(d + n * d + 1)
     cost[-1] = 1.0
     bounds = [(None, None)] * d + [(0, None)] * (n * d + 1)
+    b_base = np.concatenate([-flat, flat, np.zeros(n + d)])
+    options = dict(primal_feasibility_tolerance=1e-10, dual_feasibility_tolerance=1e-10)
+    n_lps = 0
 
-    def composite(x: np.ndarray) -> float:
-        R = np.abs(X - x)
-        return float(np.sqrt(R.sum(axis=0).max() * R.sum(axis=1).max()))
+    def solve(s: float | None):
+        nonlocal n_lps
+        n_lps += 1
+        if s is None:  # min b alone: drop the column-sum rows
+            sol = linprog(cost, A_ub=A_ub[:-d], b_ub=b_base[:-d], bounds=bounds, method="highs-ds", options=options)
+        else:
+            b_ub = b_base.copy()
+            b_ub[-d:] = s
+            sol = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs-ds", options=options)
+        if sol.status != 0:
+            raise RuntimeError(f"center='argmin': linear program failed ({sol.message})")
+        slope = 0.0 if s is None else float(sol.ineqlin.marginals[-d:].sum())  # d h / d s (<= 0)
+        return float(sol.fun), slope, sol.x[:d]
 
-    a_min = np.abs(X - np.median(X, axis=0)).sum(axis=0).max()  # smallest possible ||.||_1
-    a_max = np.abs(X - X.mean(axis=0)).sum(axis=0).max()
-    best_x = X.mean(axis=0)
-    best_val = composite(best_x)
-    for t in np.linspace(a_min, max(a_max, a_min), n_grid) * (1 + 1e-9) + 1e-12:
-        b_ub = np.concatenate([-flat, flat, np.zeros(n), np.full(d, t)])
-        sol = linprog(cost, A_ub=A_ub, b_ub=b_ub, bounds=bounds, method="highs")
-        if sol.status == 0 and composite(sol.x[:d]) < best_val:
-            best_x, best_val = sol.x[:d], composite(sol.x[:d])
-    return best_x
+    best_x, best = np.zeros(d), np.inf
+
+    def score(x: np.ndarray) -> None:
+        nonlocal best_x, best
+        R = np.abs(Y - x)
+        value = float(R.sum(axis=0).max() * R.sum(axis=1).max())
+        if value < best:
+            best_x, best = x, value
+
+    score(np.zeros(d))  # the column medians: a = s_lo
+    _, _, x_b = solve(None)
+    score(x_b)
+    s_lo = float(np.abs(Y).sum(axis=0).max())
+    s_hi = max(float(np.abs(Y - x_b).sum(axis=0).max()), s_lo)
+    h_lo, m_lo, x = solve(s_lo)
+    score(x)
+    lower = [s_lo * h_lo]
+    if s_hi > s_lo * (1 + rtol):
+        h_hi, m_hi, x = solve(s_hi)
+        score(x)
+        lower = [min(s_lo * h_lo, s_hi * h_hi)]
+        stack = [(s_lo, h_lo, m_lo, s_hi, h_hi, m_hi)]
+        while stack:
+            s1, h1, m1, s2, h2, m2 = stack.pop()
+            if m2 - m1 <= rtol * max(1.0, abs(m1)):  # equal slopes: h is linear on [s1, s2]
+                sm, Lm = s2, h2
+            else:
+                sm = min(max((h2 - h1 + m1 * s1 - m2 * s2) / (m1 - m2), s1), s2)
+                Lm = max(h1 + m1 * (sm - s1), h2 + m2 * (sm - s2), h2)
+            bound = min(s1 * h1, s2 * h2, sm * Lm)
+            if bound >= best * (1 - rtol) or s2 - s1 <= rtol * s2 or n_lps >= max_lps:
+                lower.append(bound)
+                continue
+            hm, mm, x = solve(sm)
+            score(x)
+            if hm <= Lm + rtol * max(abs(hm), 1.0):  # h = max of the two tangents on [s1, s2]
+                lower.append(min(s1 * h1, s2 * h2, sm * hm))
+                continue
+            stack += [(s1, h1, m1, sm, hm, mm), (sm, hm, mm, s2, h2, m2)]
+    lower_bound = min(min(lower), best)
+    return shift + scale * best_x, best * scale**2, lower_bound * scale**2
+
+
+def _argmin_center(X: np.ndarray) -> np.ndarray:
+    """``argmin_x ||X - 1 x^T||_{1,inf}`` for one matrix (chapter 1, eq. ``eq-res``); exact to the LP solver's
+    precision, see ``_argmin_center_certified`` for the method and its certificate."""
+    return _argmin_center_certified(X)[0]
 
 
 def res(X: torch.Tensor, center: str = "mean") -> torch.Tensor:
     """Residual ``res(X) = X - 1 x^T`` (chapter 1, eq. res), batched over leading dims.
 
     ``center="mean"``: ``x`` is the token mean (the official code, all experiments).
-    ``center="argmin"``: ``x`` minimises ``||X - 1 x^T||_{1,inf}`` (the paper's definition; solved by
-    linear programming, so it is slow and meant for small matrices).
+    ``center="argmin"``: ``x`` minimises ``||X - 1 x^T||_{1,inf}`` (the paper's definition; solved exactly,
+    to the LP solver's precision, by a short sequence of linear programmes per matrix, see
+    ``_argmin_center_certified``; meant for small matrices).
     """
     X = _check_matrix(X)
     if center == "mean":

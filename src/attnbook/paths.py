@@ -203,7 +203,7 @@ def san_parameters(model, X: torch.Tensor):
             Wv = a.v.weight.T.reshape(a.d_model, H, dh).permute(1, 0, 2)  # (H, d, dh)
             Wo = a.out.weight.T.reshape(H, dh, a.d_model)  # (H, dh, d)
             vals.append(block.alpha * (Wv @ Wo))
-            c = torch.zeros(a.d_model, dtype=X.dtype)
+            c = torch.zeros(a.d_model, dtype=X.dtype, device=X.device)
             if a.v.bias is not None:
                 c = c + a.out.weight @ a.v.bias
             if a.out.bias is not None:

@@ -24,6 +24,7 @@ Chapter 9, "Unequal gradients, temperature and adaptive optimisers":
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Optional, Sequence
 
@@ -92,21 +93,26 @@ def tokens_with_cosine(
 def build_stack(
     depth: int, d_model: int, n_heads: int, *, layernorm: Optional[str] = "pre", scaled: bool = False,
     mlp: bool = True, temperature: float = 1.0, gain: float = 1.0, dtype: torch.dtype = torch.float32,
+    device: Optional[torch.device | str] = None,
 ) -> SelfAttentionNetwork:
     """A ``depth``-layer stack of :class:`attnbook.attention.Block` at Gaussian initialisation (chapter 8).
 
     ``scaled=True`` sets the residual scale ``alpha = 1 / sqrt(depth)`` (Noci et al. 2022); otherwise
     ``alpha = 1``. Skip connections are on; ``layernorm`` is ``"pre"`` or ``"post"``.
+    ``device``: build and initialise the weights there, drawing from that device's random generator
+    (``None`` or the CPU: the CPU generator, as before). Deep, wide stacks are much faster to initialise
+    on a GPU, but a GPU draws different weights than the CPU for the same seed.
     """
     if layernorm not in ("pre", "post"):
         raise ValueError(f"layernorm must be 'pre' or 'post' for a transformer stack, got {layernorm!r}")
     if depth < 1:
         raise ValueError(f"depth must be at least 1, got {depth}")
     alpha = 1.0 / math.sqrt(depth) if scaled else 1.0
-    net = SelfAttentionNetwork(
-        depth, d_model, n_heads, skip=True, mlp=mlp, layernorm=layernorm, alpha=alpha,
-        temperature=temperature,
-    )
+    with torch.device(device) if device is not None else contextlib.nullcontext():
+        net = SelfAttentionNetwork(
+            depth, d_model, n_heads, skip=True, mlp=mlp, layernorm=layernorm, alpha=alpha,
+            temperature=temperature,
+        )
     return gaussian_init_(net.to(dtype), gain=gain)
 
 
@@ -190,7 +196,8 @@ def qkv_grad_norms(
     """Per-layer Frobenius norms of the gradients of ``W_Q``, ``W_K``, ``W_V`` at ``X`` (chapter 8).
 
     The loss is ``<R, Y>`` summed over the batch, with ``Y`` the network's output and ``R`` a fixed
-    readout with i.i.d. standard Gaussian entries (drawn from ``generator`` when not given). Since
+    readout with i.i.d. standard Gaussian entries (drawn on the CPU from ``generator`` when not given,
+    then moved to ``X``'s device; a given readout is moved there too). Since
     ``E_R ||grad_W <R, Y>||^2`` is the squared Frobenius norm of the Jacobian ``dY/dW``, these are
     Monte-Carlo estimates of the Jacobian norms of chapter 9. Returns ``{"q", "k", "v"}``, each of
     shape ``(depth,)`` (all heads of a layer together).
@@ -202,6 +209,7 @@ def qkv_grad_norms(
         readout = torch.randn(X.shape, generator=generator, dtype=X.dtype)
     if readout.shape != X.shape:
         raise ValueError(f"readout must have the shape of X {tuple(X.shape)}, got {tuple(readout.shape)}")
+    readout = readout.to(X.device)
     net.zero_grad(set_to_none=True)
     Y, _, _ = net(X)
     (Y * readout).sum().backward()

@@ -94,11 +94,20 @@ def _loss(model, batch):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
 
 
+def _on_model_device(model, eval_data):
+    """``eval_data`` moved to the device of ``model``'s parameters (data may be drawn on the CPU)."""
+    from ..train import to_device
+
+    param = next(model.parameters(), None)
+    return eval_data if param is None else to_device(tuple(eval_data), param.device)
+
+
 def full_accuracy(model, eval_data) -> float:
-    """Token accuracy of the full model on ``eval_data = (inputs, labels, key_mask)`` (chapter 7)."""
+    """Token accuracy of the full model on ``eval_data = (inputs, labels, key_mask)`` (chapter 7).
+    The data is moved to the model's device."""
     import torch
 
-    x, y, mask = eval_data
+    x, y, mask = _on_model_device(model, eval_data)
     with torch.no_grad():
         return token_accuracy(model(x, key_mask=mask), y)
 
@@ -106,14 +115,15 @@ def full_accuracy(model, eval_data) -> float:
 def path_accuracy(model, eval_data, length: int, n_paths: int, repeats: int, generator=None):
     """Accuracy of ``model`` restricted to ``n_paths`` sampled paths of the given ``length``
     (:func:`attnbook.paths.sample_paths`, :func:`attnbook.paths.path_forward`), for ``repeats`` fresh draws
-    (chapter 7, Fig. "path effectiveness"). Returns a list of ``repeats`` accuracies."""
+    (chapter 7, Fig. "path effectiveness"). Returns a list of ``repeats`` accuracies. The data is moved to
+    the model's device; paths are drawn on the CPU from ``generator``."""
     import torch
 
     from ..paths import sample_paths
 
     if repeats < 1:
         raise ValueError(f"repeats must be positive, got {repeats}")
-    x, y, mask = eval_data
+    x, y, mask = _on_model_device(model, eval_data)
     accs = []
     was_training = model.training
     model.eval()

@@ -68,18 +68,21 @@ def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Te
     """Feed the model its own predictions ``steps`` times from ``start`` (2, 2) (chapter 6, Fig. 3).
 
     Returns the trajectory (steps + 1, 2, 2): ``traj[0] = start``, ``traj[t]`` the t-th prediction.
+    The model runs on the device of its parameters; the trajectory comes back on ``start``'s device.
     """
     if start.shape != (2, 2):
         raise ValueError(f"start must be one item of shape (2, 2), got {tuple(start.shape)}")
     if steps < 1:
         raise ValueError(f"steps must be positive, got {steps}")
+    param = next(model.parameters(), None)
+    run_dev = param.device if param is not None else start.device
     was_training = model.training
     model.eval()
-    traj = [start.float()]
+    traj = [start.float().to(run_dev)]
     for _ in range(steps):
         traj.append(model(traj[-1][None])[0])
     model.train(was_training)
-    return torch.stack(traj)
+    return torch.stack(traj).to(start.device)
 
 
 def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
