@@ -6,7 +6,8 @@
 Each chapter is executed in a fresh kernel with ATTNBOOK_PRESET=paper (nbclient, per-cell timeout) on an
 in-memory copy: the committed notebook, which keeps its `quick` outputs, is not touched. The claim records
 its outputs carry (mimetype application/vnd.attnbook.claim+json) are written to
-results/paper/<notebook-stem>.json as {"gpu", "seconds", "preset", "torch", "date", "claims", "errors"}.
+results/paper/<notebook-stem>.json as {"gpu", "seconds", "preset", "torch", "date", "complete", "cuda_used",
+"claims", "errors"} ("cuda_used": whether the chapter allocated GPU memory, from a probe cell run after it).
 A claim that fails at the paper preset raises in the notebook; the run goes on, and the claim is recorded
 with "holds": false. Commit results/paper/ to show the runs on the reproduction page.
 
@@ -64,6 +65,22 @@ def failed_claims(nb: nbformat.NotebookNode) -> tuple[list[dict], list[str]]:
     return failed, errors
 
 
+#: appended to the chapter (in memory) to see whether it allocated GPU memory
+_CUDA_PROBE = (
+    "import torch as _t\n"
+    "print('attnbook-cuda-bytes', _t.cuda.max_memory_allocated() if _t.cuda.is_available() else 0)"
+)
+
+
+def cuda_used(nb: nbformat.NotebookNode) -> bool | None:
+    """Whether the executed chapter allocated GPU memory (from the probe cell); None if the probe did not run."""
+    for out in nb.cells[-1].get("outputs", []):
+        m = re.search(r"attnbook-cuda-bytes (\d+)", out.get("text", ""))
+        if m:
+            return int(m.group(1)) > 0
+    return None
+
+
 def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadline: float | None = None) -> dict:
     """Execute ``path`` at ``preset`` and write its claim records to ``out_dir/<stem>.json``.
 
@@ -74,6 +91,7 @@ def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadl
     import torch
 
     nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(_CUDA_PROBE))  # did the chapter put anything on the GPU?
     os.environ["ATTNBOOK_PRESET"] = preset  # the kernel inherits the environment
 
     def cell_timeout(cell) -> int:
@@ -99,7 +117,7 @@ def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadl
     run = dict(
         gpu=gpu or "CPU", seconds=round(seconds, 1), preset=preset, torch=torch.__version__,
         date=_dt.date.today().isoformat(), notebook=str(path.relative_to(ROOT)),
-        complete=stopped is None, claims=claims + failed, errors=errors,
+        complete=stopped is None, cuda_used=cuda_used(nb), claims=claims + failed, errors=errors,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{path.stem}.json").write_text(json.dumps(run, indent=1) + "\n")

@@ -120,6 +120,28 @@ def test_claim_missing_from_a_recorded_run(tmp_path):
     assert "not in the T4 run" in reproduction.markdown_table(reproduction.collect(root))
 
 
+def test_claim_not_reached_by_a_partial_run(tmp_path):
+    c = claims.check("rank", 3.0, at_least=2)
+    root = fake_book(tmp_path, {"01_a": [claim_output(c)]})
+    (root / "results" / "paper").mkdir(parents=True)
+    (root / "results" / "paper" / "01_a.json").write_text(
+        json.dumps({"gpu": "T4", "seconds": 400, "complete": False, "claims": []}))
+    rows = reproduction.collect(root)
+    assert "not reached: the T4 run stopped early or hit an error" in reproduction.markdown_table(rows)
+    assert "`01_a` on T4 (7 min, stopped early: partial)" in reproduction.summary(rows, root)
+
+
+def test_run_on_the_cpu_of_a_gpu_machine_is_labelled(tmp_path):
+    c = claims.check("rank", 3.0, at_least=2)
+    root = fake_book(tmp_path, {"01_a": [claim_output(c)]})
+    (root / "results" / "paper").mkdir(parents=True)
+    (root / "results" / "paper" / "01_a.json").write_text(json.dumps(
+        {"gpu": "H200", "seconds": 60, "cuda_used": False, "claims": [asdict(c)]}))
+    rows = reproduction.collect(root)
+    assert "| 3 (H200 machine, CPU only) |" in reproduction.markdown_table(rows)
+    assert "`01_a` on H200 machine, CPU only (1 min)" in reproduction.summary(rows, root)
+
+
 def test_bad_input(tmp_path):
     with pytest.raises(ValueError, match="_toc.yml"):
         reproduction.find_root(tmp_path)

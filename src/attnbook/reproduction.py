@@ -48,6 +48,8 @@ class Row:
     paper_run: Optional[dict] = None
     #: the GPU of the chapter's recorded paper run ("" when the chapter has none)
     gpu: str = ""
+    #: whether that run executed the whole chapter (``False``: it stopped at its time limit or on an error)
+    paper_complete: bool = True
 
     @property
     def status(self) -> str:
@@ -215,10 +217,18 @@ def collect(root: Optional[PathLike] = None) -> list[Row]:
                     condition=str(rec.get("condition", "")),
                     holds=bool(rec.get("holds", False)),
                     paper_run=paper_rec,
-                    gpu=str(run.get("gpu", "")) if run else "",
+                    gpu=_machine(run) if run else "",
+                    paper_complete=bool(run.get("complete", True)) and not run.get("errors") if run else True,
                 )
             )
     return rows
+
+
+def _machine(run: dict) -> str:
+    """Where a recorded run computed: the GPU's name, or "<GPU> machine, CPU only" for a run recorded on a GPU
+    machine whose chapter kept its tensors on the CPU (``"cuda_used": false`` in its record)."""
+    gpu = str(run.get("gpu", ""))
+    return gpu if run.get("cuda_used", True) else f"{gpu} machine, CPU only"
 
 
 def _num(x: Optional[float]) -> str:
@@ -249,6 +259,8 @@ def markdown_table(rows: Iterable[Row]) -> str:
             paper += f" ({r.paper_note})"
         if r.paper_run is not None:
             run = f"{_num(r.paper_run.get('value'))} ({r.gpu})"
+        elif r.gpu and not r.paper_complete:
+            run = f"not reached: the {r.gpu} run stopped early or hit an error"
         elif r.gpu:
             run = f"not in the {r.gpu} run"
         else:
@@ -280,7 +292,9 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
             "`results/paper/`."
         )
     else:
-        parts = [f"`{stem}` on {run['gpu']} ({float(run.get('seconds', 0)) / 60:.0f} min)"
+        parts = [f"`{stem}` on {_machine(run)} ({float(run.get('seconds', 0)) / 60:.0f} min"
+                 + ("" if run.get("complete", True) else ", stopped early: partial")
+                 + (f", {len(run['errors'])} errors" if run.get("complete", True) and run.get("errors") else "") + ")"
                  for stem, run in runs.items()]
         text += " Recorded `paper`-preset runs: " + ", ".join(parts) + "."
     return text
