@@ -93,3 +93,20 @@ def test_training_path_runs_a_few_steps():
     hist = train(net, lambda s: X, lambda m, b: m(b)[0].pow(2).mean(), steps=3, optimizer="sgd", lr=0.01,
                  warmup=0, clip=None, progress=False, device="cpu")
     assert len(hist["loss"]) == 3
+
+
+def test_build_stack_device_and_readout_follow_device():
+    # device=None and device="cpu" draw the same weights from the CPU generator
+    torch.manual_seed(3)
+    a = prop.build_stack(3, 16, 2)
+    torch.manual_seed(3)
+    b = prop.build_stack(3, 16, 2, device="cpu")
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    X = prop.correlated_tokens(2, 4, 16, 0.2, torch.Generator().manual_seed(0))
+    g1 = prop.qkv_grad_norms(a, X, generator=torch.Generator().manual_seed(1))
+    g2 = prop.qkv_grad_norms(b, X, readout=torch.randn(X.shape, generator=torch.Generator().manual_seed(1)))
+    assert all(torch.equal(g1[k], g2[k]) for k in "qkv")
+    if torch.cuda.is_available():
+        c = prop.build_stack(3, 16, 2, device="cuda")
+        assert next(c.parameters()).is_cuda
+        assert prop.qkv_grad_norms(c, X.cuda(), generator=torch.Generator().manual_seed(1))["v"].is_cuda

@@ -104,3 +104,21 @@ def test_task_bad_input():
         tasks.path_task("parity", dict(d_model=8, n_heads=2, depth=1))
     with pytest.raises(ValueError):
         tasks.token_accuracy(torch.zeros(2, 3, 4), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_rollout_and_accuracy_follow_the_model_device():
+    X, _ = circle.circle_dataset(20)
+    model = circle.CircleNet(8, 2)
+    traj = circle.rollout(model, X[0], 5)
+    assert traj.device == X.device and traj.shape == (6, 2, 2)
+    g = torch.Generator().manual_seed(0)
+    size = dict(d_model=8, n_heads=2, depth=2, length=4, vocab=5, n_train=8, n_eval=8)
+    t = tasks.path_task("sort", size, g)
+    acc = tasks.full_accuracy(t["model"], t["eval"])
+    assert 0.0 <= acc <= 1.0
+    if torch.cuda.is_available():
+        model.cuda()
+        assert circle.rollout(model, X[0], 5).device == X.device  # computed on cuda, returned on the CPU
+        t["model"].cuda()
+        assert tasks.full_accuracy(t["model"], t["eval"]) == pytest.approx(acc, abs=0.2)
+        assert len(tasks.path_accuracy(t["model"], t["eval"], 1, 2, 2, g)) == 2
