@@ -240,7 +240,6 @@ def run_from_scratch(checkpoint=None) -> None:
     unpruned shape is trained the same way as a baseline on the same device. Long: one full training per
     shape (a GPU is advised)."""
     from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-    from attnbook.train import train
 
     sweep = json.loads((OUT / "all_types_gates.json").read_text())
     tr, base, meta, dev = translation_setup(checkpoint)
@@ -260,15 +259,10 @@ def run_from_scratch(checkpoint=None) -> None:
         else:
             attnbook.seed_everything(recipe["seed"])
             model = Seq2SeqTransformer(Seq2SeqConfig(**meta["config"]))
-
-            def loss_fn(m, batch, masks=masks):
-                src, tgt = batch
-                return m.loss(src, tgt, head_gates=masks, label_smoothing=recipe["label_smoothing"])
-
             t0 = time.time()
-            train(model, stream, loss_fn, steps=steps, lr=recipe["lr"], weight_decay=recipe["weight_decay"],
-                  warmup=recipe["warmup"], schedule="cosine", clip=1.0, seed=recipe["seed"], progress=False,
-                  device=DEVICE)
+            tr.train_model(model, stream, steps=steps, lr=recipe["lr"], weight_decay=recipe["weight_decay"],
+                           warmup=recipe["warmup"], label_smoothing=recipe["label_smoothing"], seed=recipe["seed"],
+                           head_gates=masks, device=DEVICE, progress=False)
             b = bleu_of(tr, model, dev, head_gates=masks)
             sec = round(time.time() - t0, 1)
             seen[key] = (b, sec)

@@ -6,7 +6,7 @@ One command (2 CPU threads, about 30 minutes on the project's busy 2-core machin
     .venv/bin/python scripts/train_translation.py
 
 It trains :class:`attnbook.seq2seq.Seq2SeqTransformer` at the sizes of ``attnbook.preset("translation")``
-with the book's training loop (:func:`attnbook.train.train`: AdamW, linear warm-up then cosine decay,
+with the book's training loop (:func:`attnbook.tasks.translation.train_model`: AdamW, linear warm-up then cosine decay,
 gradient clipping 1.0; label smoothing 0.1), then measures greedy-decoding BLEU (sacrebleu) on the test
 split and writes ``src/attnbook/data/translation/model_<preset>.safetensors`` (fp16 weights) with a
 ``.json`` beside it holding the config, the training time, the loss curve and the BLEU.
@@ -31,7 +31,6 @@ import torch  # noqa: E402
 import attnbook  # noqa: E402
 from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, save_model  # noqa: E402
 from attnbook.tasks import translation as tr  # noqa: E402
-from attnbook.train import train  # noqa: E402
 
 
 def main() -> None:
@@ -59,21 +58,15 @@ def main() -> None:
     dev_pairs = tr.load_pairs("dev")[:200]
     dev_src = tr.pad(tr.encode([e for e, _ in dev_pairs], p["max_len"]))
     dev_tgt = tr.pad(tr.encode([s for _, s in dev_pairs], p["max_len"], bos=True))
-    ls = p["label_smoothing"]
-
-    def loss_fn(m, batch):
-        src, tgt = batch
-        return m.loss(src, tgt, label_smoothing=ls)
-
     def eval_fn(m):
         d = next(m.parameters()).device
         return {"dev_loss": float(m.loss(dev_src.to(d), dev_tgt.to(d)))}
 
     t0 = time.time()
-    hist = train(model, stream, loss_fn, steps=steps, lr=p["lr"], optimizer="adamw",
-                 weight_decay=p["weight_decay"], warmup=p["warmup"], schedule="cosine", clip=1.0,
-                 eval_fn=eval_fn, eval_every=max(1, steps // 10), seed=p["seed"],
-                 progress=sys.stderr.isatty(), desc="translation")
+    hist = tr.train_model(model, stream, steps=steps, lr=p["lr"], weight_decay=p["weight_decay"],
+                          warmup=p["warmup"], label_smoothing=p["label_smoothing"], seed=p["seed"],
+                          eval_fn=eval_fn, eval_every=max(1, steps // 10), progress=sys.stderr.isatty(),
+                          desc="translation")
     wall = time.time() - t0
     print(f"trained {hist['steps_done']} steps in {hist['time']:.0f} s (wall {wall:.0f} s); "
           f"evals {hist['evals']}", flush=True)

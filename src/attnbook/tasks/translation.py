@@ -173,3 +173,20 @@ def load_translation_model(path=None, device=None):
     from ..seq2seq import load_model
 
     return load_model(CHECKPOINT if path is None else path, device)
+
+
+def train_model(model, batches, *, steps: int, lr: float, weight_decay: float, warmup: float,
+                label_smoothing: float, seed: int, head_gates=None, device=None, **train_kwargs) -> dict:
+    """Train a translation model with the shipped checkpoint's recipe (chapter 10; chapter 11 trains pruned
+    shapes from scratch with it): :func:`attnbook.train.train` with AdamW, linear warm-up then cosine decay,
+    gradient clipping at 1.0, and label-smoothed cross-entropy. ``head_gates`` (``{kind: (layers, heads)}``)
+    fixes head masks for the whole training. Other keyword arguments go to ``train`` (``eval_fn``,
+    ``eval_every``, ``progress``, ``desc``). Returns its history."""
+    from ..train import train
+
+    def loss_fn(m, batch):
+        src, tgt = batch
+        return m.loss(src, tgt, head_gates=head_gates, label_smoothing=label_smoothing)
+
+    return train(model, batches, loss_fn, steps=steps, lr=lr, optimizer="adamw", weight_decay=weight_decay,
+                 warmup=warmup, schedule="cosine", clip=1.0, seed=seed, device=device, **train_kwargs)
