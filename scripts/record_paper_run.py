@@ -4,10 +4,12 @@
     python scripts/record_paper_run.py book/part1_rank_collapse/01_pure_attention_loses_rank.ipynb
 
 Each chapter is executed in a fresh kernel with ATTNBOOK_PRESET=paper (nbclient, per-cell timeout) on an
-in-memory copy: the committed notebook, which keeps its `quick` outputs, is not touched. The claim records
-its outputs carry (mimetype application/vnd.attnbook.claim+json) are written to
+in-memory copy whose outputs and execution counts are cleared first: the committed notebook, which keeps its
+`quick` outputs, is not touched, and no `quick` value can pass for a `paper` one. Only the claim records of
+cells that ran (mimetype application/vnd.attnbook.claim+json) are written to
 results/paper/<notebook-stem>.json as {"gpu", "seconds", "preset", "torch", "date", "complete", "cuda_used",
-"claims", "errors"} ("cuda_used": whether the chapter allocated GPU memory, from a probe cell run after it).
+"claims", "not_reached", "errors"} ("cuda_used": whether the chapter allocated GPU memory, from a probe cell
+run after it; "not_reached": the names of the committed claims whose cells did not run before a stop).
 A claim that fails at the paper preset raises in the notebook; the run goes on, and the claim is recorded
 with "holds": false. Commit results/paper/ to show the runs on the reproduction page.
 
@@ -34,8 +36,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from attnbook.claims import MIMETYPE  # noqa: E402
 from attnbook.reproduction import PAPER_RESULTS, chapter_notebooks, claims_in_notebook  # noqa: E402
 
-#: what attnbook.claims.Claim.line() prints for a failing claim (inside the ClaimFailed message)
-_FAILED = re.compile(r"claim FAILS: (?P<name>.+?): book (?P<value>\S+) \[(?P<condition>.*?)\]")
+#: what attnbook.claims.Claim.line() prints for a failing check (inside the ClaimFailed message)
+_FAILED = re.compile(r"check fails: (?P<name>.+?): book (?P<value>\S+) \[(?P<condition>.*?)\]")
 
 
 def gpu_name() -> str:
@@ -59,7 +61,7 @@ def failed_claims(nb: nbformat.NotebookNode) -> tuple[list[dict], list[str]]:
                 except ValueError:
                     value = None
                 failed.append(dict(name=m.group("name"), value=value, condition=m.group("condition"),
-                                   holds=False))
+                                   kind="check", verdict="fails", holds=False))
             else:
                 errors.append(f"{out.get('ename')}: {out.get('evalue', '')[:300]}")
     return failed, errors
@@ -81,6 +83,19 @@ def cuda_used(nb: nbformat.NotebookNode) -> bool | None:
     return None
 
 
+def clear_outputs(nb: nbformat.NotebookNode) -> None:
+    """Remove every code cell's outputs and execution count, so that a cell that does not run shows nothing."""
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+
+
+def _only(nb: nbformat.NotebookNode, index: int) -> nbformat.NotebookNode:
+    """A notebook holding only cell ``index`` of ``nb`` (to read one cell's claim records)."""
+    return nbformat.v4.new_notebook(cells=[nb.cells[index]])
+
+
 def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadline: float | None = None) -> dict:
     """Execute ``path`` at ``preset`` and write its claim records to ``out_dir/<stem>.json``.
 
@@ -91,6 +106,8 @@ def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadl
     import torch
 
     nb = nbformat.read(path, as_version=4)
+    committed = [(i, claims_in_notebook(_only(nb, i))) for i in range(len(nb.cells))]
+    clear_outputs(nb)  # only what this run computes may be recorded
     nb.cells.append(nbformat.v4.new_code_cell(_CUDA_PROBE))  # did the chapter put anything on the GPU?
     os.environ["ATTNBOOK_PRESET"] = preset  # the kernel inherits the environment
 
@@ -111,13 +128,15 @@ def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadl
         stopped = f"stopped after {done} code cells: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200]}"
     seconds = time.perf_counter() - start
     claims = claims_in_notebook(nb)
+    not_reached = [rec["name"] for i, recs in committed for rec in recs if not nb.cells[i].get("execution_count")]
     failed, errors = failed_claims(nb)
     if stopped:
         errors.append(stopped)
     run = dict(
         gpu=gpu or "CPU", seconds=round(seconds, 1), preset=preset, torch=torch.__version__,
         date=_dt.date.today().isoformat(), notebook=str(path.relative_to(ROOT)),
-        complete=stopped is None, cuda_used=cuda_used(nb), claims=claims + failed, errors=errors,
+        complete=stopped is None, cuda_used=cuda_used(nb), claims=claims + failed, not_reached=not_reached,
+        errors=errors,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / f"{path.stem}.json").write_text(json.dumps(run, indent=1) + "\n")

@@ -1,31 +1,40 @@
+"""Tests of attnbook.claims (the two kinds of claim, and what nbval compares) and attnbook.stats."""
+
 import pytest
+from nbformat.v4 import new_output
 
 from attnbook import claims
-from attnbook.claims import ClaimFailed, check
+from attnbook.claims import ClaimFailed, accept_claims_within_band, check, compare, records_agree
+from attnbook.stats import bootstrap_mean_difference
 
 
-def test_claim_that_holds_is_recorded_and_rounded():
-    c = check("ratio", 0.0123456, paper=0.02, at_most=0.05)
-    assert c.holds and c.value == 0.0123 and c.paper == 0.02
+def test_check_that_holds_is_recorded_and_rounded():
+    c = check("ratio", 0.0123456, at_most=0.05)
+    assert c.holds and c.value == 0.0123 and (c.kind, c.verdict) == ("check", "holds")
     assert claims.REGISTRY[-1] is c
-    assert "claim holds: ratio: book 0.0123 [<= 0.05]; paper 0.02" == c.line()
+    assert c.line() == "check holds: ratio: book 0.0123 [<= 0.05]"
     bundle = c._repr_mimebundle_()
     assert bundle[claims.MIMETYPE]["name"] == "ratio" and bundle["text/plain"] == c.line()
+    assert c.band == pytest.approx(0.02 * 0.0123456, rel=0.05)
 
 
-def test_failed_claim_raises_with_everything():
+def test_failed_check_raises_with_everything():
     with pytest.raises(ClaimFailed) as err:
-        check("accuracy", 0.5, paper=0.98, close_to=0.98, tol=0.05)
+        check("accuracy", 0.5, close_to=0.98, tol=0.05)
     msg = str(err.value)
-    assert "accuracy" in msg and "0.5" in msg and "0.98" in msg and "within 0.05 of 0.98" in msg
+    assert "check fails: accuracy" in msg and "0.5" in msg and "within 0.05 of 0.98" in msg
 
 
 def test_conditions_combine():
     assert check("range", 0.5, at_least=0.1, at_most=0.9).condition == ">= 0.1, <= 0.9"
     with pytest.raises(ClaimFailed):
         check("range", 1.5, at_least=0.1, at_most=0.9)
+    with pytest.raises(ClaimFailed):
+        check("range", 0.05, at_least=0.1, at_most=0.9)
     c = check("even", 4, predicate=lambda v: v % 2 == 0, description="is even")
     assert c.condition == "is even"
+    with pytest.raises(ClaimFailed):
+        check("even", 3, predicate=lambda v: v % 2 == 0, description="is even")
 
 
 def test_nan_never_holds():
@@ -33,7 +42,7 @@ def test_nan_never_holds():
         check("nan", float("nan"), at_most=1.0)
 
 
-def test_malformed_claims():
+def test_malformed_checks():
     with pytest.raises(ValueError, match="give a condition"):
         check("x", 1.0)
     with pytest.raises(ValueError, match="needs a tolerance"):
@@ -44,3 +53,102 @@ def test_malformed_claims():
         check("x", "high", at_most=1)
     with pytest.raises(ValueError, match="needs a name"):
         check("", 1.0, at_most=1)
+    with pytest.raises(ValueError, match="band"):
+        check("x", 1.0, at_most=2, band=-1)
+    with pytest.raises(TypeError):  # a paper value belongs to a comparison, not to a check
+        check("x", 1.0, at_most=2, paper=1.0)
+
+
+@pytest.mark.parametrize("rule, value, verdict", [
+    (dict(tol=0.1), 3.05, "reproduces"), (dict(tol=0.1), 3.2, "differs"),
+    (dict(rel_tol=0.1), 3.25, "reproduces"), (dict(rel_tol=0.1), 3.35, "differs"),
+    (dict(same_side_of=0), 0.5, "reproduces"), (dict(same_side_of=0), -0.5, "differs"),
+    (dict(interval=(2.0, 4.0)), 2.5, "reproduces"), (dict(interval=(1.0, 2.9)), 2.5, "differs"),
+    (dict(interval=(0.5, 4.0), same_side_of=0), 2.5, "reproduces"),
+    (dict(interval=(-0.5, 4.0), same_side_of=0), 2.5, "differs"),
+])
+def test_comparison_rules(rule, value, verdict):
+    c = compare("slope", value, paper=3.0, source="Sec. 1", reason="measured reason", **rule)
+    assert (c.kind, c.verdict, c.paper, c.paper_note) == ("comparison", verdict, 3.0, "Sec. 1")
+    assert c.holds, "a comparison records its verdict; it never fails the run because it differs"
+    assert c.reason == ("measured reason" if verdict == "differs" else "")
+    assert c.line().startswith(f"comparison {verdict}: slope: book")
+
+
+def test_comparison_that_differs_needs_a_reason():
+    with pytest.raises(ValueError, match="must say why"):
+        compare("share", 0.1, paper=0.9, tol=0.1, source="Sec. 5")
+    c = compare("share", 0.1, paper=0.9, tol=0.1, source="Sec. 5", reason="undertrained")
+    assert "differs because undertrained" in c.line()
+
+
+def test_malformed_comparisons():
+    with pytest.raises(ValueError, match="exactly one agreement rule"):
+        compare("x", 1.0, paper=1.0, source="s")
+    with pytest.raises(ValueError, match="exactly one agreement rule"):
+        compare("x", 1.0, paper=1.0, source="s", tol=0.1, rel_tol=0.1)
+    with pytest.raises(ValueError, match="source"):
+        compare("x", 1.0, paper=1.0, source="", tol=0.1)
+    with pytest.raises(ValueError, match="must contain the value"):
+        compare("x", 5.0, paper=1.0, source="s", interval=(0.0, 2.0))
+    with pytest.raises(ValueError, match="finite"):
+        compare("x", float("nan"), paper=1.0, source="s", tol=1)
+
+
+def test_precomputed_is_shown_and_recorded():
+    c = check("BLEU", 14.1, at_least=10, precomputed="python scripts/train_translation.py")
+    assert c.record()["precomputed"] == "python scripts/train_translation.py"
+    assert "precomputed by `python scripts/train_translation.py`" in c.line()
+    assert "precomputed" in claims.html_table([c])
+
+
+def test_records_agree_within_the_band_only():
+    committed = check("acc", 0.945, at_least=0.9, band=0.01).record()
+    assert records_agree(committed, check("acc", 0.946, at_least=0.9, band=0.01).record())
+    assert records_agree(committed, check("acc", 0.954, at_least=0.9, band=0.01).record())
+    assert not records_agree(committed, check("acc", 0.96, at_least=0.9, band=0.01).record())
+    # anything but the value must match exactly: the condition, the name, the verdict
+    assert not records_agree(committed, check("acc", 0.945, at_least=0.8, band=0.01).record())
+    assert not records_agree(committed, check("accuracy", 0.945, at_least=0.9, band=0.01).record())
+    a = compare("d", 0.5, paper=1, same_side_of=0.4, source="s", band=0.2).record()
+    b = compare("d", 0.3, paper=1, same_side_of=0.4, source="s", band=0.2, reason="r").record()
+    assert not records_agree(a, b), "a flipped verdict must not pass within the band"
+    # interval ends are held within the band too
+    i1 = compare("g", 1.0, paper=2, interval=(0.5, 1.5), source="s", band=0.1, reason="r").record()
+    i2 = compare("g", 1.0, paper=2, interval=(0.5, 1.7), source="s", band=0.1, reason="r").record()
+    assert not records_agree(i1, i2)
+    with pytest.raises(ValueError):
+        records_agree(committed, "not a record")
+
+
+def _output(*cs):
+    data = cs[0]._repr_mimebundle_() if len(cs) == 1 else {
+        "text/plain": repr(list(cs)), claims.MIMETYPE: [c.record() for c in cs]}
+    return new_output("display_data", data=data)
+
+
+def test_accept_claims_within_band_replaces_only_agreeing_claims():
+    committed = [new_output("stream", name="stdout", text="hello\n"),
+                 _output(check("a", 1.00, at_most=2, band=0.05), check("b", 2.0, at_most=3))]
+    close = [new_output("stream", name="stdout", text="hello\n"),
+             _output(check("a", 1.03, at_most=2, band=0.05), check("b", 2.01, at_most=3))]
+    far = [new_output("stream", name="stdout", text="hello\n"),
+           _output(check("a", 1.2, at_most=2, band=0.05), check("b", 2.0, at_most=3))]
+    accepted = accept_claims_within_band(close, committed)
+    assert accepted[1]["data"] == committed[1]["data"] and accepted[0] is close[0]
+    assert accept_claims_within_band(far, committed)[1]["data"] == far[1]["data"]
+    assert close[1]["data"] != committed[1]["data"], "the live outputs are not modified in place"
+
+
+def test_bootstrap_mean_difference():
+    est, lo, hi = bootstrap_mean_difference([1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 1.0, 1.0], seed=0)
+    assert est == pytest.approx(2.0) and lo < est < hi
+    assert (est, lo, hi) == bootstrap_mean_difference([1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 1.0, 1.0], seed=0)
+    est1, lo1, hi1 = bootstrap_mean_difference([10.0, 11.0, 12.0, 13.0])
+    assert est1 == pytest.approx(11.5) and 10.0 <= lo1 < 11.5 < hi1 <= 13.0
+    # a constant difference has a zero-width interval
+    assert bootstrap_mean_difference([2.0, 2.0, 2.0], [1.0, 1.0]) == (1.0, 1.0, 1.0)
+    with pytest.raises(ValueError):
+        bootstrap_mean_difference([1.0])
+    with pytest.raises(ValueError):
+        bootstrap_mean_difference([1.0, 2.0], level=1.5)

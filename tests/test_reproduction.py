@@ -5,7 +5,6 @@ step with the chapters."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
@@ -52,26 +51,28 @@ def fake_book(tmp_path: Path, chapters: dict[str, list], page: bool = True) -> P
 
 
 def test_claim_output_is_collected(tmp_path):
-    c = claims.check("rank of X", 3.0, paper=3.0, at_least=2)
+    c = claims.compare("rank of X", 3.0, paper=3.0, tol=0.5, source="Fig. 1")
     root = fake_book(tmp_path, {"01_a": [claim_output(c)]})
     rows = reproduction.collect(root)
     assert len(rows) == 1, "the page's own claim must not be listed as a chapter's"
     r = rows[0]
     assert (r.chapter, r.name, r.value, r.paper, r.holds) == ("1. Chapter 01_a", "rank of X", 3.0, 3.0, True)
-    assert r.condition == ">= 2" and r.status == "holds" and r.paper_run is None
+    assert (r.kind, r.verdict) == ("comparison", "reproduces")
+    assert r.condition == "within 0.5 of the paper's value" and r.status == "reproduces" and r.paper_run is None
     table = reproduction.markdown_table(rows)
-    assert "| **1. Chapter 01_a** | rank of X | 3 | 3 | – | >= 2 | ✓ holds |" in table
+    assert ("| **1. Chapter 01_a** | comparison | rank of X | 3 | within 0.5 of the paper's value | 3 (Fig. 1) "
+            "| ✓ reproduces | – |") in table
 
 
 def test_book_order_display_data_and_string_records(tmp_path):
     a = claims.check("first", 1.0, at_most=2)
-    b = claims.check("second", 2.0, at_most=3, paper=2.5, paper_note="read off Fig. 1")
-    as_string = new_output("display_data", data={"text/plain": b.line(), MIMETYPE: json.dumps(asdict(b))})
+    b = claims.compare("second", 2.0, paper=2.5, tol=1, source="read off Fig. 1")
+    as_string = new_output("display_data", data={"text/plain": b.line(), MIMETYPE: json.dumps(b.record())})
     c = claims.check("third", 5.0, close_to=5, tol=0.1)
     d = claims.check("fourth", 6.0, at_least=5)
     # a list of claims as a cell's last expression carries a list of records
     as_list = new_output("execute_result", execution_count=2,
-                         data={"text/plain": "[...]", MIMETYPE: [asdict(c), asdict(d)]})
+                         data={"text/plain": "[...]", MIMETYPE: [c.record(), d.record()]})
     # _toc.yml order (02 before 01) decides the order, not the file names
     root = fake_book(tmp_path, {"02_b": [as_list], "01_a": [claim_output(a, "display_data"), as_string]})
     rows = reproduction.collect(root)
@@ -81,14 +82,14 @@ def test_book_order_display_data_and_string_records(tmp_path):
 
 
 def test_failing_record_is_reported_as_failing(tmp_path):
-    bad = Claim(name="too big", value=10.0, condition="<= 1", holds=False)
+    bad = Claim(name="too big", value=10.0, condition="<= 1", holds=False, verdict="fails")
     good = claims.check("fine", 0.5, at_most=1)
     root = fake_book(tmp_path, {"01_a": [claim_output(good), claim_output(bad)]})
     rows = reproduction.collect(root)
     assert [r.holds for r in rows] == [True, False]
-    assert rows[1].status == "FAILS" and not rows[1].all_hold
-    assert "|  | too big | – | 10 | – | <= 1 | ✗ FAILS |" in reproduction.markdown_table(rows)
-    assert "**1** of them hold" in reproduction.summary(rows, root)
+    assert rows[1].status == "fails" and not rows[1].all_hold
+    assert "|  | check | too big | 10 | <= 1 |  | ✗ fails | – |" in reproduction.markdown_table(rows)
+    assert "**2** must-hold checks, **1** of which hold" in reproduction.summary(rows, root)
 
 
 def test_results_file_is_merged(tmp_path):
@@ -98,16 +99,16 @@ def test_results_file_is_merged(tmp_path):
     assert "No GPU run is recorded" in reproduction.summary(reproduction.collect(root), root)
     results = root / "results" / "paper"
     results.mkdir(parents=True)
-    paper_rank = asdict(claims.check("rank", 7.0, at_least=2))
-    paper_res = dict(asdict(c2), value=0.5, holds=False)
+    paper_rank = claims.check("rank", 7.0, at_least=2).record()
+    paper_res = dict(c2.record(), value=0.5, holds=False, verdict="fails")
     (results / "01_a.json").write_text(json.dumps(
         {"gpu": "NVIDIA H200", "seconds": 600.0, "preset": "paper", "claims": [paper_rank, paper_res]}))
     rows = reproduction.collect(root)
     assert rows[0].paper_run["value"] == 7.0 and rows[0].gpu == "NVIDIA H200"
     assert rows[0].status == "quick holds, paper holds"
-    assert rows[1].status == "quick holds, paper FAILS" and not rows[1].all_hold
+    assert rows[1].status == "quick holds, paper fails" and not rows[1].all_hold
     table = reproduction.markdown_table(rows)
-    assert "| 7 (NVIDIA H200) |" in table and "| 0.5 (NVIDIA H200) |" in table
+    assert "| 7, holds (NVIDIA H200) |" in table and "| 0.5, fails (NVIDIA H200) |" in table
     summary = reproduction.summary(rows, root)
     assert "No GPU run" not in summary and "`01_a` on NVIDIA H200 (10 min)" in summary
 
@@ -136,9 +137,9 @@ def test_run_on_the_cpu_of_a_gpu_machine_is_labelled(tmp_path):
     root = fake_book(tmp_path, {"01_a": [claim_output(c)]})
     (root / "results" / "paper").mkdir(parents=True)
     (root / "results" / "paper" / "01_a.json").write_text(json.dumps(
-        {"gpu": "H200", "seconds": 60, "cuda_used": False, "claims": [asdict(c)]}))
+        {"gpu": "H200", "seconds": 60, "cuda_used": False, "claims": [c.record()]}))
     rows = reproduction.collect(root)
-    assert "| 3 (H200 machine, CPU only) |" in reproduction.markdown_table(rows)
+    assert "| 3, holds (H200 machine, CPU only) |" in reproduction.markdown_table(rows)
     assert "`01_a` on H200 machine, CPU only (1 min)" in reproduction.summary(rows, root)
 
 
@@ -182,7 +183,8 @@ def test_record_paper_run_parses_failed_claims():
         new_output("error", ename="RuntimeError", evalue="CUDA out of memory", traceback=[]),
     ])])
     failed, errors = failed_claims(nb)
-    assert failed == [dict(name="residual of SAN", value=0.25, condition="<= 0.01", holds=False)]
+    assert failed == [dict(name="residual of SAN", value=0.25, condition="<= 0.01", kind="check", verdict="fails",
+                           holds=False)]
     assert errors == ["RuntimeError: CUDA out of memory"]
 
 
@@ -204,3 +206,40 @@ def test_committed_page_lists_every_claim_of_the_book():
         "book/reproduction.ipynb is out of step with the chapters' claims; re-execute it with "
         "`.venv/bin/python scripts/execute_notebooks.py book/reproduction.ipynb`"
     )
+
+
+def test_kinds_verdicts_reasons_and_precomputed_are_shown(tmp_path):
+    """The page shows each claim's kind and verdict, a differing comparison's reason, and marks claims read
+    from shipped files as precomputed; the summary counts each kind and verdict."""
+    same = claims.compare("slope", 3.0, paper=3.0, tol=0.1, source="Sec. 1")
+    off = claims.compare("share", 0.1, paper=0.9, tol=0.1, source="Sec. 5", reason="the model is undertrained")
+    shipped = claims.check("BLEU", 14.0, at_least=10, precomputed="python scripts/train.py")
+    root = fake_book(tmp_path, {"01_a": [claim_output(same), claim_output(off), claim_output(shipped)]})
+    rows = reproduction.collect(root)
+    assert [(r.kind, r.verdict) for r in rows] == [
+        ("comparison", "reproduces"), ("comparison", "differs"), ("check", "holds")]
+    table = reproduction.markdown_table(rows)
+    assert "| ≠ differs: the model is undertrained |" in table
+    assert "| BLEU *(precomputed: `python scripts/train.py`)* |" in table
+    summary = reproduction.summary(rows, root)
+    assert "**1** must-hold check, **1** of which hold" in summary
+    assert "**2** comparisons with a paper, of which **1** reproduce and **1** differ" in summary
+    assert "**1** claims are read from shipped files" in summary
+
+
+def test_record_paper_run_clears_outputs_and_lists_claims_not_reached():
+    """A paper run must never record a committed quick value: outputs are cleared before executing, and the
+    committed claims of cells that did not run are listed as not reached."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from record_paper_run import _only, clear_outputs
+
+    c = claims.check("rank", 3.0, at_least=2)
+    nb = new_notebook(cells=[new_markdown_cell("# A"), new_code_cell("x", outputs=[claim_output(c)],
+                                                                     execution_count=1)])
+    assert reproduction.claims_in_notebook(_only(nb, 1))[0]["name"] == "rank"
+    assert reproduction.claims_in_notebook(_only(nb, 0)) == []
+    clear_outputs(nb)
+    assert nb.cells[1].outputs == [] and nb.cells[1].execution_count is None
+    assert reproduction.claims_in_notebook(nb) == []

@@ -1,14 +1,25 @@
 """Checked claims: every sentence of the book that states a result is backed by one (Intro, "How to read").
 
-A claim has a name, this book's value, the paper's value where one exists, and a condition: a target with
-a tolerance, a bound, or a predicate with a description. :func:`check` evaluates it in the reader's run:
-a claim that holds is displayed (and recorded); a claim that fails raises :class:`ClaimFailed` with
-everything in the message, so nbval fails.
+There are two kinds, each with its own job:
+
+* :func:`check`, a **must-hold check**: an identity, a step of a proof, a control or baseline, the agreement
+  of a live recomputation with a precomputed file, or a gate saying that a model is trained enough for an
+  analysis to mean anything. A check that does not hold raises :class:`ClaimFailed`, so nbval fails.
+* :func:`compare`, a **comparison with a paper**: this book's value, the paper's value, an agreement rule
+  stated before the result (an absolute or relative tolerance, a side of a threshold, or a confidence
+  interval of the book's that must contain the paper's value) and the verdict, *reproduces* or *differs*.
+  A comparison that differs carries the measured reason. It never raises because it differs, and nothing
+  ever passes *because* a result differs: a flipped verdict changes the compared output, so nbval fails.
 
 Each displayed claim carries a JSON record under the mimetype :data:`MIMETYPE`, so the reproduction page
-can list every claim of the book from the executed notebooks, with nothing typed in by hand. Values are
-rounded to ``digits`` significant digits for display, so outputs that nbval compares do not depend on the
-CPU's instruction set; the condition is checked on the unrounded value.
+lists every claim of the book from the executed notebooks, with nothing typed in by hand.
+
+What nbval compares is what does not depend on the CPU: a claim's kind, name, condition or rule, paper value
+and verdict must match the committed output exactly, and its value must lie within the claim's ``band`` of
+the committed value (:func:`records_agree`, applied by ``book/conftest.py``). The default band is
+:data:`DEFAULT_REL_BAND` of the committed value; claims whose value moves more between CPUs (a trained
+model's accuracy) state a wider one, and counts are compared exactly. A value at round-off level is never a
+claim's value: state it as a count of instances above a threshold instead.
 """
 
 from __future__ import annotations
@@ -16,16 +27,22 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from html import escape
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 MIMETYPE = "application/vnd.attnbook.claim+json"
+
+#: the default band, relative to the committed value, within which a re-executed claim's value agrees
+DEFAULT_REL_BAND = 0.02
+
+#: the two kinds of claim, as they appear in records
+CHECK, COMPARISON = "check", "comparison"
 
 #: the claims checked so far in this process, in order
 REGISTRY: list["Claim"] = []
 
 
 class ClaimFailed(AssertionError):
-    """A checked claim does not hold in this run."""
+    """A must-hold check does not hold in this run."""
 
 
 def _round(x: Optional[float], digits: int) -> Optional[float]:
@@ -43,45 +60,141 @@ def _fmt(x: Optional[float]) -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    """One checked claim. ``value`` and ``paper`` are rounded to ``digits`` significant digits."""
+    """One claim as displayed and recorded. ``value``, ``paper`` and ``interval`` are rounded to ``digits``
+    significant digits; ``band`` is absolute (the committed value is held within ``value +- band``)."""
 
     name: str
     value: float
     condition: str
+    kind: str = CHECK
+    verdict: str = "holds"
     paper: Optional[float] = None
     paper_note: str = ""
+    reason: str = ""
+    interval: Optional[tuple] = None
+    band: float = 0.0
+    precomputed: str = ""
     chapter: str = ""
     holds: bool = True
     digits: int = 3
 
     def line(self) -> str:
-        mark = "holds" if self.holds else "FAILS"
+        """The claim in one line of text (what a notebook shows as plain text)."""
+        value = _fmt(self.value)
+        if self.interval is not None:
+            value += f" (interval {_fmt(self.interval[0])} to {_fmt(self.interval[1])})"
         paper = f"; paper {_fmt(self.paper)}" if self.paper is not None else ""
         note = f" ({self.paper_note})" if self.paper_note else ""
-        return f"claim {mark}: {self.name}: book {_fmt(self.value)} [{self.condition}]{paper}{note}"
+        reason = f"; differs because {self.reason}" if self.verdict == "differs" and self.reason else ""
+        pre = f"; precomputed by `{self.precomputed}`" if self.precomputed else ""
+        return f"{self.kind} {self.verdict}: {self.name}: book {value} [{self.condition}]{paper}{note}{reason}{pre}"
 
-    def __repr__(self) -> str:  # what a notebook shows, and what nbval compares
+    def __repr__(self) -> str:
         return self.line()
 
+    def record(self) -> dict:
+        """The JSON record that the reproduction page reads."""
+        rec = asdict(self)
+        rec["interval"] = list(self.interval) if self.interval is not None else None
+        return rec
+
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/plain": self.line(), "text/html": html_table([self]), MIMETYPE: asdict(self)}
+        return {"text/plain": self.line(), "text/html": html_table([self]), MIMETYPE: self.record()}
 
 
-def html_table(claims: list[Claim]) -> str:
+_MARK = {"holds": "&#10003;", "fails": "&#10007;", "reproduces": "&#10003;", "differs": "&#8800;"}
+
+
+def html_table(claims: Sequence[Claim]) -> str:
     """The claims as a small HTML table (how a notebook and the rendered book show them)."""
-    rows = "".join(
-        "<tr>"
-        f"<td>{'&#10003;' if c.holds else '&#10007;'}</td><td>{escape(c.name)}</td>"
-        f"<td><b>{_fmt(c.value)}</b></td><td>{escape(c.condition)}</td>"
-        f"<td>{_fmt(c.paper) if c.paper is not None else ''}"
-        f"{(' <small>(' + escape(c.paper_note) + ')</small>') if c.paper_note else ''}</td>"
-        "</tr>"
-        for c in claims
-    )
+    rows = []
+    for c in claims:
+        value = f"<b>{_fmt(c.value)}</b>"
+        if c.interval is not None:
+            value += f" <small>[{_fmt(c.interval[0])}, {_fmt(c.interval[1])}]</small>"
+        paper = _fmt(c.paper) if c.paper is not None else ""
+        if c.paper_note:
+            paper += f" <small>({escape(c.paper_note)})</small>"
+        verdict = f"{_MARK.get(c.verdict, '')} {c.verdict}"
+        if c.verdict == "differs" and c.reason:
+            verdict += f"<br><small>{escape(c.reason)}</small>"
+        name = escape(c.name)
+        if c.precomputed:
+            name += f"<br><small>precomputed: <code>{escape(c.precomputed)}</code></small>"
+        rows.append(
+            f"<tr><td>{c.kind}</td><td>{name}</td><td>{value}</td><td>{escape(c.condition)}</td>"
+            f"<td>{paper}</td><td>{verdict}</td></tr>"
+        )
     return (
-        '<table class="attnbook-claims"><thead><tr><th></th><th>checked claim</th><th>this book</th>'
-        f"<th>condition</th><th>paper</th></tr></thead><tbody>{rows}</tbody></table>"
+        '<table class="attnbook-claims"><thead><tr><th>kind</th><th>claim</th><th>this book</th>'
+        "<th>condition or agreement rule</th><th>paper</th><th>verdict</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )
+
+
+#: record fields compared within the band; every other field must match exactly
+_BANDED = ("value", "interval")
+
+
+def records_agree(committed: dict, live: dict) -> bool:
+    """Whether a re-executed claim ``live`` agrees with the ``committed`` record (what nbval checks).
+
+    Kind, name, condition, verdict, paper value and every other field must be equal; ``value`` (and the
+    ends of ``interval``) must lie within the committed record's ``band`` of the committed values. A record
+    without a ``band`` (written before bands existed) must match exactly.
+    """
+    if not isinstance(committed, dict) or not isinstance(live, dict):
+        raise ValueError("records_agree expects two claim records (dicts)")
+    if set(committed) != set(live):
+        return False
+    band = float(committed.get("band") or 0.0)
+    for key in committed:
+        a, b = committed[key], live[key]
+        if key not in _BANDED:
+            if a != b:
+                return False
+            continue
+        a_vals = a if isinstance(a, (list, tuple)) else [a]
+        b_vals = b if isinstance(b, (list, tuple)) else [b]
+        if len(a_vals) != len(b_vals):
+            return False
+        for x, y in zip(a_vals, b_vals):
+            if x is None or y is None:
+                if x is not y:
+                    return False
+            elif not (abs(float(x) - float(y)) <= band or float(x) == float(y)):
+                return False
+    return True
+
+
+def _output_records(output) -> Optional[list]:
+    data = output.get("data") if hasattr(output, "get") else None
+    if not data or MIMETYPE not in data:
+        return None
+    rec = data[MIMETYPE]
+    return rec if isinstance(rec, list) else [rec]
+
+
+def accept_claims_within_band(live: list, committed: list) -> list:
+    """The ``live`` outputs of a cell, each claim output replaced by its ``committed`` twin where the
+    records agree (:func:`records_agree`); how ``book/conftest.py`` makes nbval compare claims within bands.
+
+    Claim outputs are paired in order (the i-th claim output of the live cell with the i-th of the committed
+    cell); outputs without claims, and claim outputs that do not agree, are returned unchanged, so nbval
+    reports them.
+    """
+    import copy
+
+    refs = [out for out in committed if _output_records(out) is not None]
+    positions = [i for i, out in enumerate(live) if _output_records(out) is not None]
+    out = list(live)
+    for i, ref in zip(positions, refs):
+        now, then = _output_records(live[i]), _output_records(ref)
+        if len(now) == len(then) and all(records_agree(r, t) for r, t in zip(then, now)):
+            replaced = copy.deepcopy(live[i])
+            replaced["data"] = copy.deepcopy(ref["data"])
+            out[i] = replaced
+    return out
 
 
 def _register_list_formatter() -> None:
@@ -106,7 +219,7 @@ def _register_list_formatter() -> None:
 
     def records(obj):
         if obj and all(isinstance(c, Claim) for c in obj):
-            return [asdict(c) for c in obj]
+            return [c.record() for c in obj]
         return None
 
     def html(obj):
@@ -125,37 +238,51 @@ def _register_list_formatter() -> None:
 _register_list_formatter()
 
 
+def _number(name: str, what: str, x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"claim {name!r}: {what} must be a number, got {x!r}") from None
+
+
+def _band(name: str, value: float, band: Optional[float], digits: int) -> float:
+    if band is None:
+        return _round(DEFAULT_REL_BAND * abs(value), 2) if math.isfinite(value) else 0.0
+    band = _number(name, "band", band)
+    if not band >= 0:
+        raise ValueError(f"claim {name!r}: band must be a non-negative number, got {band}")
+    return band
+
+
 def check(
     name: str,
     value: float,
     *,
-    paper: Optional[float] = None,
-    paper_note: str = "",
     close_to: Optional[float] = None,
     tol: Optional[float] = None,
     at_least: Optional[float] = None,
     at_most: Optional[float] = None,
     predicate: Optional[Callable[[float], bool]] = None,
     description: Optional[str] = None,
+    band: Optional[float] = None,
+    precomputed: str = "",
     chapter: str = "",
     digits: int = 3,
 ) -> Claim:
-    """Check that ``value`` satisfies the stated condition, and return the :class:`Claim`.
+    """A must-hold check: ``value`` satisfies the stated condition, or :class:`ClaimFailed` is raised.
 
     Conditions (at least one, all must hold): ``close_to`` with ``tol`` (absolute), ``at_least``,
-    ``at_most``, or ``predicate`` with a ``description`` saying what it tests. ``paper`` is the paper's
-    value for the same quantity, shown beside the book's (it is a reference, not a target, unless it is
-    also passed as ``close_to``).
+    ``at_most``, or ``predicate`` with a ``description`` saying what it tests. ``band``: how far a
+    re-execution's value may move from the committed one (absolute; default :data:`DEFAULT_REL_BAND` of the
+    value). ``precomputed``: the command that made the shipped file the value is read from ("" when the
+    value is computed in the reader's run). A comparison with a paper is :func:`compare`, not a check.
 
-    Raises :class:`ClaimFailed` when the condition does not hold, and ``ValueError`` when the claim itself
-    is malformed (no condition, a target without a tolerance, a non-finite value).
+    Raises ``ValueError`` when the claim itself is malformed (no condition, a target without a tolerance,
+    a predicate without a description, a value that is not a number).
     """
     if not name:
         raise ValueError("a claim needs a name")
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"claim {name!r}: value must be a number, got {value!r}") from None
+    value = _number(name, "value", value)
     if close_to is not None and tol is None:
         raise ValueError(f"claim {name!r}: close_to={close_to} needs a tolerance tol")
     if tol is not None and (close_to is None or tol < 0):
@@ -183,16 +310,120 @@ def check(
         name=name,
         value=_round(value, digits),
         condition=", ".join(parts),
-        paper=_round(paper, digits),
-        paper_note=paper_note,
+        kind=CHECK,
+        verdict="holds" if holds else "fails",
+        band=_band(name, value, band, digits),
+        precomputed=precomputed,
         chapter=chapter,
         holds=bool(holds),
         digits=digits,
     )
     if not claim.holds:
-        raise ClaimFailed(
-            f"{claim.line()}\n  unrounded book value: {value!r}; condition: {claim.condition}"
-            + (f"; paper's value: {paper!r}" if paper is not None else "")
+        raise ClaimFailed(f"{claim.line()}\n  unrounded book value: {value!r}; condition: {claim.condition}")
+    REGISTRY.append(claim)
+    return claim
+
+
+def compare(
+    name: str,
+    value: float,
+    *,
+    paper: float,
+    source: str,
+    tol: Optional[float] = None,
+    rel_tol: Optional[float] = None,
+    same_side_of: Optional[float] = None,
+    interval: Optional[Sequence[float]] = None,
+    reason: str = "",
+    band: Optional[float] = None,
+    precomputed: str = "",
+    chapter: str = "",
+    digits: int = 3,
+) -> Claim:
+    """A comparison of this book's ``value`` with the ``paper``'s, under an agreement rule stated beforehand.
+
+    ``source``: where the paper's value is read (section, table or figure). Exactly one rule:
+
+    * ``tol``: reproduces when ``|value - paper| <= tol``;
+    * ``rel_tol``: reproduces when ``|value - paper| <= rel_tol * |paper|``;
+    * ``same_side_of``: reproduces when ``value`` and ``paper`` lie on the same side of this threshold
+      (strictly above it, or not): a direction, "an effect exists", "more than chance";
+    * ``interval``: this book's confidence interval ``(lo, hi)`` for the quantity; reproduces when it
+      contains ``paper`` (``value`` is the point estimate);
+    * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
+      threshold, so that a direction counts only when the seeds decide it (for example a delay, or a gain,
+      that the paper reports as positive; :func:`attnbook.stats.bootstrap_mean_difference` makes intervals).
+
+    The verdict is ``"reproduces"`` or ``"differs"``; a comparison that differs must carry the measured
+    ``reason`` (``ValueError`` otherwise), and it does not raise. ``band``, ``precomputed``: as in
+    :func:`check`.
+    """
+    if not name:
+        raise ValueError("a claim needs a name")
+    if not source:
+        raise ValueError(f"claim {name!r}: say where the paper's value is read (source=...)")
+    value = _number(name, "value", value)
+    paper = _number(name, "paper", paper)
+    if not math.isfinite(value) or not math.isfinite(paper):
+        raise ValueError(f"claim {name!r}: value and paper must be finite, got {value!r} and {paper!r}")
+    rules = [r for r in (tol, rel_tol, same_side_of, interval) if r is not None]
+    decisive = same_side_of is not None and interval is not None and tol is None and rel_tol is None
+    if len(rules) != 1 and not decisive:
+        raise ValueError(
+            f"claim {name!r}: give exactly one agreement rule (tol, rel_tol, same_side_of or interval; or "
+            f"same_side_of with interval), got {len(rules)}"
         )
+    rounded_interval = None
+    if tol is not None:
+        tol = _number(name, "tol", tol)
+        if tol < 0:
+            raise ValueError(f"claim {name!r}: tol must be non-negative")
+        rule, agrees = f"within {tol:g} of the paper's value", abs(value - paper) <= tol
+    elif rel_tol is not None:
+        rel_tol = _number(name, "rel_tol", rel_tol)
+        if rel_tol < 0:
+            raise ValueError(f"claim {name!r}: rel_tol must be non-negative")
+        rule = f"within {100 * rel_tol:g}% of the paper's value"
+        agrees = abs(value - paper) <= rel_tol * abs(paper)
+    if interval is not None:
+        if len(interval) != 2:
+            raise ValueError(f"claim {name!r}: interval must be (lo, hi), got {interval!r}")
+        lo, hi = (_number(name, "interval", x) for x in interval)
+        if not lo <= value <= hi:
+            raise ValueError(f"claim {name!r}: the interval ({lo}, {hi}) must contain the value {value}")
+        rounded_interval = (_round(lo, digits), _round(hi, digits))
+    if decisive:
+        t = _number(name, "same_side_of", same_side_of)
+        rule = f"this book's whole interval on the same side of {t:g} as the paper's value"
+        agrees = (lo > t) == (paper > t) and (hi > t) == (paper > t)
+    elif same_side_of is not None:
+        t = _number(name, "same_side_of", same_side_of)
+        rule = f"on the same side of {t:g} as the paper's value"
+        agrees = (value > t) == (paper > t)
+    elif interval is not None:
+        rule = "this book's interval contains the paper's value"
+        agrees = lo <= paper <= hi
+    verdict = "reproduces" if agrees else "differs"
+    if verdict == "differs" and not reason:
+        raise ValueError(
+            f"claim {name!r}: book {value:g} differs from the paper's {paper:g} ({rule}); a comparison that "
+            "differs must say why, measured (reason=...)"
+        )
+    claim = Claim(
+        name=name,
+        value=_round(value, digits),
+        condition=rule,
+        kind=COMPARISON,
+        verdict=verdict,
+        paper=_round(paper, digits),
+        paper_note=source,
+        reason=reason if verdict == "differs" else "",
+        interval=rounded_interval,
+        band=_band(name, value, band, digits),
+        precomputed=precomputed,
+        chapter=chapter,
+        holds=True,
+        digits=digits,
+    )
     REGISTRY.append(claim)
     return claim

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from .claims import MIMETYPE
+from .claims import CHECK, COMPARISON, MIMETYPE
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
 PAGE = "book/reproduction"
@@ -50,20 +50,33 @@ class Row:
     gpu: str = ""
     #: whether that run executed the whole chapter (``False``: it stopped at its time limit or on an error)
     paper_complete: bool = True
+    #: ``"check"`` (must hold) or ``"comparison"`` (with a paper; see :mod:`attnbook.claims`)
+    kind: str = CHECK
+    #: ``holds``/``fails`` for a check, ``reproduces``/``differs`` for a comparison
+    verdict: str = "holds"
+    #: why a comparison differs, measured
+    reason: str = ""
+    #: the command that made the shipped file the value is read from ("" when computed in the reader's run)
+    precomputed: str = ""
 
     @property
     def status(self) -> str:
-        """``holds`` or ``FAILS`` for the quick run, with the paper run's status when one exists."""
-        quick = "holds" if self.holds else "FAILS"
+        """The quick run's verdict, with the paper run's when one exists."""
         if self.paper_run is None:
-            return quick
-        paper = "holds" if self.paper_run.get("holds", False) else "FAILS"
-        return f"quick {quick}, paper {paper}"
+            return self.verdict
+        return f"quick {self.verdict}, paper {_verdict(self.paper_run)}"
 
     @property
     def all_hold(self) -> bool:
-        """Whether the claim holds in every run recorded for it."""
+        """Whether the claim held (a check) or was evaluated (a comparison) in every run recorded for it."""
         return self.holds and (self.paper_run is None or bool(self.paper_run.get("holds", False)))
+
+
+def _verdict(rec: dict) -> str:
+    """A record's verdict; records written before claims had kinds carry only ``holds``."""
+    if rec.get("verdict"):
+        return str(rec["verdict"])
+    return "holds" if rec.get("holds", False) else "fails"
 
 
 def find_root(start: Optional[PathLike] = None) -> Path:
@@ -219,6 +232,10 @@ def collect(root: Optional[PathLike] = None) -> list[Row]:
                     paper_run=paper_rec,
                     gpu=_machine(run) if run else "",
                     paper_complete=bool(run.get("complete", True)) and not run.get("errors") if run else True,
+                    kind=str(rec.get("kind") or CHECK),
+                    verdict=_verdict(rec),
+                    reason=str(rec.get("reason") or ""),
+                    precomputed=str(rec.get("precomputed") or ""),
                 )
             )
     return rows
@@ -244,21 +261,23 @@ def _cell(text: str) -> str:
 
 
 def markdown_table(rows: Iterable[Row]) -> str:
-    """The rows as a Markdown (GFM) table: chapter, quantity, the paper's value, this book's quick value,
-    this book's paper-preset value (with the GPU), condition, status. The chapter is named on its first row.
+    """The rows as a Markdown (GFM) table: chapter, kind, claim, this book's quick value, the condition (a check)
+    or agreement rule (a comparison), the paper's value, the verdict (with the reason when a comparison differs),
+    and this book's paper-preset value (with the machine). The chapter is named on its first row; a claim read
+    from a shipped file is marked *precomputed* with the command that made the file.
     """
     out = [
-        "| chapter | quantity | the paper's value | this book, `quick` | this book, `paper` (GPU) "
-        "| condition | status |",
-        "|---|---|---|---|---|---|---|",
+        "| chapter | kind | claim | this book, `quick` | condition or agreement rule | the paper's value "
+        "| verdict | this book, `paper` |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     previous = None
     for r in rows:
-        paper = _num(r.paper)
+        paper = _num(r.paper) if r.paper is not None else ""
         if r.paper_note:
             paper += f" ({r.paper_note})"
         if r.paper_run is not None:
-            run = f"{_num(r.paper_run.get('value'))} ({r.gpu})"
+            run = f"{_num(r.paper_run.get('value'))}, {_verdict(r.paper_run)} ({r.gpu})"
         elif r.gpu and not r.paper_complete:
             run = f"not reached: the {r.gpu} run stopped early or hit an error"
         elif r.gpu:
@@ -267,10 +286,12 @@ def markdown_table(rows: Iterable[Row]) -> str:
             run = "–"
         chapter = f"**{r.chapter}**" if r.notebook != previous else ""
         previous = r.notebook
-        status = ("✓ " if r.all_hold else "✗ ") + r.status
+        mark = {"holds": "✓", "reproduces": "✓", "differs": "≠"}.get(r.verdict, "✗")
+        verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if r.verdict == "differs" and r.reason else "")
+        name = r.name + (f" *(precomputed: `{r.precomputed}`)*" if r.precomputed else "")
         out.append(
             "| " + " | ".join(
-                _cell(c) for c in (chapter, r.name, paper, _num(r.value), run, r.condition, status)
+                _cell(c) for c in (chapter, r.kind, name, _num(r.value), r.condition, paper, verdict, run)
             ) + " |"
         )
     return "\n".join(out)
@@ -279,11 +300,20 @@ def markdown_table(rows: Iterable[Row]) -> str:
 def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     """One Markdown paragraph: how many claims, in how many chapters, how many hold, which GPU runs exist."""
     chapters = {r.notebook for r in rows}
-    holding = sum(r.all_hold for r in rows)
     def n(k: int, word: str) -> str:
         return f"**{k}** {word}" + ("" if k == 1 else "s")
 
-    text = f"{n(len(rows), 'checked claim')} in {n(len(chapters), 'chapter')}; **{holding}** of them hold in every recorded run."
+    checks = [r for r in rows if r.kind != COMPARISON]
+    comparisons = [r for r in rows if r.kind == COMPARISON]
+    reproduce = sum(r.verdict == "reproduces" for r in comparisons)
+    precomputed = sum(bool(r.precomputed) for r in rows)
+    text = (
+        f"{n(len(rows), 'claim')} in {n(len(chapters), 'chapter')}: {n(len(checks), 'must-hold check')}, "
+        f"**{sum(r.all_hold for r in checks)}** of which hold in every recorded run, and "
+        f"{n(len(comparisons), 'comparison')} with a paper, of which **{reproduce}** reproduce and "
+        f"**{len(comparisons) - reproduce}** differ (each with its measured reason). "
+        f"**{precomputed}** claims are read from shipped files (*precomputed*, with the command that made them)."
+    )
     runs = load_paper_runs(find_root() if root is None else root)
     if not runs:
         text += (
@@ -294,6 +324,7 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     else:
         parts = [f"`{stem}` on {_machine(run)} ({float(run.get('seconds', 0)) / 60:.0f} min"
                  + ("" if run.get("complete", True) else ", stopped early: partial")
+                 + (f"; {run['note']}" if run.get("note") else "")
                  + (f", {len(run['errors'])} errors" if run.get("complete", True) and run.get("errors") else "") + ")"
                  for stem, run in runs.items()]
         text += " Recorded `paper`-preset runs: " + ", ".join(parts) + "."
