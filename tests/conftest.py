@@ -1,5 +1,9 @@
 """Shared fixtures: the book is built once per test session, for the -W build test (tests/test_book.py)
-and the real-browser test (tests/test_browser.py)."""
+and the real-browser test (tests/test_browser.py).
+
+``pytest -m "not slow"`` is the unit layer (well under a minute on a 2-core CPU). Every test that uses the
+``built_book`` fixture is marked ``slow`` here, whether or not its module says so, so that no book build
+can slip into the unit layer."""
 
 from __future__ import annotations
 
@@ -45,3 +49,11 @@ def build_book(out: Path, timeout: int = 900) -> BuiltBook:
 def built_book(tmp_path_factory) -> BuiltBook:
     """The book rendered once per session (a few minutes)."""
     return build_book(tmp_path_factory.mktemp("book"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that needs the rendered book (the ``built_book`` fixture, directly or through
+    another fixture) as ``slow``."""
+    for item in items:
+        if "built_book" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)

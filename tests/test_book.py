@@ -73,6 +73,7 @@ def test_notebook_reads_a_preset_and_checks_claims(path):
     assert "check(" in source, f"{path.name}: a chapter states its results as checked claims"
 
 
+@pytest.mark.slow
 def test_book_builds_without_warnings(built_book):
     """Render the committed notebooks (nbval re-executes them separately) with -W: zero warnings.
 

@@ -30,6 +30,9 @@ import pytest
 
 from attnbook.reproduction import toc_entries
 
+# builds the book and drives a browser (minutes): not part of the unit layer, `pytest -m "not slow"`
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = os.environ.get("ATTNBOOK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from torch.testing import assert_close
 
 from attnbook import heads as hd
 from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
@@ -21,12 +22,37 @@ def test_confidence_excludes_masked_keys_and_queries():
     a[0, 0, 0, :, :2] = 0.2
     m_all = torch.ones(1, 3, dtype=torch.bool)
     m_no_eos = torch.tensor([[True, True, False]])
-    assert torch.allclose(hd.head_confidence(a, m_all, m_all), torch.tensor([[0.6]]))
-    assert torch.allclose(hd.head_confidence(a, m_no_eos, m_no_eos), torch.tensor([[0.2]]))
+    assert_close(hd.head_confidence(a, m_all, m_all), torch.tensor([[0.6]]), atol=1e-6, rtol=0)
+    assert_close(hd.head_confidence(a, m_no_eos, m_no_eos), torch.tensor([[0.2]]), atol=1e-6, rtol=0)
     with pytest.raises(ValueError):
         hd.head_confidence(a, torch.ones(1, 4, dtype=torch.bool), m_all)
     with pytest.raises(ValueError):
         hd.head_confidence(torch.ones(3, 3), m_all, m_all)
+
+
+def test_confidence_averages_the_row_maxima_of_real_queries():
+    """Voita et al. sec. 4.1: mean over the real queries of max_k P[q, k] over real keys. Row maxima 0.5, 0.9 and
+    (EOS query) 1.0: with the EOS query masked the confidence is (0.5 + 0.9) / 2; with key 0 masked too the
+    first row's maximum over keys 1, 2 is 0.3."""
+    a = torch.tensor([[0.5, 0.3, 0.2], [0.05, 0.9, 0.05], [0.0, 0.0, 1.0]]).reshape(1, 1, 1, 3, 3)
+    queries = torch.tensor([[True, True, False]])
+    keys = torch.ones(1, 3, dtype=torch.bool)
+    assert hd.head_confidence(a, queries, keys).item() == pytest.approx(0.7, abs=1e-6)
+    assert hd.head_confidence(a, queries, torch.tensor([[False, True, True]])).item() == pytest.approx(0.6, abs=1e-6)
+
+
+def test_positional_share_counts_real_queries_and_real_keys_only():
+    """Queries 0..2 attend to +1, query 3 (masked) to -1; a masked key never wins the arg-max."""
+    n = 4
+    a = onehot_attn([1, 2, 3, 2], n)
+    queries = torch.tensor([[True, True, True, False]])
+    keys = torch.ones(1, n, dtype=torch.bool)
+    assert_close(hd.relative_position_share(a, queries, keys)[0, 0], torch.tensor([0.0, 1.0]), atol=1e-6, rtol=0)
+    # mask key 3: query 2's maximum (weight 1 on key 3) is gone, its arg-max falls back to the largest real key
+    b = a.clone()
+    b[0, 0, 0, 2] = torch.tensor([0.1, 0.3, 0.0, 0.6])  # real keys 0, 1: the maximum is key 1, offset -1
+    share = hd.relative_position_share(b, queries, torch.tensor([[True, True, True, False]]))[0, 0]
+    assert_close(share, torch.tensor([1 / 3, 2 / 3]), atol=1e-6, rtol=0)  # queries 0, 1 still at +1
 
 
 def test_positional_share_and_heads():
@@ -35,7 +61,7 @@ def test_positional_share_and_heads():
     m = torch.ones(1, n, dtype=torch.bool)
     s = hd.relative_position_share(prev, m, m)
     assert s.shape == (1, 1, 2)
-    assert torch.allclose(s[0, 0], torch.tensor([0.8, 0.0]))
+    assert_close(s[0, 0], torch.tensor([0.8, 0.0]), atol=1e-6, rtol=0)
     assert hd.positional_heads(s, 0.8).item() and not hd.positional_heads(s, 0.9).item()
     with pytest.raises(ValueError):
         hd.positional_heads(s, 0.0)
@@ -48,7 +74,7 @@ def test_word_attention_aggregates_subwords():
     # tokens: [w0, w1a, w1b, EOS]; token 1 and 2 form word 1
     a = torch.tensor([[0.0, 0.5, 0.5, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], [0.25] * 4])
     w = hd.word_attention(a, [0, 1, 1], 2)
-    assert torch.allclose(w, torch.tensor([[0.0, 1.0], [0.5, 0.0]]))
+    assert_close(w, torch.tensor([[0.0, 1.0], [0.5, 0.0]]), atol=1e-6, rtol=0)
     with pytest.raises(ValueError):
         hd.word_attention(a, [0, 1, 2], 2)
 
@@ -64,7 +90,7 @@ def test_dependency_accuracy_and_baseline():
     acc, _ = hd.dependency_accuracy([wa], arcs, "dobj", "head->dep")
     assert acc.tolist() == [[0.0, 1.0]]
     base, off = hd.positional_baseline(arcs * 3 + [[[2, 0, "nsubj"]]], "nsubj", "dep->head")
-    assert off == 1 and base == pytest.approx(0.75)
+    assert off == 1 and base == pytest.approx(0.75, abs=1e-12)
     with pytest.raises(ValueError):
         hd.dependency_accuracy([wa], arcs, "amod", "dep->head")
     with pytest.raises(ValueError):
@@ -79,24 +105,66 @@ def test_rare_token_share():
     counts[7] = 1  # token at position 2 is the rarest
     m = torch.ones(1, n, dtype=torch.bool)
     share, chance = hd.rare_token_share(a, ids, counts, m, m)
-    assert share.item() == pytest.approx(0.75) and chance == pytest.approx(0.25)
+    assert share.item() == pytest.approx(0.75, abs=1e-6) and chance == pytest.approx(0.25, abs=1e-6)
+    # a padding key is never "the rarest token": with key 2 masked, the rarest real key is key 0 (count 50)
+    counts[5] = 50
+    keys = torch.tensor([[True, True, False, True]])
+    queries = torch.tensor([[True, True, True, False]])
+    a2 = onehot_attn([0, 0, 2, 0], n)  # query 2's only weight is on the masked key: its arg-max is key 0
+    share, chance = hd.rare_token_share(a2, ids, counts, queries, keys)
+    assert share.item() == pytest.approx(1.0, abs=1e-6) and chance == pytest.approx(1 / 3, abs=1e-6)
     with pytest.raises(ValueError):
         hd.rare_token_share(a, ids[:, :3], counts, m, m)
 
 
-def test_ablation_relevance_normalised():
+def _relevance_model():
     torch.manual_seed(0)
-    m = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=12, d_model=16, n_heads=2, enc_layers=1, dec_layers=2,
-                                         d_ff=16, dropout=0.0, max_len=8))
-    src = torch.tensor([[4, 5, 6, 2]])
-    tgt_in = torch.tensor([[1, 7, 8]])
-    rel = hd.ablation_relevance(m, src, tgt_in)
-    assert set(rel) == {"enc_self", "dec_self", "dec_cross"}
-    assert rel["dec_cross"].shape == (2, 2)
-    for v in rel.values():
-        assert torch.all(v >= 0)
-        s = v.sum(-1)
-        assert torch.all((s - 1).abs() < 1e-5) or torch.all(s == 0)
+    return Seq2SeqTransformer(Seq2SeqConfig(vocab_size=12, d_model=16, n_heads=2, enc_layers=2, dec_layers=2,
+                                            d_ff=16, dropout=0.0, max_len=8)).double()
+
+
+def _attention_module(model, kind, layer):
+    if kind == "enc_self":
+        return model.encoder[layer].self_attn
+    return model.decoder[layer].self_attn if kind == "dec_self" else model.decoder[layer].cross_attn
+
+
+def test_ablation_relevance_is_the_drop_of_the_top_logit_when_a_head_is_removed():
+    """Chapter 10's occlusion relevance, brute force: remove head (l, h) by zeroing its columns of the output
+    projection (no gates involved) and average the drop of the full model's top-1 logit over the real target
+    tokens (the second sentence has one pad position)."""
+    import copy
+
+    model = _relevance_model().eval()
+    src = torch.tensor([[4, 5, 6, 2], [7, 8, 2, 0]])
+    tgt_in = torch.tensor([[1, 7, 8], [1, 9, 0]])
+    real = tgt_in != 0
+    with torch.no_grad():
+        logits, _ = model(src, tgt_in)
+        top = logits.argmax(-1, keepdim=True)
+        base = logits.gather(-1, top)[..., 0]
+    raw = hd.ablation_relevance(model, src, tgt_in, normalise=False)
+    assert set(raw) == {"enc_self", "dec_self", "dec_cross"}
+    for kind, rel in raw.items():
+        assert rel.shape == (2, 2)
+        for layer in range(2):
+            for h in range(2):
+                pruned = copy.deepcopy(model)
+                with torch.no_grad():
+                    _attention_module(pruned, kind, layer).out.weight[:, 8 * h: 8 * (h + 1)] = 0.0
+                    drop = base - pruned(src, tgt_in)[0].gather(-1, top)[..., 0]
+                expected = drop[real].mean()
+                assert rel[layer, h].item() == pytest.approx(expected.item(), rel=1e-6, abs=1e-9), (kind, layer, h)
+        assert rel.abs().max() > 1e-3, kind  # removing a head moves the logit
+    # normalised: the non-negative parts of each layer, divided by their sum
+    normed = hd.ablation_relevance(model, src, tgt_in)
+    for kind, rel in raw.items():
+        pos = rel.clamp(min=0)
+        torch.testing.assert_close(normed[kind], pos / pos.sum(-1, keepdim=True).clamp(min=1e-12),
+                                   atol=1e-6, rtol=0, msg=kind)
+    only = hd.ablation_relevance(model, src, tgt_in, kinds=["dec_cross"], normalise=False)
+    assert set(only) == {"dec_cross"}
+    torch.testing.assert_close(only["dec_cross"], raw["dec_cross"], atol=1e-9, rtol=0)
 
 
 def test_translation_task_data():
@@ -118,7 +186,7 @@ def test_translation_task_data():
     assert sorted(sizes) == [2, 4, 4] and torch.all(stream(0)[1][:, 0] == tr.BOS)
     assert torch.equal(stream(3)[0], tr.BatchStream(dev[:10], batch_size=4)(3)[0])  # deterministic
     assert tr.source_token_counts().shape == (8000,)
-    assert tr.bleu(["a b c d"], ["a b c d"]) == pytest.approx(100.0)
+    assert tr.bleu(["a b c d"], ["a b c d"]) == pytest.approx(100.0, abs=1e-9)
     with pytest.raises(ValueError):
         tr.load_pairs("valid")
     with pytest.raises(ValueError):

@@ -3,26 +3,40 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from torch.testing import assert_close
 
 from attnbook.norms import _argmin_center_certified, norm_1, norm_1_inf, norm_inf, relative_residual, res
 
 
+EXACT = dict(atol=1e-12, rtol=0.0)  # float64 sums of a few small numbers: rounding ~1e-16
+
+
 def test_norms_by_hand():
-    X = torch.tensor([[1.0, -2.0], [3.0, 4.0]])
-    assert norm_1(X) == 6.0  # column sums 4, 6
-    assert norm_inf(X) == 7.0  # row sums 3, 7
-    assert torch.isclose(norm_1_inf(X), torch.tensor(42.0).sqrt())
+    X = torch.tensor([[1.0, -2.0], [3.0, 4.0]], dtype=torch.float64)
+    assert_close(norm_1(X), torch.tensor(6.0, dtype=torch.float64), **EXACT)  # column sums 4, 6
+    assert_close(norm_inf(X), torch.tensor(7.0, dtype=torch.float64), **EXACT)  # row sums 3, 7
+    assert_close(norm_1_inf(X), torch.tensor(42.0, dtype=torch.float64).sqrt(), **EXACT)
+    assert_close(norm_1(X.T), torch.tensor(7.0, dtype=torch.float64), **EXACT)  # not symmetric in rows/columns
+
+
+def test_relative_residual_by_hand():
+    """Eq. rel-res with the token mean: X = [[2, 0], [0, 0]] has mean row (1, 0), res = [[1, 0], [-1, 0]],
+    ||res||_{1,inf} = sqrt(2 * 1), ||X||_{1,inf} = sqrt(2 * 2): ratio sqrt(2) / 2."""
+    X = torch.tensor([[2.0, 0.0], [0.0, 0.0]], dtype=torch.float64)
+    assert_close(res(X), torch.tensor([[1.0, 0.0], [-1.0, 0.0]], dtype=torch.float64), **EXACT)
+    assert_close(relative_residual(X), torch.tensor(2**0.5 / 2, dtype=torch.float64), **EXACT)
 
 
 def test_batched():
-    X = torch.randn(3, 5, 4, 6)
+    X = torch.randn(3, 5, 4, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     out = norm_1_inf(X)
     assert out.shape == (3, 5)
-    assert torch.isclose(out[1, 2], norm_1_inf(X[1, 2]))
+    assert_close(out[1, 2], norm_1_inf(X[1, 2]), **EXACT)
+    assert_close(relative_residual(X)[2, 4], relative_residual(X[2, 4]), **EXACT)
 
 
 def test_rank_one_identical_rows_has_zero_residual():
-    x = torch.randn(1, 7, dtype=torch.float64)
+    x = torch.randn(1, 7, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
     X = x.expand(5, 7)
     assert relative_residual(X) < 1e-15
     assert norm_1_inf(res(X, "argmin")) < 1e-9
@@ -36,9 +50,10 @@ def test_argmin_is_no_worse_than_mean():
 
 
 def test_residual_is_invariant_to_adding_identical_rows():
-    X = torch.randn(5, 3, dtype=torch.float64)
-    shift = torch.randn(1, 3, dtype=torch.float64)
-    assert torch.allclose(res(X + shift), res(X))
+    g = torch.Generator().manual_seed(1)
+    X = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    shift = torch.randn(1, 3, generator=g, dtype=torch.float64)
+    assert_close(res(X + shift), res(X), **EXACT)
 
 
 def test_bad_input():

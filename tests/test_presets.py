@@ -18,9 +18,13 @@ def test_env_var_selects_preset(monkeypatch):
     assert sizes["preset"] == "quick" and sizes["depth"] == presets.TABLE["pure_attention"]["quick"]["depth"]
 
 
-def test_default_follows_cuda(monkeypatch):
+@pytest.mark.parametrize("cuda", [True, False])
+def test_default_follows_cuda(monkeypatch, cuda):
+    """Without ATTNBOOK_PRESET: paper on a CUDA machine, quick elsewhere (both branches, on any machine)."""
     monkeypatch.delenv(presets.ENV_VAR, raising=False)
-    assert presets.active_preset() == ("paper" if torch.cuda.is_available() else "quick")
+    monkeypatch.setattr(presets.torch.cuda, "is_available", lambda: cuda)
+    assert presets.active_preset() == ("paper" if cuda else "quick")
+    assert presets.device().type == ("cuda" if cuda else "cpu")
 
 
 def test_unknown_preset_lists_valid_ones(monkeypatch):

@@ -1,30 +1,87 @@
-"""Tests of attnbook.tasks (circle, sort, hull, memorization) and the path-restricted forward pass."""
+"""Tests of attnbook.tasks (chapter 6, the circle task; chapter 7, sort, hull, memorization and the accuracy of
+sampled paths)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
 
 from attnbook import paths, tasks
 from attnbook.tasks import circle, hull, memorization, sort
 from attnbook.train import train
 
+SIZE = dict(d_model=16, n_heads=2, depth=2, length=8, vocab=10, n_points=10, n_train=50, n_eval=20,
+            n_sentences=10, max_len=8)
 
-def test_circle_data_and_model():
+
+# ------------------------------------------------------------------------------------- the circle task
+
+
+def test_circle_data():
     x, y = circle.circle_dataset(1000)
     assert x.shape == y.shape == (499, 2, 2)
-    assert torch.allclose(x[1:], y[:-1])
-    assert torch.allclose(x.norm(dim=-1), torch.full((499, 2), 0.3), atol=1e-6)
+    assert_close(x[1:], y[:-1], atol=0, rtol=0)  # the same points, shifted by one item
+    assert_close(x.norm(dim=-1), torch.full((499, 2), 0.3), atol=1e-6, rtol=0)
+    # token 2 starts n/2 - 1 = 499 points after token 1: an angle of 499 * 2 pi / 1000
+    angle = torch.atan2(x[0, 1, 1], x[0, 1, 0]) % (2 * torch.pi)
+    assert angle.item() == pytest.approx(499 * 2 * torch.pi / 1000, abs=1e-5)
+
+
+def test_circle_net_outer_skip_adds_the_input():
+    """skip=True predicts the step: next = x + f(x), with f the same network."""
+    torch.manual_seed(0)
+    m = circle.CircleNet(8, 2, skip=True)
+    x, _ = circle.circle_dataset(20)
+    with_skip = m(x)
+    m.skip = False
+    assert_close(with_skip, x + m(x), atol=1e-6, rtol=0)
+
+
+def test_rollout_feeds_predictions_back():
+    """Chapter 6, Fig. 3: traj[t + 1] = model(traj[t]), from traj[0] = start."""
+    torch.manual_seed(1)
+    m = circle.CircleNet(8, 2, mlp=True)
+    x, _ = circle.circle_dataset(20)
+    traj = circle.rollout(m, x[0], 5)
+    assert traj.shape == (6, 2, 2)
+    assert_close(traj[0], x[0], atol=0, rtol=0)
+    with torch.no_grad():
+        for t in range(5):
+            assert_close(traj[t + 1], m(traj[t][None])[0], atol=1e-6, rtol=0)
+    assert m.training  # rollout restores the training mode
+
+
+def test_circle_training_lowers_the_loss_for_every_variant():
+    x, y = circle.circle_dataset(1000)
     for kw in ({}, {"skip": True}, {"mlp": True}):
+        torch.manual_seed(0)
         m = circle.CircleNet(32, **kw)
-        hist = train(m, lambda s: (x[:64], y[:64]), lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), steps=3,
-                     progress=False, device="cpu")
-        assert len(hist["loss"]) == 3
-        traj = circle.rollout(m, x[0], 20)
-        assert traj.shape == (21, 2, 2) and torch.equal(traj[0], x[0])
-    still = torch.zeros(51, 2, 2)
-    assert circle.spread(still) == 0.0 and circle.token_gap(still) == 0.0
-    moving = torch.stack([x[:51, 0], x[:51, 1]], 1)
+        with torch.no_grad():
+            initial = float(((m(x[:64]) - y[:64]) ** 2).mean())
+        hist = train(m, lambda s: (x[:64], y[:64]), lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), steps=20,
+                     lr=5e-3, warmup=0, progress=False, device="cpu")
+        assert hist["loss"][0] == pytest.approx(initial, rel=1e-5), kw
+        assert hist["loss"][-1] < 0.5 * hist["loss"][0], kw
+
+
+def test_spread_and_token_gap_by_hand():
+    """Eq. spread: RMS distance of the last points from their mean, over the radius. Two tokens fixed at
+    (+-r, 0): mean 0, every point at distance r, so spread 1 and token gap 2. All at one point: 0 and 0."""
+    r = circle.RADIUS
+    fixed = torch.tensor([[r, 0.0], [-r, 0.0]]).expand(51, 2, 2)
+    assert circle.spread(fixed) == pytest.approx(1.0, abs=1e-6)
+    assert circle.token_gap(fixed) == pytest.approx(2.0, abs=1e-6)
+    still = torch.full((51, 2, 2), 0.1)
+    assert circle.spread(still) == pytest.approx(0.0, abs=1e-6)
+    assert circle.token_gap(still) == pytest.approx(0.0, abs=1e-6)
+    # only the last `last` steps count: an early excursion does not
+    moved = fixed.clone()
+    moved[:10] = 5.0
+    assert circle.spread(moved, last=41) == pytest.approx(1.0, abs=1e-6)
+    x, _ = circle.circle_dataset(1000)
+    moving = torch.stack([x[:51, 0], x[:51, 1]], 1)  # nearly antipodal tokens walking along the circle
     assert circle.token_gap(moving) == pytest.approx(2.0, abs=0.01)
 
 
@@ -39,19 +96,39 @@ def test_circle_bad_input():
         circle.spread(torch.zeros(10, 2, 2), last=10)
 
 
-def test_sort_and_hull():
+# ------------------------------------------------------------------------------------ the path tasks
+
+
+def test_sort_and_hull_data():
     g = torch.Generator().manual_seed(0)
     x, y = sort.sort_batch(16, 8, 10, g)
-    assert torch.equal(y, x.sort(-1).values) and x.max() < 10
+    assert torch.equal(y, x.sort(-1).values) and x.max() < 10 and x.min() >= 0
     pts, lab = hull.hull_batch(32, 10, generator=g)
     assert pts.shape == (32, 10, 2) and lab.shape == (32, 10)
+    assert torch.equal(lab, hull.hull_labels(pts))
     square = torch.tensor([[[0.0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]]])
     assert hull.hull_labels(square).tolist() == [[1, 1, 1, 1, 0]]
-    assert 0.5 <= hull.majority_accuracy(lab) <= 1
     with pytest.raises(ValueError):
         sort.sort_batch(0)
     with pytest.raises(ValueError):
         hull.hull_labels(torch.zeros(2, 2, 2))
+
+
+def test_majority_accuracy_by_hand():
+    """The hull task's chance line: the share of the more frequent label."""
+    assert hull.majority_accuracy(torch.tensor([[1, 1, 1, 0]])) == pytest.approx(0.75, abs=1e-6)
+    assert hull.majority_accuracy(torch.tensor([[0, 0, 0, 1], [0, 0, 0, 0]])) == pytest.approx(7 / 8, abs=1e-6)
+    assert hull.majority_accuracy(torch.tensor([[1, 0]])) == pytest.approx(0.5, abs=1e-6)
+
+
+def test_token_accuracy_by_hand():
+    """Arg-max accuracy over the labelled tokens only: 2 of the 3 labelled tokens are right."""
+    logits = torch.tensor([[[2.0, 1.0], [0.0, 3.0], [5.0, 0.0], [1.0, 4.0]]])
+    labels = torch.tensor([[0, 1, 1, -100]])
+    assert tasks.token_accuracy(logits, labels) == pytest.approx(2 / 3, abs=1e-6)
+    assert tasks.token_accuracy(logits, torch.tensor([[0, 1, 0, 1]])) == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(ValueError, match="no labelled token"):
+        tasks.token_accuracy(logits, torch.full((1, 4), -100))
 
 
 def test_memorization_data():
@@ -61,42 +138,104 @@ def test_memorization_data():
     assert set(data.labels.unique().tolist()) <= {0, 1}
     data = memorization.memorization_data(["a b c d e f", "a"], max_len=8)
     assert (data.labels[~data.mask] == memorization.IGNORE).all() and data.ids[1, 1:].eq(0).all()
+    assert data.ids[0, 0] == data.ids[1, 0]  # the same word piece gets the same compact id
+    assert data.vocab_size == 7 and sorted(data.ids[0].tolist()) == list(range(1, 7))
     with pytest.raises(ValueError):
         memorization.memorization_data([], 8)
 
 
-def test_path_forward_matches_heads():
-    torch.manual_seed(0)
-    model = paths.PathSAN(3, 16, 2, 3, vocab_size=7, n_positions=5)
-    x = model.embed_inputs(torch.randint(0, 7, (4, 5)))
-    attn = model.blocks[0].attn
-    full, _ = attn(x)
-    per_head = sum(paths.head_output(attn, x, h) for h in range(2)) - attn.out.bias
-    assert torch.allclose(full, per_head, atol=1e-5)
-    # a path of length 0 is the normalised embedding
-    zero = paths.path_forward(model.blocks, x, torch.full((2, 3), paths.SKIP))
-    assert torch.allclose(zero, torch.nn.functional.layer_norm(x, (16,)), atol=1e-5)
-    out = model(torch.randint(0, 7, (4, 5)), paths=paths.sample_paths(3, 2, 2, 5))
-    assert out.shape == (4, 5, 3)
-    with pytest.raises(ValueError):
-        paths.head_output(attn, x, 2)
-    with pytest.raises(ValueError):
-        paths.path_forward(model.blocks, x, torch.zeros(2, 4, dtype=torch.long))
-    with pytest.raises(ValueError):
-        paths.PathSAN(3, 16, 2, 3)
+def test_memorization_labels_are_fair_coins():
+    """Labels are independent fair bits: over 200 sentences (about 4,000 tokens, s.e. 0.008) the mean is 0.5."""
+    from attnbook.text import english_sentences
+
+    data = memorization.memorization_data(english_sentences(200), 24, torch.Generator().manual_seed(0))
+    frac = data.labels[data.mask].float().mean().item()
+    assert frac == pytest.approx(0.5, abs=0.04)
 
 
 @pytest.mark.parametrize("name", ["sort", "hull", "memorization"])
-def test_path_tasks_train_and_evaluate(name):
-    size = dict(d_model=16, n_heads=2, depth=2, length=8, vocab=10, n_points=10, n_train=50, n_eval=20,
-                n_sentences=10, max_len=8)
-    t = tasks.path_task(name, size, torch.Generator().manual_seed(0))
-    hist = train(t["model"], lambda s: t["batch_fn"](8), t["loss_fn"], steps=3, progress=False, device="cpu")
-    assert len(hist["loss"]) == 3
-    assert 0 <= tasks.full_accuracy(t["model"], t["eval"]) <= 1
-    accs = tasks.path_accuracy(t["model"], t["eval"], 1, 5, 2, torch.Generator().manual_seed(0))
-    assert len(accs) == 2 and all(0 <= a <= 1 for a in accs)
-    assert 0 < t["chance"] < 1
+def test_path_task_chance_line(name):
+    """Chapter 7's chance lines: 1/vocab for sort, the majority label of the evaluation set for hull, 1/2 for
+    the fair random labels of memorization."""
+    t = tasks.path_task(name, SIZE, torch.Generator().manual_seed(0))
+    x, y, mask = t["eval"]
+    expected = {"sort": 0.1, "hull": hull.majority_accuracy(y), "memorization": 0.5}[name]
+    assert t["chance"] == pytest.approx(expected, abs=1e-9)
+    assert t["model"].depth == 2 and t["model"].n_heads == 2
+
+
+def test_memorization_loss_ignores_padding_and_uses_the_key_mask():
+    """The token cross-entropy of a padded memorization batch, by hand: the model is run with the key mask
+    (so padding keys get no attention) and only labelled tokens count."""
+    torch.manual_seed(0)
+    t = tasks.path_task("memorization", dict(SIZE, max_len=24), torch.Generator().manual_seed(0))
+    model = t["model"].double()
+    x, y, mask = t["train_set"]
+    assert not mask.all()  # the sentences have different lengths
+    with torch.no_grad():
+        logits = model(x, key_mask=mask)
+        terms = [-logits[i, j].log_softmax(-1)[y[i, j]] for i in range(len(x)) for j in range(x.shape[1])
+                 if mask[i, j]]
+        assert_close(t["loss_fn"](model, (x, y, mask)), torch.stack(terms).mean(), atol=1e-12, rtol=1e-10)
+        assert abs(float(t["loss_fn"](model, (x, y, None))) - float(torch.stack(terms).mean())) > 1e-6
+
+
+class Stub(torch.nn.Module):
+    """A stand-in for PathSAN that records its calls: it is right on every token exactly when it was called
+    with paths of the expected shape and length, and with the expected key mask."""
+
+    def __init__(self, depth, n_heads, length=None, n_paths=None, key_mask=None):
+        super().__init__()
+        self.depth, self.n_heads = depth, n_heads
+        self.w = torch.nn.Parameter(torch.zeros(()))
+        self.length, self.n_paths, self.key_mask, self.calls = length, n_paths, key_mask, []
+
+    def forward(self, x, paths=None, key_mask=None):
+        self.calls.append(paths)
+        ok = (key_mask is None) == (self.key_mask is None) and (key_mask is None or torch.equal(key_mask, self.key_mask))
+        if self.length is not None:
+            ok = ok and paths is not None and paths.shape == (self.n_paths, self.depth)
+            ok = ok and bool(((paths != paths.new_tensor(-1)).sum(1) == self.length).all())
+        labels = x % 3
+        return F.one_hot(labels if ok else (labels + 1) % 3, 3).float() + 0 * self.w
+
+
+def test_full_accuracy_runs_the_model_with_its_key_mask():
+    x = torch.tensor([[0, 1, 2, 0], [1, 1, 0, 0]])
+    y = x % 3  # what the stub predicts when it is called correctly
+    mask = torch.tensor([[True, True, True, True], [True, True, False, False]])
+    assert tasks.full_accuracy(Stub(2, 2, key_mask=mask), (x, y, mask)) == pytest.approx(1.0, abs=1e-6)
+    assert tasks.full_accuracy(Stub(2, 2, key_mask=None), (x, y, mask)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_path_accuracy_draws_fresh_paths_of_the_given_length():
+    """Chapter 7, Fig. path effectiveness: each repeat runs the model on n_paths new paths of the given length,
+    drawn with sample_paths from the given generator, and the model is left in its training mode."""
+    x = torch.tensor([[0, 1, 2, 0]])
+    y = x % 3
+    stub = Stub(4, 3, length=2, n_paths=5)
+    stub.train()
+    accs = tasks.path_accuracy(stub, (x, y, None), 2, 5, 3, torch.Generator().manual_seed(7))
+    assert accs == [pytest.approx(1.0, abs=1e-6)] * 3
+    assert stub.training
+    g = torch.Generator().manual_seed(7)
+    expected = [paths.sample_paths(4, 3, 2, 5, g) for _ in range(3)]
+    assert all(torch.equal(a, b) for a, b in zip(stub.calls, expected))
+    assert not torch.equal(stub.calls[0], stub.calls[1])  # fresh draws
+    assert tasks.path_accuracy(Stub(4, 3, length=3, n_paths=5), (x, y, None), 2, 5, 1) == [pytest.approx(0.0, abs=1e-6)]
+
+
+def test_path_tasks_train_and_evaluate():
+    """The training path of chapter 7 for a few steps: the first loss is the initial model's on that batch."""
+    for name in ("sort", "hull", "memorization"):
+        t = tasks.path_task(name, SIZE, torch.Generator().manual_seed(0))
+        batch = t["batch_fn"](8, torch.Generator().manual_seed(1))
+        with torch.no_grad():
+            initial = float(t["loss_fn"](t["model"], batch))
+        hist = train(t["model"], lambda s: batch, t["loss_fn"], steps=10, lr=3e-3, warmup=0, progress=False,
+                     device="cpu")
+        assert hist["loss"][0] == pytest.approx(initial, rel=1e-5), name
+        assert hist["loss"][-1] < hist["loss"][0], name
 
 
 def test_task_bad_input():
@@ -104,21 +243,39 @@ def test_task_bad_input():
         tasks.path_task("parity", dict(d_model=8, n_heads=2, depth=1))
     with pytest.raises(ValueError):
         tasks.token_accuracy(torch.zeros(2, 3, 4), torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError):
+        tasks.path_accuracy(Stub(2, 2), (torch.zeros(1, 2, dtype=torch.long),) * 2 + (None,), 1, 1, 0)
+    model = paths.PathSAN(3, 16, 2, 3, vocab_size=7, n_positions=5)
+    with pytest.raises(ValueError):
+        paths.head_output(model.blocks[0].attn, torch.zeros(1, 5, 16), 2)
+    with pytest.raises(ValueError):
+        paths.path_forward(model.blocks, torch.zeros(1, 5, 16), torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError):
+        paths.PathSAN(3, 16, 2, 3)
 
 
-def test_rollout_and_accuracy_follow_the_model_device():
+def test_rollout_and_accuracy_on_the_cpu_model_stay_on_the_cpu():
     X, _ = circle.circle_dataset(20)
-    model = circle.CircleNet(8, 2)
-    traj = circle.rollout(model, X[0], 5)
+    traj = circle.rollout(circle.CircleNet(8, 2), X[0], 5)
     assert traj.device == X.device and traj.shape == (6, 2, 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_rollout_and_accuracy_follow_the_model_device():
+    """Data drawn on the CPU is moved to the model's device; the trajectory comes back on the start's device."""
+    X, _ = circle.circle_dataset(20)
+    torch.manual_seed(0)
+    model = circle.CircleNet(8, 2)
+    cpu_traj = circle.rollout(model, X[0], 5)
+    model.cuda()
+    traj = circle.rollout(model, X[0], 5)
+    assert traj.device == X.device
+    assert_close(traj, cpu_traj, atol=1e-4, rtol=1e-4)  # float32 kernels differ between devices
     g = torch.Generator().manual_seed(0)
     size = dict(d_model=8, n_heads=2, depth=2, length=4, vocab=5, n_train=8, n_eval=8)
     t = tasks.path_task("sort", size, g)
     acc = tasks.full_accuracy(t["model"], t["eval"])
-    assert 0.0 <= acc <= 1.0
-    if torch.cuda.is_available():
-        model.cuda()
-        assert circle.rollout(model, X[0], 5).device == X.device  # computed on cuda, returned on the CPU
-        t["model"].cuda()
-        assert tasks.full_accuracy(t["model"], t["eval"]) == pytest.approx(acc, abs=0.2)
-        assert len(tasks.path_accuracy(t["model"], t["eval"], 1, 2, 2, g)) == 2
+    t["model"].cuda()
+    assert tasks.full_accuracy(t["model"], t["eval"]) == pytest.approx(acc, abs=0.2)
+    accs = tasks.path_accuracy(t["model"], t["eval"], 1, 2, 2, g)
+    assert len(accs) == 2

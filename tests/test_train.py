@@ -25,11 +25,14 @@ def _loss(model, batch):
 def test_train_reduces_loss_with_batch_fn(opt):
     x, y = _regression()
     model = nn.Linear(4, 1)
+    with torch.no_grad():
+        initial = float(_loss(model, (x, y)))
     hist = T.train(
         model, lambda step: (x, y), _loss, steps=60, lr=0.05, optimizer=opt, progress=False, seed=0,
         device="cpu",
     )
     assert len(hist["loss"]) == 60 and hist["steps_done"] == 60
+    assert hist["loss"][0] == pytest.approx(initial, rel=1e-6)  # the loss before the first update
     assert hist["loss"][-1] < 0.5 * hist["loss"][0]
     assert hist["stopped"] == "steps"
 
@@ -55,23 +58,82 @@ def test_train_iterable_epochs_eval_and_stop():
 
 
 def test_train_is_deterministic_with_seed():
+    """``seed`` re-seeds everything before the first batch: two runs from the same weights draw the same
+    batches even when the global generator was left in different states. Same process, same operations:
+    the losses agree to rounding (they are in fact identical)."""
     x, y = _regression()
+    torch.manual_seed(123)
+    start = nn.Linear(4, 1).state_dict()
     losses = []
-    for _ in range(2):
-        torch.manual_seed(123)
+    for disturb in (1, 2):
         model = nn.Linear(4, 1)
+        model.load_state_dict(start)
+        torch.manual_seed(disturb)  # what ran before training must not matter
         hist = T.train(
             model, lambda s: (lambda i: (x[i], y[i]))(torch.randint(0, 64, (8,))), _loss,
             steps=5, seed=7, progress=False, device="cpu",
         )
-        losses.append(hist["loss"])
-    assert losses[0] == losses[1]
+        losses.append(torch.tensor(hist["loss"]))
+    torch.testing.assert_close(losses[0], losses[1], atol=0, rtol=1e-6)
+
+
+def _constant_gradient_run(**kw):
+    """Train a single parameter w (start 0) on loss = 3 w, recording w before every step."""
+    model = nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.zero_()
+    seen = []
+
+    def loss_fn(m, batch):
+        seen.append(float(m.weight.detach()))
+        return 3.0 * m.weight.sum()
+
+    T.train(model, lambda s: None, loss_fn, progress=False, device="cpu", **kw)
+    seen.append(float(model.weight.detach()))
+    return torch.tensor(seen, dtype=torch.float64)
+
+
+def test_train_follows_the_learning_rate_schedule():
+    """With a constant gradient Adam moves w by exactly the step's learning rate (|m_hat / sqrt(v_hat)| = 1, up
+    to eps / 3 = 3e-9): the steps of w are lr * lr_factor(step), linear warm-up then cosine decay."""
+    steps, warmup, lr = 8, 3, 0.1
+    w = _constant_gradient_run(steps=steps, lr=lr, optimizer="adam", warmup=warmup, schedule="cosine", clip=None)
+    expected = torch.tensor([lr * T.lr_factor(s, steps, warmup, "cosine") for s in range(steps)], dtype=torch.float64)
+    torch.testing.assert_close(w[:-1] - w[1:], expected, atol=1e-7, rtol=0)
+    # a warm-up given as a fraction of the steps: 0.25 * 8 = 2 steps
+    w = _constant_gradient_run(steps=steps, lr=lr, optimizer="adam", warmup=0.25, schedule="constant", clip=None)
+    torch.testing.assert_close(w[:-1] - w[1:], torch.tensor([0.05, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1],
+                                                            dtype=torch.float64), atol=1e-7, rtol=0)
+
+
+def test_train_clips_the_gradient_norm():
+    """clip=c: plain SGD's first step is lr * g * min(1, c / ||g||). Gradient 3, so clip 0.5 gives a step of
+    0.1 * 0.5 and no clipping a step of 0.1 * 3."""
+    w = _constant_gradient_run(steps=1, lr=0.1, optimizer="sgd", warmup=0, schedule="constant", clip=0.5)
+    assert w[0] - w[1] == pytest.approx(0.05, rel=1e-6)
+    w = _constant_gradient_run(steps=1, lr=0.1, optimizer="sgd", warmup=0, schedule="constant", clip=None)
+    assert w[0] - w[1] == pytest.approx(0.3, rel=1e-6)
+
+
+def test_make_optimizer_scales_learning_rates_by_name_prefix():
+    """Chapter 11 trains gates faster: parameters whose name starts with a prefix get lr * multiplier."""
+    model = nn.ModuleDict({"body": nn.Linear(2, 2), "gates": nn.Linear(2, 1)})
+    model["body"].bias.requires_grad_(False)  # frozen parameters are not optimised
+    opt = T.make_optimizer(model, "adamw", lr=1e-3, weight_decay=0.3, lr_scale={"gates.": 50.0})
+    lrs = {id(p): g["lr"] for g in opt.param_groups for p in g["params"]}
+    assert lrs == {id(model["body"].weight): 1e-3, id(model["gates"].weight): pytest.approx(5e-2, rel=1e-12),
+                   id(model["gates"].bias): pytest.approx(5e-2, rel=1e-12)}
+    assert all(g["weight_decay"] == 0.3 for g in opt.param_groups)  # not AdamW's default 0.01
+    sgd = T.make_optimizer(model, "sgd", lr=0.1)
+    assert isinstance(sgd, torch.optim.SGD) and sgd.param_groups[0]["momentum"] == 0.9
 
 
 def test_lr_schedule_shape():
     f = [T.lr_factor(s, 100, 10) for s in range(100)]
-    assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
-    assert f[10] == pytest.approx(1.0) and f[-1] < 0.01
+    assert f[0] == pytest.approx(0.1, rel=1e-12) and f[9] == pytest.approx(1.0, rel=1e-12)
+    assert f[10] == pytest.approx(1.0, rel=1e-12) and f[-1] < 0.01
+    # cosine decay after warm-up: half-way through the decay the factor is 1/2
+    assert T.lr_factor(55, 100, 10) == pytest.approx(0.5, rel=1e-12)
     assert all(a >= b for a, b in zip(f[10:], f[11:]))
     assert T.lr_factor(50, 100, 0, "constant") == 1.0
 

@@ -1,0 +1,112 @@
+"""Head gates in greedy decoding, in ``translate`` and in the training recipe of chapter 10's translation
+model (attnbook.seq2seq, attnbook.tasks.translation; chapter 11 prunes heads through these gates).
+
+Decoding uses the shipped quick checkpoint in float64, so that a batched and an unbatched forward pass agree
+to ~1e-13 and an arg-max can only flip on a tie far below anything a real bug produces."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from attnbook.tasks import translation as tr
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model, _ = tr.load_translation_model()
+    return model.double().eval()
+
+
+@pytest.fixture(scope="module")
+def sentences():
+    return [en for en, _ in tr.load_pairs("dev")[:3]]
+
+
+def brute_force_greedy(model, src_ids, gates, max_new):
+    """Greedy decoding written out: run the whole model on (src, prefix) and append the arg-max, until EOS."""
+    src = torch.tensor([src_ids])
+    out = [tr.BOS]
+    with torch.no_grad():
+        for _ in range(max_new):
+            logits, _ = model(src, torch.tensor([out]), head_gates=gates)
+            token = int(logits[0, -1].argmax())
+            if token in (tr.EOS, tr.PAD):
+                break
+            out.append(token)
+    return out[1:]
+
+
+def gates(kind, layer, heads):
+    g = torch.ones(3, 4)
+    g[layer, heads] = 0.0
+    return {kind: g}
+
+
+@pytest.mark.parametrize("kind", ["enc_self", "dec_self", "dec_cross"])
+def test_greedy_decode_applies_the_gates_of_every_kind(shipped, sentences, kind):
+    """Encoder gates act in ``encode``, decoder gates in every ``decode`` step."""
+    src_ids = tr.encode(sentences[:1])[0]
+    g = gates(kind, 0, [0, 1, 2, 3])  # every head of the first layer of this kind
+    got = shipped.greedy_decode(torch.tensor([src_ids]), max_new_tokens=40, head_gates=g)[0]
+    assert got == brute_force_greedy(shipped, src_ids, g, 40)
+    assert got != shipped.greedy_decode(torch.tensor([src_ids]), max_new_tokens=40)[0]  # the gates matter
+
+
+def test_greedy_decode_of_a_padded_batch_equals_one_by_one(shipped, sentences):
+    """Rows finish at different steps (pad after EOS) and sources are padded: each row is its own decode."""
+    ids = tr.encode(sentences)
+    g = gates("dec_cross", 1, [2])
+    batch = shipped.greedy_decode(tr.pad(ids), max_new_tokens=40, head_gates=g)
+    assert batch == [brute_force_greedy(shipped, s, g, 40) for s in ids]
+    assert len({len(row) for row in batch}) > 1  # rows of different lengths
+
+
+def test_translate_keeps_the_input_order_and_applies_the_gates(shipped, sentences):
+    """``translate`` sorts by length into batches and decodes with ``head_gates``; each output is the greedy
+    translation of its own sentence (``translate`` allows 1.6 x the source length + 10 new tokens)."""
+    order = [sentences[1], sentences[0], sentences[2]]  # not sorted by length
+    g = gates("enc_self", 0, [0, 1, 2, 3])
+    expected = []
+    for s in order:
+        src_ids = tr.encode([s])[0]
+        expected.append(tr.decode([brute_force_greedy(shipped, src_ids, g, int(1.6 * len(src_ids)) + 10)])[0])
+    assert tr.translate(shipped, order, batch_size=2, head_gates=g) == expected
+    assert tr.translate(shipped, order, batch_size=2) != expected  # the gates matter
+
+
+def _tiny_translation_model():
+    torch.manual_seed(0)
+    return Seq2SeqTransformer(Seq2SeqConfig(vocab_size=20, d_model=16, n_heads=2, enc_layers=2, dec_layers=1,
+                                            d_ff=32, dropout=0.0, max_len=16))
+
+
+def test_train_model_uses_label_smoothing_and_keeps_masked_heads_out():
+    """Chapter 10's recipe: the first recorded loss is the label-smoothed loss of the initial gated model, and
+    a head masked for the whole training gets no gradient: its query, key and value rows and its columns of
+    the output projection do not move (AdamW without weight decay moves a parameter only through its gradient)."""
+    model = _tiny_translation_model()
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    tgt = torch.tensor([[1, 10, 11, 12, 2], [1, 13, 2, 0, 0]])
+    mask = {"enc_self": torch.tensor([[1.0, 0.0], [1.0, 1.0]])}  # head 1 of encoder layer 0 is off
+    with torch.no_grad():
+        first = float(model.loss(src, tgt, head_gates=mask, label_smoothing=0.2))
+    before = copy.deepcopy(model.encoder[0].self_attn)
+    hist = tr.train_model(model, lambda step: (src, tgt), steps=5, lr=1e-2, weight_decay=0.0, warmup=0.0,
+                          label_smoothing=0.2, seed=0, head_gates=mask, device="cpu", progress=False)
+    assert hist["loss"][0] == pytest.approx(first, rel=1e-6)
+    with torch.no_grad():
+        plain = float(_tiny_translation_model().loss(src, tgt, head_gates=mask))
+    assert abs(plain - first) > 1e-3  # the smoothing term is not negligible here
+    after = model.encoder[0].self_attn
+    off, on = slice(8, 16), slice(0, 8)  # d_model 16, two heads of 8
+    for name in ("q", "k", "v"):
+        torch.testing.assert_close(getattr(after, name).weight[off], getattr(before, name).weight[off],
+                                   atol=1e-9, rtol=0)
+        torch.testing.assert_close(getattr(after, name).bias[off], getattr(before, name).bias[off],
+                                   atol=1e-9, rtol=0)
+        assert (getattr(after, name).weight[on] - getattr(before, name).weight[on]).abs().max() > 1e-3
+    torch.testing.assert_close(after.out.weight[:, off], before.out.weight[:, off], atol=1e-9, rtol=0)
