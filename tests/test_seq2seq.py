@@ -134,6 +134,18 @@ def test_every_kind_of_gate_reaches_its_attention():
         assert (gated - m(src, tgt[:, :-1])[0]).abs().max() > 1e-4, kind
 
 
+def test_sinusoidal_positions_and_causal_mask_by_hand():
+    """Vaswani et al. sec. 3.5: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i + 1] = cos(p / 10000^(2i/d))."""
+    import math
+
+    pe = sinusoidal_positions(5, 8)
+    for p in range(5):
+        for i in range(4):
+            assert pe[p, 2 * i].item() == pytest.approx(math.sin(p / 10000 ** (2 * i / 8)), abs=1e-6)
+            assert pe[p, 2 * i + 1].item() == pytest.approx(math.cos(p / 10000 ** (2 * i / 8)), abs=1e-6)
+    assert causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+
+
 def test_bad_input():
     m = tiny()
     src, tgt = batch()
