@@ -172,3 +172,28 @@ def test_bad_input():
         Block(8, 2, alpha=0.0)
     with pytest.raises(ValueError, match="depth"):
         SelfAttentionNetwork(0, 8, 2)
+
+
+def test_attention_dropout_acts_only_while_training():
+    """Attention dropout (chapter 10's recipe) drops attention weights in training mode only; the
+    returned matrix is the one before dropout, on both code paths (fused kernel and explicit)."""
+    import torch
+    from attnbook.attention import MultiHeadSelfAttention
+
+    torch.manual_seed(0)
+    plain = MultiHeadSelfAttention(16, 4)
+    dropped = MultiHeadSelfAttention(16, 4, dropout=0.5)
+    dropped.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 6, 16)
+    plain.eval(), dropped.eval()
+    torch.testing.assert_close(dropped(x)[0], plain(x)[0])
+    dropped.train()
+    for ret in (False, True):
+        out, attn = dropped(x, return_attention=ret)
+        assert not torch.allclose(out, plain(x)[0])
+        if ret:
+            torch.testing.assert_close(attn.sum(-1), torch.ones(2, 4, 6))
+    import pytest
+
+    with pytest.raises(ValueError, match="dropout"):
+        MultiHeadSelfAttention(16, 4, dropout=1.0)

@@ -171,14 +171,14 @@ def test_translation_task_data():
     from attnbook.tasks import translation as tr
 
     dev = tr.load_pairs("dev")
-    assert len(dev) == 1000 and all(isinstance(x, str) for x in dev[0])
+    assert len(dev) == 985 and all(isinstance(x, str) for x in dev[0])  # 1000 less 15 also in train
     ids = tr.encode([dev[0][0]])
     assert ids[0][-1] == tr.EOS
     batch = tr.pad(tr.encode([d[0] for d in dev[:3]]))
     assert batch.shape[0] == 3
     assert tr.decode([tr.load_tokenizer().encode(dev[0][1]).ids])[0] == dev[0][1]
     parses = tr.load_dev_parses()
-    assert len(parses) == 1000
+    assert len(parses) == len(dev)
     p = parses[0]
     assert len(p["word_of_token"]) == len(ids[0]) - 1 and max(p["word_of_token"]) < len(p["words"])
     stream = tr.BatchStream(dev[:10], batch_size=4)
@@ -193,3 +193,66 @@ def test_translation_task_data():
         tr.encode("a string")
     with pytest.raises(ValueError):
         tr.bleu(["a"], [])
+
+
+def test_dev_and_test_share_no_verse_with_train():
+    from attnbook.tasks import translation as tr
+
+    train = tr.load_pairs("train")
+    en, es = {e for e, _ in train}, {s for _, s in train}
+    for split in ("dev", "test"):
+        pairs = tr.load_pairs(split)
+        assert pairs and not any(e in en or s in es for e, s in pairs)
+    # the parses stay aligned with the filtered dev verses: each parse's words spell its sentence
+    for (e, _), p in list(zip(tr.load_pairs("dev"), tr.load_dev_parses()))[::97]:
+        assert "".join(p["words"]).replace(" ", "") == e.replace(" ", "")
+
+
+def test_token_batches_fill_a_token_budget():
+    from attnbook.tasks import translation as tr
+
+    pairs = tr.load_pairs("dev")[:300]
+    stream = tr.BatchStream(pairs, max_len=96, max_tokens=400, seed=1)
+    seen = []
+    for i in range(stream.batches_per_epoch):
+        src, tgt = stream(i)
+        assert src.shape[0] * max(src.shape[1], tgt.shape[1]) <= 400 or src.shape[0] == 1
+        seen.append(src.shape[0])
+    assert sum(seen) == 300 and len(set(seen)) > 1  # every pair once; short verses in bigger batches
+    assert stream.epochs(stream.batches_per_epoch) == 1.0
+    assert torch.equal(stream(stream.batches_per_epoch + 2)[0],
+                       tr.BatchStream(pairs, max_len=96, max_tokens=400, seed=1)(stream.batches_per_epoch + 2)[0])
+    with pytest.raises(ValueError):
+        tr.BatchStream(pairs, max_len=96, max_tokens=50)
+
+
+def test_role_statistics_find_planted_heads():
+    """A model whose encoder attention is replaced by a planted previous-token pattern (head 0) and an
+    EOS-sink pattern (head 1) is read back exactly."""
+    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=50, d_model=8, n_heads=2, enc_layers=1, dec_layers=1,
+                                             d_ff=16))
+    src = torch.tensor([[5, 6, 7, 8, 2], [9, 10, 11, 2, 0]])
+    tgt = torch.tensor([[1, 5, 6, 2], [1, 7, 2, 0]])
+    lens = (src != 0).sum(1)
+
+    def planted(x, return_attention=False, head_gates=None, attn_mask=None, context=None):
+        b, n, _ = x.shape
+        p = torch.zeros(b, 2, n, n)
+        for i in range(b):
+            L = int(lens[i])
+            for q in range(n):
+                p[i, 0, q, max(q - 1, 0)] = 1.0  # previous token (query 0 on itself)
+                p[i, 1, q, L - 1] = 1.0  # the EOS
+        return torch.zeros_like(x), p
+
+    model.encoder[0].self_attn.forward = planted
+    stats = hd.role_statistics(model, src, tgt)["enc_self"]
+    # queries counted: real tokens except EOS (4 + 3); the previous token for all but each first token
+    assert stats["prev"][0][0] == pytest.approx(5 / 7, abs=1e-4)
+    assert stats["sink"][0][1] == pytest.approx(1.0) and stats["sink"][0][0] == 0.0
+    assert stats["next"][0][0] == 0.0
+    # confidence excludes EOS as a key: the sink head's mass is all on EOS, so its confidence is 0
+    assert stats["confidence"][0][1] == pytest.approx(0.0) and stats["confidence"][0][0] == pytest.approx(1.0)

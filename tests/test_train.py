@@ -174,3 +174,34 @@ def test_bad_input():
         T.save_checkpoint(m, "/tmp/x.pt", {"bad": object()})
     with pytest.raises(ValueError, match="no checkpoint"):
         T.load_checkpoint(m, "/nonexistent/ckpt.safetensors")
+
+
+def test_resumed_training_matches_an_uninterrupted_run(tmp_path):
+    """Stopping at step 7 and resuming from the saved state gives the losses and weights of one run of
+    12 steps: the same batches (random draws from the global generator), the same dropout masks, the same
+    optimiser moments and learning-rate schedule; ``extra_state`` comes back with the state."""
+    x, y = _regression()
+
+    def batch_fn(step):  # random batches, drawn from the restored generator
+        i = torch.randint(0, 64, (8,))
+        return x[i], y[i]
+
+    def make():
+        torch.manual_seed(3)
+        return nn.Sequential(nn.Linear(4, 8), nn.Dropout(0.3), nn.Linear(8, 1))
+
+    kw = dict(steps=12, lr=0.01, warmup=3, seed=5, progress=False, device="cpu")
+    full = T.train(make(), batch_fn, _loss, **kw)
+    state = tmp_path / "state.pt"
+    extra = {"note": 1}
+    part = T.train(make(), batch_fn, _loss, state_path=state, state_every=2, extra_state=extra,
+                   time_limit=1e-9, **kw)  # stops after the first step
+    assert part["steps_done"] == 1 and part["stopped"] == "time_limit" and state.exists()
+    extra.clear()
+    model = make()
+    rest = T.train(model, batch_fn, _loss, state_path=state, state_every=2, resume=True, extra_state=extra,
+                   **kw)
+    assert extra == {"note": 1} and rest["stopped"] == "steps" and rest["steps_done"] == 12
+    torch.testing.assert_close(torch.tensor(rest["loss"]), torch.tensor(full["loss"]), atol=0, rtol=1e-6)
+    with pytest.raises(ValueError, match="state_path"):
+        T.train(make(), batch_fn, _loss, steps=2, state_every=1, progress=False)

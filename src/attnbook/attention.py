@@ -47,7 +47,9 @@ class MultiHeadSelfAttention(nn.Module):
 
     ``forward(x)`` returns ``(out, attn)`` where ``attn`` has shape ``(batch, heads, n, n)`` when
     ``return_attention=True`` and is ``None`` otherwise (then the fused
-    ``F.scaled_dot_product_attention`` kernel is used).
+    ``F.scaled_dot_product_attention`` kernel is used). ``dropout``: attention dropout (dropping
+    attention weights while training, as fairseq's ``attention_dropout``; chapter 10's translation
+    recipe); the returned ``attn`` is the matrix before dropout.
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class MultiHeadSelfAttention(nn.Module):
         d_head: Optional[int] = None,
         bias: bool = True,
         temperature: float = 1.0,
+        dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if d_model <= 0 or n_heads <= 0:
@@ -69,6 +72,9 @@ class MultiHeadSelfAttention(nn.Module):
             d_head = d_model // n_heads
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"attention dropout must be in [0, 1), got {dropout}")
+        self.dropout = float(dropout)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_head
         self.temperature = float(temperature)
         self.q = nn.Linear(d_model, n_heads * d_head, bias=bias)
@@ -117,9 +123,11 @@ class MultiHeadSelfAttention(nn.Module):
             if attn_mask is not None:
                 scores = scores.masked_fill(~attn_mask, float("-inf"))
             attn = scores.softmax(dim=-1)
-            heads = attn @ v
+            dropped = F.dropout(attn, self.dropout, self.training) if self.dropout else attn
+            heads = dropped @ v
         else:
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=self.scale)
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=self.scale,
+                                                   dropout_p=self.dropout if self.training else 0.0)
         if head_gates is not None:
             g = torch.as_tensor(head_gates, dtype=heads.dtype, device=heads.device)
             if g.shape not in ((self.n_heads,), (x.shape[0], self.n_heads)):

@@ -205,3 +205,48 @@ def ablation_relevance(model, src: torch.Tensor, tgt_in: torch.Tensor, kinds: Op
             rel = pos / pos.sum(-1, keepdim=True).clamp(min=1e-12)
         out[kind] = rel
     return out
+
+
+def _share(hit: torch.Tensor, qm: torch.Tensor) -> torch.Tensor:
+    """``hit`` (L, B, H, Q) bool, ``qm`` (B, Q) -> share of counted queries per head, (L, H)."""
+    w = qm[None, :, None, :]
+    return (hit & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1)
+
+
+@torch.no_grad()
+def role_statistics(model, src: torch.Tensor, tgt: torch.Tensor) -> dict:
+    """The per-head role statistics of a :class:`attnbook.seq2seq.Seq2SeqTransformer` on one batch
+    (chapter 10; recorded during training by ``scripts/train_translation.py`` for the role-emergence
+    figure). ``src``: padded source ids ending in EOS; ``tgt``: padded ``BOS ... EOS`` targets.
+
+    Returns ``kind -> {statistic: (layers, heads) list}`` with, for every attention kind,
+    ``confidence`` (mean max weight over queries, EOS/BOS excluded as keys and queries, Voita et al.
+    sec. 4.1) and ``sink`` (share of queries whose largest weight is on EOS, or BOS in decoder
+    self-attention); for the two self-attentions ``prev`` (and ``next`` for the encoder): the share of
+    queries whose largest weight over all real keys is on the neighbouring token (sec. 5.1).
+    """
+    cfg = model.cfg
+    was_training = model.training
+    model.eval()
+    tgt_in = tgt[:, :-1]
+    _, attns = model(src, tgt_in, return_attention=True)
+    model.train(was_training)
+    src_real, tgt_real = src != cfg.pad_id, tgt_in != cfg.pad_id
+    src_eos, tgt_bos = src == cfg.eos_id, tgt_in == cfg.bos_id
+    # kind -> (queries counted, keys that are content, all real keys, sink keys)
+    masks = {"enc_self": (src_real & ~src_eos, src_real & ~src_eos, src_real, src_eos),
+             "dec_self": (tgt_real & ~tgt_bos, tgt_real & ~tgt_bos, tgt_real, tgt_bos),
+             "dec_cross": (tgt_real & ~tgt_bos, src_real & ~src_eos, src_real, src_eos)}
+    out = {}
+    for kind, (qm, content, real, sink_keys) in masks.items():
+        a = _stack(attns[kind])
+        top = _argmax_keys(a, real)  # (L, B, H, Q)
+        stats = {"confidence": head_confidence(a, qm, content),
+                 "sink": _share(sink_keys[None, :, None, :].expand(*top.shape[:3], -1).gather(-1, top), qm)}
+        if kind != "dec_cross":
+            rel = top - torch.arange(a.shape[3], device=a.device)[None, None, None, :]
+            stats["prev"] = _share(rel == -1, qm)
+            if kind == "enc_self":
+                stats["next"] = _share(rel == 1, qm)
+        out[kind] = {k: [[round(float(x), 4) for x in row] for row in v] for k, v in stats.items()}
+    return out

@@ -41,6 +41,7 @@ class Seq2SeqConfig:
     dec_layers: int = 3
     d_ff: int = 1024
     dropout: float = 0.1
+    attention_dropout: float = 0.0
     max_len: int = 256
     pad_id: int = 0
     bos_id: int = 1
@@ -52,8 +53,9 @@ class Seq2SeqConfig:
                 raise ValueError(f"{name} must be a positive int, got {getattr(self, name)!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        for name in ("dropout", "attention_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {getattr(self, name)}")
 
     def layers(self, kind: str) -> int:
         """Number of layers that have attention of ``kind`` (one of ``ATTENTION_KINDS``)."""
@@ -91,7 +93,7 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
+        self.self_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads, dropout=cfg.attention_dropout)
         self.ff = _FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.norm1, self.norm2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)
@@ -107,8 +109,8 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
-        self.self_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
-        self.cross_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads)
+        self.self_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads, dropout=cfg.attention_dropout)
+        self.cross_attn = MultiHeadSelfAttention(cfg.d_model, cfg.n_heads, dropout=cfg.attention_dropout)
         self.ff = _FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
         self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(cfg.d_model) for _ in range(3))
         self.drop = nn.Dropout(cfg.dropout)

@@ -131,6 +131,11 @@ def train(
     progress: bool = True,
     desc: str = "train",
     lr_scale: Optional[Mapping[str, float]] = None,
+    step_fn: Optional[Callable[[int, nn.Module], None]] = None,
+    state_path: Optional[Union[str, Path]] = None,
+    state_every: int = 0,
+    resume: bool = False,
+    extra_state: Optional[dict] = None,
 ) -> dict:
     """Train ``model`` for ``steps`` optimiser steps and return its history (chapters 6, 7, 10).
 
@@ -141,6 +146,14 @@ def train(
     ``stop_when(metrics)`` ends training early when true, as does ``time_limit`` (seconds of training).
     ``seed`` re-seeds everything first (``attnbook.seed_everything``). ``progress=False`` hides tqdm.
     ``lr_scale``: per-parameter-name learning-rate multipliers (see :func:`make_optimizer`).
+    ``step_fn(step, model)`` runs after every optimiser step (chapter 10's training script records head
+    statistics with it; it must restore the model's mode if it changes it).
+
+    Resumable training (chapter 10's long run): with ``state_path`` and ``state_every > 0`` the full
+    training state (model, optimiser, schedule, step, history, random-number states and the caller's
+    ``extra_state`` dict) is written there every ``state_every`` steps and at the end; with ``resume`` an
+    existing state file is loaded first (``extra_state`` is updated in place) and training continues
+    from the step after it, drawing the same batches and dropout masks as an uninterrupted run.
 
     History: ``step``/``loss`` per step, ``evals`` (a list of ``{"step", "time", **metrics}``), ``time``
     (seconds), ``steps_done``, ``stopped`` (``"steps"``, ``"stop_when"`` or ``"time_limit"``).
@@ -169,6 +182,28 @@ def train(
     )
     history: dict = {"step": [], "loss": [], "evals": [], "stopped": "steps"}
     elapsed = 0.0
+    if state_every < 0 or (state_every and state_path is None):
+        raise ValueError(f"state_every={state_every} needs a state_path and must be >= 0")
+    start = 1
+    if resume and state_path is not None and Path(state_path).exists():
+        saved = _load_state(state_path)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        sched.load_state_dict(saved["schedule"])
+        history, elapsed, start = saved["history"], saved["elapsed"], saved["step"] + 1
+        history["stopped"] = "steps"
+        _set_rng_state(saved["rng"])
+        if extra_state is not None:
+            extra_state.clear()
+            extra_state.update(saved["extra"])
+
+    def save_state(step: int) -> None:
+        blob = {"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": sched.state_dict(),
+                "history": history, "elapsed": elapsed, "step": step, "rng": _rng_state(),
+                "extra": extra_state if extra_state is not None else {}}
+        tmp = Path(str(state_path) + ".tmp")
+        torch.save(blob, tmp)
+        tmp.replace(state_path)
 
     def evaluate(step: int) -> bool:
         was_training = model.training
@@ -180,10 +215,10 @@ def train(
         return bool(stop_when(metrics)) if stop_when is not None else False
 
     model.train()
-    bar = tqdm(total=steps, desc=desc, disable=not progress, leave=False)
-    batches = _batches(data)
-    step = 0
-    for step in range(1, steps + 1):
+    bar = tqdm(total=steps, initial=start - 1, desc=desc, disable=not progress, leave=False)
+    batches = _batches(data) if start == 1 else _batches_from(data, start - 1)
+    step = start - 1
+    for step in range(start, steps + 1):
         t0 = time.perf_counter()
         batch = to_device(next(batches), dev)
         loss = loss_fn(model, batch)
@@ -199,6 +234,8 @@ def train(
         history["step"].append(step)
         history["loss"].append(float(loss.detach()))
         bar.update(1)
+        if step_fn is not None:
+            step_fn(step, model)
         if step % 10 == 0 or step == steps:
             bar.set_postfix(loss=f"{history['loss'][-1]:.4f}")
         if eval_fn is not None and eval_every and step % eval_every == 0:
@@ -208,6 +245,8 @@ def train(
         if time_limit is not None and elapsed >= time_limit:
             history["stopped"] = "time_limit"
             break
+        if state_every and step % state_every == 0:
+            save_state(step)
     bar.close()
     if eval_fn is not None and (not history["evals"] or history["evals"][-1]["step"] != step):
         if evaluate(step) and history["stopped"] == "steps":
@@ -215,7 +254,48 @@ def train(
     model.eval()
     history["time"] = elapsed
     history["steps_done"] = step
+    if state_every:
+        save_state(step)
     return history
+
+
+def _batches_from(data, done: int) -> Iterable:
+    """Batches after the first ``done`` ones: a ``batch_fn`` continues at step ``done``; an iterable
+    is fast-forwarded (resumed training draws the batches an uninterrupted run would)."""
+    if callable(data) and not hasattr(data, "__iter__"):
+        return (data(step) for step in itertools.count(done))
+    it = _batches(data)
+    for _ in range(done):
+        next(it)
+    return it
+
+
+def _rng_state() -> dict:
+    import random
+
+    import numpy as np
+
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+
+
+def _set_rng_state(state: Mapping) -> None:
+    import random
+
+    import numpy as np
+
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _load_state(path) -> dict:
+    blob = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(blob, dict) or not {"model", "optimizer", "step"} <= set(blob):
+        raise ValueError(f"{path} is not a training state written by train(state_path=...)")
+    return blob
 
 
 def save_checkpoint(model: nn.Module, path: Union[str, Path], meta: Optional[Mapping] = None) -> Path:

@@ -42,11 +42,23 @@ def _all_pairs() -> tuple:
     return tuple(rows)
 
 
+@lru_cache(maxsize=None)
+def _leaked() -> frozenset:
+    """Keys of dev/test verses whose English or Spanish text occurs verbatim in train (repeated verses
+    such as "And the LORD spake unto Moses, saying,"): 15 dev and 12 test pairs of the shipped split."""
+    train = [(en, es) for s, _, en, es in _all_pairs() if s == "train"]
+    en_seen, es_seen = {en for en, _ in train}, {es for _, es in train}
+    return frozenset(k for s, k, en, es in _all_pairs() if s != "train" and (en in en_seen or es in es_seen))
+
+
 def load_pairs(split: str, with_keys: bool = False) -> list:
     """The ``(english, spanish)`` verse pairs of ``split`` (``"train"``, ``"dev"`` or ``"test"``), in the
-    shipped order; ``with_keys=True`` gives ``(key, english, spanish)`` (chapter 10)."""
+    shipped order; ``with_keys=True`` gives ``(key, english, spanish)`` (chapter 10). Dev and test leave
+    out the verses whose text occurs verbatim in train, so that no score rewards memorising them."""
     _check_split(split)
-    return [(k, en, es) if with_keys else (en, es) for s, k, en, es in _all_pairs() if s == split]
+    leaked = _leaked() if split != "train" else frozenset()
+    return [(k, en, es) if with_keys else (en, es) for s, k, en, es in _all_pairs()
+            if s == split and k not in leaked]
 
 
 @lru_cache(maxsize=None)
@@ -91,32 +103,69 @@ def decode(ids: Sequence[Sequence[int]]) -> list[str]:
 class BatchStream:
     """Length-bucketed, shuffled training batches ``(src, tgt)`` of padded ids, epoch after epoch
     (chapter 10). ``stream(step)`` returns batch number ``step`` (so it is a ``batch_fn`` for
-    :func:`attnbook.train.train`); the order depends only on ``seed``."""
+    :func:`attnbook.train.train`); the order depends only on ``seed``.
+
+    Batches hold ``batch_size`` pairs, or, with ``max_tokens``, as many length-sorted pairs as fit in
+    ``max_tokens`` padded tokens (pairs x the longer side's longest length, as fairseq's
+    ``--max-tokens`` counts them), so short verses come in large batches and long ones in small.
+    """
 
     def __init__(self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, max_len: int = 128,
-                 seed: int = 0) -> None:
+                 seed: int = 0, max_tokens: Optional[int] = None) -> None:
         if batch_size < 1 or not pairs:
             raise ValueError(f"need a positive batch_size and at least one pair, got {batch_size}, {len(pairs)}")
+        if max_tokens is not None and max_tokens < max_len:
+            raise ValueError(f"max_tokens={max_tokens} must be at least max_len={max_len}")
         self.src = encode([p[0] for p in pairs], max_len)
         self.tgt = encode([p[1] for p in pairs], max_len, bos=True)
-        self.batch_size, self.seed = batch_size, seed
+        self.batch_size, self.seed, self.max_tokens = batch_size, seed, max_tokens
         self._epoch, self._batches = -1, []
-        self.batches_per_epoch = (len(self.src) + batch_size - 1) // batch_size
+        self._epoch_sizes: list[int] = []
+        self.batches_per_epoch = len(self._make_epoch(0))
+
+    def _size(self, i: int) -> int:
+        return max(len(self.src[i]), len(self.tgt[i]))
 
     def _make_epoch(self, epoch: int) -> list[list[int]]:
         rng = random.Random(self.seed * 100003 + epoch)
         idx = list(range(len(self.src)))
         rng.shuffle(idx)
-        chunk = self.batch_size * 50
+        chunk = self.batch_size * 50 if self.max_tokens is None else 100 * self.max_tokens // 32
         batches = []
         for c in range(0, len(idx), chunk):
             part = sorted(idx[c: c + chunk], key=lambda i: len(self.src[i]) + len(self.tgt[i]))
-            batches += [part[b: b + self.batch_size] for b in range(0, len(part), self.batch_size)]
+            if self.max_tokens is None:
+                batches += [part[b: b + self.batch_size] for b in range(0, len(part), self.batch_size)]
+                continue
+            batch, longest = [], 0
+            for i in part:
+                if batch and (len(batch) + 1) * max(longest, self._size(i)) > self.max_tokens:
+                    batches.append(batch)
+                    batch, longest = [], 0
+                batch.append(i)
+                longest = max(longest, self._size(i))
+            batches.append(batch)
         rng.shuffle(batches)
         return batches
 
+    def _locate(self, step: int) -> tuple[int, int]:
+        """(epoch, batch within the epoch) of batch number ``step``."""
+        epoch = 0
+        while True:
+            if epoch == len(self._epoch_sizes):
+                self._epoch_sizes.append(len(self._make_epoch(epoch)))
+            if step < self._epoch_sizes[epoch]:
+                return epoch, step
+            step -= self._epoch_sizes[epoch]
+            epoch += 1
+
+    def epochs(self, steps: int) -> float:
+        """How many passes over the pairs ``steps`` batches make (chapter 10 reports training epochs)."""
+        epoch, i = self._locate(steps)
+        return epoch + i / self._epoch_sizes[epoch]
+
     def __call__(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        epoch, i = divmod(step, self.batches_per_epoch)
+        epoch, i = self._locate(step)
         if epoch != self._epoch:
             self._epoch, self._batches = epoch, self._make_epoch(epoch)
         b = self._batches[i]
@@ -155,11 +204,16 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 
 def load_dev_parses() -> list[dict]:
-    """spaCy silver parses of the English dev sentences, in dev order (chapter 10): for each sentence
+    """spaCy silver parses of the English dev sentences, aligned with ``load_pairs("dev")`` (chapter 10): for each sentence
     ``words``, ``word_of_token`` (the word index of each source BPE token, -1 for a bare word-start
     marker) and ``arcs`` ``[dependent, head, label]`` (ClearNLP labels, e.g. nsubj, dobj, amod, advmod)."""
     with gzip.open(DATA_DIR / "dev_parses.json.gz", "rt", encoding="utf-8") as f:
-        return json.load(f)
+        parses = json.load(f)
+    keys = [k for s, k, _, _ in _all_pairs() if s == "dev"]
+    if len(keys) != len(parses):
+        raise ValueError(f"dev_parses.json.gz has {len(parses)} sentences for {len(keys)} dev verses")
+    leaked = _leaked()
+    return [p for k, p in zip(keys, parses) if k not in leaked]
 
 
 def source_token_counts() -> torch.Tensor:
