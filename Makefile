@@ -7,7 +7,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 .PHONY: book test unit booktests nbval venv assets chromium clean
 

@@ -34,6 +34,8 @@ def build_book(out: Path, timeout: int = 900) -> BuiltBook:
         pytest.fail("the offline MathJax/widget assets are missing: run `make assets` (make test does)")
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config["execute"] = dict(config["execute"], execute_notebooks="off")
+    local = config["sphinx"].get("local_extensions") or {}  # relative to the config file: make absolute
+    config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
     out.mkdir(parents=True, exist_ok=True)
     cfg = out / "_config.yml"
     cfg.write_text(yaml.safe_dump(config, sort_keys=False))  # keep nb_ipywidgets_js order
@@ -47,7 +49,13 @@ def build_book(out: Path, timeout: int = 900) -> BuiltBook:
 
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory) -> BuiltBook:
-    """The book rendered once per session (a few minutes)."""
+    """The book rendered once per session (a few minutes). ``ATTNBOOK_BUILT_BOOK=<folder>`` reuses a
+    build made by :func:`build_book` into that folder (for working on the browser test)."""
+    import os
+
+    reuse = os.environ.get("ATTNBOOK_BUILT_BOOK")
+    if reuse:
+        return BuiltBook(0, "reused " + reuse, Path(reuse) / "_build" / "html")
     return build_book(tmp_path_factory.mktemp("book"))
 
 

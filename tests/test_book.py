@@ -26,7 +26,13 @@ def colab_cell_source() -> str:
         "try:\n"
         "    import attnbook\n"
         "except ImportError:\n"
-        f'    %pip install --quiet "attnbook @ git+{url}"'
+        f'    %pip install --quiet "attnbook @ git+{url}"\n'
+        "    try:\n"
+        "        import attnbook\n"
+        "    except ImportError:\n"
+        f'        raise RuntimeError("attnbook could not be installed from {url}: the repository must be "\n'
+        "                           \"published there (README, 'Running the chapters on Colab'), or upload \"\n"
+        "                           \"the project folder and run %pip install <folder>\") from None"
     )
 
 
@@ -80,3 +86,56 @@ def test_book_builds_without_warnings(built_book):
     The build is shared with tests/test_browser.py (the ``built_book`` fixture in tests/conftest.py)."""
     assert built_book.returncode == 0, built_book.log[-12000:]
     assert (built_book.html / "book" / "intro.html").exists()
+
+
+CHAPTER_MENTION = r"(?<![\[\w/])[Cc]hapter\s+(\d{1,2})(?![\d\]]|\s*[-–]\s*\d)"
+
+
+def bare_chapter_mentions(markdown: str, own: int) -> list[str]:
+    """Mentions of another chapter ("chapter 3") in ``markdown`` that are not links, outside headings,
+    inline code, math and existing links."""
+    import re
+
+    found = []
+    for line in markdown.split("\n"):
+        if line.lstrip().startswith("#"):
+            continue
+        text = re.sub(r"`[^`]*`|\[[^\]]*\]\([^)]*\)|\$[^$]*\$", "", line)
+        found += [m.group(0) for m in re.finditer(CHAPTER_MENTION, text) if int(m.group(1)) != own]
+    return found
+
+
+def test_bare_chapter_mentions_are_found():
+    assert bare_chapter_mentions("as chapter 3 shows", own=5) == ["chapter 3"]
+    assert bare_chapter_mentions("as [chapter 3](03_x.ipynb) shows; chapters 2-4; chapter 5", own=5) == []
+    assert bare_chapter_mentions("## Chapter 3\n`chapter 3`", own=5) == []
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name[:2].isdigit()], ids=lambda p: p.name)
+def test_chapters_link_the_chapters_they_mention(path):
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert not bare_chapter_mentions(text, int(path.name[:2])), f"{path.name}: link these mentions"
+
+
+def test_html_extension_writes_each_script_once():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from attnbook_html import dedupe_scripts
+
+    page = ("<html><head><script>const A = 1;</script>\n<script src='x.js'></script>\n"
+            "<script>const A = 1;</script>\n</head><body><script>const A = 1;</script></body></html>")
+    out = dedupe_scripts(page)
+    head, body = out.split("</head>")
+    assert head.count("const A = 1;") == 1 and "x.js" in head and body.count("const A = 1;") == 1
+
+
+def test_the_notebook_kernel_draws_figures():
+    """A chapter's kernel, started from this environment (make book / make test export theirs), emits
+    its figures as PNG outputs: an exported MPLBACKEND=Agg once left the built book with none."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nplt.plot([0, 1], [1, 0])\nplt.show()")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert any("image/png" in o.get("data", {}) for o in nb.cells[0].outputs), nb.cells[0].outputs

@@ -5,7 +5,12 @@ from the rendered DOM:
 * no request leaves localhost (MathJax, RequireJS and the widget manager are served from the book,
   `make assets`), no local request fails, no uncaught JavaScript error;
 * math is typeset: every math element holds MathJax output, and no TeX error is shown;
-* every image loads (naturalWidth > 0);
+* every image loads (naturalWidth > 0); every page shows as many figures as its notebook produced, none of
+  them blank, and none whose smallest text is displayed below 9 CSS pixels (the figure's smallest font, its
+  PNG resolution and its displayed-to-natural width), on a desktop (1280 px) and a phone (390 px) viewport;
+* the sidebar and page-contents buttons open or close their panels, on both viewports;
+* on the desktop viewport no display equation and no code cell is wider than the column;
+* the console shows no error;
 * no cell output is an error or a traceback;
 * stored widgets render;
 * every internal link resolves to a file of the build, and its #anchor to an id in that file.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import html as html_lib
+import json
 import os
 import re
 import shutil
@@ -44,10 +50,8 @@ CHROMIUM_ARGS = [
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 ]
 PAGES = toc_entries(ROOT)
-# Known and harmless: Jupyter Book 1.0.4 with sphinx-thebe 0.3.1 writes sphinx-thebe's inline configuration
-# script twice on every page, so the second `const` declaration throws; the first one defines everything
-# (thebe's live code needs a network connection in any case). Every other JavaScript error fails the test.
-KNOWN_JS_ERRORS = ("Identifier 'THEBE_JS_URL' has already been declared",)
+VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+MIN_TEXT_PX = 9.0
 
 # What a page reports about itself once loaded and typeset (run in the page).
 INSPECT_JS = """async () => {
@@ -70,6 +74,26 @@ INSPECT_JS = """async () => {
   const imgs = Array.from(document.images);
   await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
   out.images = imgs.length;
+  const blank = (img) => {  // a figure whose pixels are (almost) all the background colour
+    const c = document.createElement('canvas');
+    const w = c.width = Math.min(img.naturalWidth, 400), h = c.height = Math.min(img.naturalHeight, 300);
+    if (!w || !h) return true;
+    const g = c.getContext('2d'); g.drawImage(img, 0, 0, w, h);
+    const d = g.getImageData(0, 0, w, h).data; let ink = 0;
+    for (let i = 0; i < d.length; i += 4)
+      if (Math.abs(d[i] - d[0]) + Math.abs(d[i+1] - d[1]) + Math.abs(d[i+2] - d[2]) > 60) ink++;
+    return ink < 0.002 * w * h;
+  };
+  out.figures = Array.from(document.querySelectorAll('.cell_output img'))
+      .filter(i => !i.closest('.jupyter-widgets, .widget-output, .lm-Widget'))
+      .map(i => ({src: i.getAttribute('src'), shown: i.getBoundingClientRect().width,
+                  natural: i.naturalWidth, blank: i.naturalWidth > 0 && blank(i)}));
+  out.math_overflow = Array.from(document.querySelectorAll('mjx-container[display="true"]'))
+      .filter(c => c.scrollWidth > c.clientWidth + 2)
+      .map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60));
+  out.code_overflow = Array.from(document.querySelectorAll('.cell_input pre, .cell_output pre'))
+      .filter(p => p.scrollWidth > p.clientWidth + 2)
+      .map(p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b).slice(0, 70));
   out.broken_images = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
   out.error_outputs = Array.from(document.querySelectorAll(
       '.cell_output .traceback, .cell_output .output.error, .cell_output .output.traceback'))
@@ -145,10 +169,74 @@ def broken_links(links: list[str], base: str, html: Path) -> list[str]:
     return bad
 
 
-def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | None = None) -> list[str]:
-    """Load ``page_path`` (relative to the build) and return every problem found on it."""
+TOGGLE_JS = """async (cls) => {
+  const visible = Array.from(document.querySelectorAll(cls)).filter(b => b.offsetParent !== null);
+  const panel = document.querySelector(cls === '.primary-toggle' ? '#pst-primary-sidebar' : '#pst-secondary-sidebar');
+  if (!visible.length)  // fine where the panel is shown anyway (the page contents on a wide screen)
+    return panel && panel.getBoundingClientRect().width > 0 ? '' : 'no visible ' + cls + ' button';
+  const state = () => Array.from(document.querySelectorAll('#pst-primary-sidebar, #pst-secondary-sidebar'))
+      .map(e => e.className + ':' + e.getBoundingClientRect().width).join('|') + '|'
+      + document.querySelectorAll('dialog[open]').length;
+  const before = state();
+  visible[0].click();
+  await new Promise(r => setTimeout(r, 300));
+  const after = state();
+  document.querySelectorAll('dialog[open]').forEach(d => d.close());
+  return before === after ? cls + ' button does nothing' : '';
+}"""
+
+
+def smallest_font_pt(notebook: Path) -> float:
+    """The smallest font size a notebook's figures use: the book's style, or a smaller ``fontsize=N``
+    written in its code."""
+    from attnbook.plotting import STYLE
+
+    sizes = [float(v) for k, v in STYLE.items() if k.endswith("size") and not isinstance(v, (tuple, str))]
+    nb = json.loads(notebook.read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    sizes += [float(x) for x in re.findall(r"fontsize\s*=\s*([0-9.]+)", code)]
+    return min(sizes)
+
+
+def notebook_figures(notebook: Path) -> int:
+    """How many figures (image/png outputs) the committed notebook holds."""
+    nb = json.loads(notebook.read_text())
+    return sum("image/png" in o.get("data", {}) for c in nb["cells"] if c["cell_type"] == "code"
+               for o in c.get("outputs", []))
+
+
+def png_dpi(path: Path) -> float:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return float(im.info.get("dpi", (72.0, 72.0))[0])
+
+
+def figure_problems(figures: list[dict], page_file: Path, min_pt: float, expected: int | None) -> list[str]:
+    """Missing, blank or illegible figures (see the module docstring)."""
+    problems = []
+    if expected is not None and len(figures) != expected:
+        problems.append(f"{len(figures)} figures shown, the notebook has {expected}")
+    for f in figures:
+        name = Path(unquote(f["src"] or "")).name
+        if f["blank"]:
+            problems.append(f"blank figure: {name}")
+        target = (page_file.parent / unquote(f["src"] or "")).resolve()
+        if not f["natural"] or not target.is_file():
+            continue
+        px = min_pt * png_dpi(target) / 72.0 * f["shown"] / f["natural"]
+        if px < MIN_TEXT_PX:
+            problems.append(f"figure text {px:.1f} px < {MIN_TEXT_PX:g} px: {name} "
+                            f"({f['natural']} px shown at {f['shown']:.0f})")
+    return problems
+
+
+def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | None = None,
+            viewport: str = "desktop", notebook: Path | None = None) -> list[str]:
+    """Load ``page_path`` (relative to the build) at ``viewport`` and return every problem found on it;
+    ``notebook``: the page's source, whose figures the page must show."""
     problems: list[str] = []
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    context = browser.new_context(viewport=VIEWPORTS[viewport])
     outside: list[str] = []
 
     def route(r):
@@ -160,7 +248,8 @@ def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | N
 
     context.route("**/*", route)
     page = context.new_page()
-    page.on("pageerror", lambda e: str(e) not in KNOWN_JS_ERRORS and problems.append(f"JavaScript error: {e}"))
+    page.on("pageerror", lambda e: problems.append(f"JavaScript error: {e}"))
+    page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text[:200]}"))
     page.on("requestfailed", lambda r: r.url.startswith(base)
             and problems.append(f"request failed: {r.url} ({r.failure})"))
     page.on("response", lambda r: r.status >= 400 and problems.append(f"HTTP {r.status}: {r.url}"))
@@ -180,6 +269,7 @@ def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | N
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(screenshot), full_page=True, timeout=120_000)
+        toggles = [page.evaluate(TOGGLE_JS, cls) for cls in (".primary-toggle", ".secondary-toggle")]
     finally:
         context.close()
     if info["math"] and not info["mathjax"]:
@@ -199,26 +289,54 @@ def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | N
     if outside:
         problems.append(f"requests outside localhost (blocked): {sorted(set(outside))[:5]}")
     problems += [f"broken link: {b}" for b in broken_links(info["links"], base, html)]
+    problems += [t for t in toggles if t]
+    if viewport == "desktop":
+        problems += [f"equation wider than the column: {m}" for m in info["math_overflow"]]
+        problems += [f"code wider than the column: {c}" for c in info["code_overflow"]]
+    if notebook is not None or info["figures"]:
+        min_pt = smallest_font_pt(notebook) if notebook is not None and notebook.suffix == ".ipynb" else 10.0
+        expected = notebook_figures(notebook) if notebook is not None and notebook.suffix == ".ipynb" else None
+        problems += figure_problems(info["figures"], html / page_path, min_pt, expected)
     return problems
 
 
+def _source(entry: str) -> Path | None:
+    return next((ROOT / f"{entry}{ext}" for ext in (".ipynb", ".md") if (ROOT / f"{entry}{ext}").exists()), None)
+
+
+@pytest.mark.parametrize("viewport", list(VIEWPORTS))
 @pytest.mark.parametrize("entry", PAGES)
-def test_page_renders_in_a_browser(entry, site, browser):
+def test_page_renders_in_a_browser(entry, viewport, site, browser):
     base, html = site
     if not (html / f"{entry}.html").exists():
         pytest.fail(f"{entry}.html was not built")
-    shot = SCREENSHOTS / (entry.replace("/", "__") + ".png")
-    problems = inspect(browser, base, html, f"{entry}.html", screenshot=shot)
-    assert not problems, f"{entry}.html:\n  " + "\n  ".join(problems)
+    shot = SCREENSHOTS / viewport / (entry.replace("/", "__") + ".png")
+    problems = inspect(browser, base, html, f"{entry}.html", screenshot=shot, viewport=viewport,
+                       notebook=_source(entry))
+    assert not problems, f"{entry}.html ({viewport}):\n  " + "\n  ".join(problems)
 
 
 def test_a_broken_page_is_caught(site, browser):
     """The checks are not vacuous: a page made from a real rendered chapter, with an error output, a
-    missing image, TeX errors, untypeset math, dead links and a CDN script, is reported on every count."""
+    missing image, a blank and a shrunk figure, one figure more than its notebook, TeX errors, untypeset
+    math, an equation wider than the column, dead links, a CDN script, a console error and dead sidebar
+    buttons, is reported on every count."""
+    import base64
+    import io
+
+    from PIL import Image
+
     base, html = site
-    source = next((html / f"{e}.html" for e in PAGES[1:] if (html / f"{e}.html").exists()), None)
-    assert source is not None
+    entry = next(e for e in PAGES[1:] if (html / f"{e}.html").exists() and notebook_figures(_source(e) or ROOT))
+    source = html / f"{entry}.html"
     text = source.read_text()
+    first_fig = re.search(r'<img[^>]*src="([^"]*_images/[^"]+\.png)"', text).group(1)
+    white = io.BytesIO()
+    Image.new("RGB", (300, 200), "white").save(white, format="PNG", dpi=(100, 100))
+    blank_src = "data:image/png;base64," + base64.b64encode(white.getvalue()).decode()
+    wide = " + ".join(f"x_{{{i}}}" for i in range(200))
+    text = text.replace('id="pst-primary-sidebar"', 'id="no-sidebar"')  # the buttons find no sidebar
+    text = text.replace('attnbook-toggles.js', 'no-toggles.js')
     broken = (
         '<div class="cell_output docutils container"><div class="output traceback highlight-ipythontb '
         'notranslate"><pre>Traceback (most recent call last):\nValueError: boom</pre></div></div>'
@@ -228,16 +346,24 @@ def test_a_broken_page_is_caught(site, browser):
         '<p><span class="math notranslate nohighlight">\\(x^{2\\)</span></p>'
         '<a href="no_such_page.html">dead</a><a href="#no-such-anchor">dead anchor</a>'
         '<script src="https://cdn.jsdelivr.net/npm/some-package/dist/index.js"></script>'
+        f'<div class="cell_output docutils container"><img src="{blank_src}" alt="blank"></div>'
+        f'<div class="cell_output docutils container"><img src="{first_fig}" style="width:60px" alt="tiny"></div>'
+        f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>'
+        '<script>console.error("deliberate console error")</script>'
     )
     text = text.replace("</main>", broken + "</main>", 1) if "</main>" in text else text + broken
     target = source.with_name("zz_deliberately_broken.html")
     target.write_text(text)
     _ID_CACHE.pop(target, None)
     try:
-        problems = inspect(browser, base, html, str(target.relative_to(html)))
+        problems = inspect(browser, base, html, str(target.relative_to(html)), notebook=_source(entry))
     finally:
         target.unlink()
     report = "\n".join(problems)
+    assert "blank figure" in report and "figure text" in report and "figures shown, the notebook has" in report, report
+    assert "equation wider than the column" in report, report
+    assert "deliberate console error" in report, report
+    assert "button does nothing" in report, report
     assert "error outputs" in report, report
     assert "images that do not load" in report and "no_such_figure.png" in report, report
     assert "TeX errors" in report and "undefinedmacro" in report and "Missing argument for" in report, report

@@ -23,19 +23,26 @@ VARIANT_COLORS = {
 PAPER_STYLE = dict(color="0.35", linestyle="--", linewidth=1.3)
 PAPER_MARKER = dict(marker="o", markerfacecolor="none", markeredgecolor="black", markersize=8, linestyle="none")
 
+#: Figures are at most ``MAX_WIDTH`` inches wide with no text below 12 pt, so that their smallest text is
+#: displayed at 9 CSS pixels or more on a phone (a 358 px column: 12 / 72 * 358 / 6.4 = 9.3 px) and larger
+#: on a desktop; 144 dpi keeps them sharp (tests/test_browser.py measures both).
+MAX_WIDTH = 6.4
 STYLE = {
-    "figure.figsize": (7.0, 4.0),
-    "figure.dpi": 110,
-    "savefig.dpi": 110,
+    "figure.figsize": (MAX_WIDTH, 3.8),
+    "figure.dpi": 144,
+    "savefig.dpi": 144,
     "savefig.bbox": "tight",
-    "font.size": 11,
+    "font.size": 12,
     "axes.titlesize": 12,
-    "axes.labelsize": 11,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 12,
+    "ytick.labelsize": 12,
+    "figure.titlesize": 13,
     "axes.grid": True,
     "grid.alpha": 0.3,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "legend.fontsize": 9,
+    "legend.fontsize": 12,
     "legend.frameon": False,
     "lines.linewidth": 2.0,
 }
@@ -44,6 +51,19 @@ STYLE = {
 def use_style() -> None:
     """Apply the book's figure style (called by :func:`attnbook.setup`)."""
     mpl.rcParams.update(STYLE)
+
+
+def plain_log_ticks(ax: plt.Axes, values: Sequence[float], axis: str = "x") -> None:
+    """Label a log axis at ``values`` in plain numbers, without minor labels (they collide)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
+
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_locator(FixedLocator(list(values)))
+    a.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    a.set_minor_locator(NullLocator())
+    a.set_minor_formatter(NullFormatter())
 
 
 def variant_color(name: str) -> str:
