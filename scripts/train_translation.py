@@ -202,7 +202,7 @@ def main() -> None:
         "command": "python scripts/train_translation.py --resume"
                    + ("" if args.preset == "quick" else f" --preset {args.preset}"),
     }
-    out = args.out or tr.DATA_DIR / f"model_{args.preset}.safetensors"
+    out = args.out or tr.DATA_DIR / f"converged_{args.preset}.safetensors"
     save_model(model, out, meta)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
 

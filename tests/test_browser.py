@@ -56,6 +56,7 @@ MIN_TEXT_PX = 9.0
 # What a page reports about itself once loaded and typeset (run in the page).
 INSPECT_JS = """async () => {
   const out = {};
+  const FAR_PAST = 1.15;  // code may scroll a little; a line 15% wider than the column hides too much
   const math = Array.from(document.querySelectorAll('.math, div.math, span.math'));
   out.math = math.length;
   out.mathjax = typeof window.MathJax === 'object' && !!(window.MathJax.startup && window.MathJax.startup.promise);
@@ -92,7 +93,7 @@ INSPECT_JS = """async () => {
       .filter(c => c.scrollWidth > c.clientWidth + 2)
       .map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60));
   out.code_overflow = Array.from(document.querySelectorAll('.cell_input pre, .cell_output pre'))
-      .filter(p => p.scrollWidth > p.clientWidth + 2)
+      .filter(p => p.offsetParent !== null && p.scrollWidth > FAR_PAST * p.clientWidth)
       .map(p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b).slice(0, 70));
   out.broken_images = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'));
   out.error_outputs = Array.from(document.querySelectorAll(
@@ -173,7 +174,7 @@ TOGGLE_JS = """async (cls) => {
   const visible = Array.from(document.querySelectorAll(cls)).filter(b => b.offsetParent !== null);
   const panel = document.querySelector(cls === '.primary-toggle' ? '#pst-primary-sidebar' : '#pst-secondary-sidebar');
   if (!visible.length)  // fine where the panel is shown anyway (the page contents on a wide screen)
-    return panel && panel.getBoundingClientRect().width > 0 ? '' : 'no visible ' + cls + ' button';
+    return !panel || panel.getBoundingClientRect().width > 0 ? '' : 'no visible ' + cls + ' button';
   const state = () => Array.from(document.querySelectorAll('#pst-primary-sidebar, #pst-secondary-sidebar'))
       .map(e => e.className + ':' + e.getBoundingClientRect().width).join('|') + '|'
       + document.querySelectorAll('dialog[open]').length;

@@ -256,3 +256,43 @@ def test_role_statistics_find_planted_heads():
     assert stats["next"][0][0] == 0.0
     # confidence excludes EOS as a key: the sink head's mass is all on EOS, so its confidence is 0
     assert stats["confidence"][0][1] == pytest.approx(0.0) and stats["confidence"][0][0] == pytest.approx(1.0)
+
+
+def test_head_roles_reads_planted_heads_and_chance_levels():
+    """head_roles pools batches by query counts and reads a planted previous-token head and EOS-sink
+    head; chance is 1/n for the encoder and the mean of 1/t for causal attention."""
+    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=50, d_model=8, n_heads=2, enc_layers=1, dec_layers=1,
+                                             d_ff=16))
+    src_ids = [[5, 6, 7, 8, 2], [9, 10, 11, 2], [12, 13, 2]]
+    tgt_ids = [[1, 5, 6, 2], [1, 7, 2], [1, 8, 9, 10, 2]]
+
+    def planted(x, return_attention=False, head_gates=None, attn_mask=None, context=None):
+        b, n, _ = x.shape
+        lens = attn_mask[:, 0, 0, :].sum(-1)  # real keys per verse
+        p = torch.zeros(b, 2, n, n)
+        for i in range(b):
+            for q in range(n):
+                p[i, 0, q, max(q - 1, 0)] = 1.0
+                p[i, 1, q, int(lens[i]) - 1] = 1.0
+        return torch.zeros_like(x), p
+
+    model.encoder[0].self_attn.forward = planted
+    counts = torch.arange(50, 0, -1)  # token t is rarer than t - 1: the rarest of a verse is its largest id
+    roles = hd.head_roles(model, src_ids, tgt_ids, token_counts=counts, rare_outside_top=0, batch_size=2)
+    enc = roles["enc_self"]
+    # queries: 4 + 3 + 2 content tokens; previous token for all but the first of each verse: 6 / 9
+    assert enc["prev"][0, 0] == pytest.approx(6 / 9, abs=1e-6)
+    assert enc["sink"][0, 1] == pytest.approx(1.0) and enc["confidence"][0, 1] == pytest.approx(0.0)
+    assert enc["chance"] == pytest.approx((4 * 1 / 4 + 3 * 1 / 3 + 2 * 1 / 2) / 9)
+    # the rarest token (largest id) is the last content token; only the EOS query (not counted) has it
+    # as its previous token
+    assert enc["rare"][0, 0] == pytest.approx(0.0) and enc["rare_sentences"] == 3
+    # decoder queries after BOS see 1, 2, ... content keys: (1 + 1/2) + 1 + (1 + 1/2 + 1/3) over 6 queries
+    assert roles["dec_self"]["chance"] == pytest.approx((1 + 1 / 2 + 1 + 1 + 1 / 2 + 1 / 3) / 6)
+    assert hd.causal_chance(torch.ones(1, 3, dtype=torch.bool), torch.ones(1, 3, dtype=torch.bool)) == \
+        pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
+    with pytest.raises(ValueError):
+        hd.head_roles(model, src_ids, tgt_ids[:2])

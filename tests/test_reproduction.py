@@ -243,3 +243,18 @@ def test_record_paper_run_clears_outputs_and_lists_claims_not_reached():
     clear_outputs(nb)
     assert nb.cells[1].outputs == [] and nb.cells[1].execution_count is None
     assert reproduction.claims_in_notebook(nb) == []
+
+
+def test_per_paper_summary_counts_verdicts_by_paper():
+    from attnbook.reproduction import Row, per_paper_summary
+
+    def row(n, kind, verdict, holds=True):
+        return Row(chapter=str(n), notebook=f"book/x/{n:02d}_c.ipynb", name=f"c{n}{verdict}", paper=None,
+                   paper_note="", value=1.0, condition="", holds=holds, kind=kind, verdict=verdict)
+
+    rows = [row(1, "check", "holds"), row(1, "comparison", "reproduces"), row(2, "comparison", "differs"),
+            row(8, "check", "fails", holds=False)]
+    lines = per_paper_summary(rows).splitlines()
+    dong, noci = lines[2], lines[3]
+    assert "| 1 (1) | 1 | 1 | 3, 4, 5, 6, 7 |" in dong
+    assert "| 1 (0) | 0 | 0 | 8, 9 |" in noci

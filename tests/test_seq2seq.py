@@ -188,3 +188,53 @@ def test_training_steps_greedy_decode_and_checkpoint(tmp_path):
         load_model(tmp_path / "missing.safetensors")
     with pytest.raises(ValueError):
         save_model(m, tmp_path / "m.pt")
+
+
+def test_beam_search_is_exact_when_the_beam_holds_every_prefix():
+    """With a beam as large as the number of prefixes, beam search is exhaustive: it returns the sequence
+    of highest length-normalised log-probability among all that end in EOS within the step limit."""
+    import itertools
+
+    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+    torch.manual_seed(4)
+    cfg = Seq2SeqConfig(vocab_size=5, d_model=8, n_heads=2, enc_layers=1, dec_layers=1, d_ff=16, dropout=0.0)
+    model = Seq2SeqTransformer(cfg).eval()
+    with torch.no_grad():  # make EOS likely enough that short sequences compete
+        model.embed.weight[cfg.eos_id] *= 3
+    src = torch.tensor([[3, 4, 2]])
+    alpha, steps = 0.6, 3
+
+    def score(ids):  # log p(ids + EOS) / lp(len + 1)
+        y = torch.tensor([[cfg.bos_id] + ids + [cfg.eos_id]])
+        logp = model(src, y[:, :-1])[0].detach().log_softmax(-1)[0]
+        return float(logp.gather(-1, y[0, 1:, None]).sum()) / ((5 + len(ids) + 1) / 6) ** alpha
+
+    words = [t for t in range(cfg.vocab_size) if t != cfg.eos_id]  # the decoder may emit any of them
+    best = max((list(c) for m in range(steps) for c in itertools.product(words, repeat=m)), key=score)
+    got = model.beam_decode(src, beam=64, length_penalty=alpha, max_new_tokens=steps)[0]
+    assert got == best and score(got) == pytest.approx(score(best), abs=1e-6)
+    assert model.beam_decode(src, beam=1, max_new_tokens=5) == model.greedy_decode(src, max_new_tokens=5)
+    with pytest.raises(ValueError):
+        model.beam_decode(src, beam=0)
+
+
+def test_cached_decoding_step_matches_the_full_decoder():
+    """Each incremental step (key-value cache) gives the logits of the full decoder on the prefix, with
+    padding in the prefix and head gates on both decoder kinds."""
+    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+    torch.manual_seed(2)
+    cfg = Seq2SeqConfig(vocab_size=30, d_model=16, n_heads=4, enc_layers=2, dec_layers=2, d_ff=32, dropout=0.0)
+    model = Seq2SeqTransformer(cfg).eval()
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    prefix = torch.tensor([[1, 11, 12, 13, 14], [1, 15, 2, 0, 0]])  # the second row ended: pad after EOS
+    gates = {"dec_self": torch.rand(2, 4), "dec_cross": torch.rand(2, 4)}
+    with torch.no_grad():
+        memory, src_mask, _ = model.encode(src, gates)
+        full, _, _ = model.decode(prefix, memory, src_mask, gates)
+        cache = model._start_cache(memory)
+        for t in range(prefix.shape[1]):
+            step = model._decode_step(prefix[:, t], t, src_mask, cache, gates)
+            real = prefix[:, t] != cfg.pad_id
+            assert_close(step[real], full[real, t], atol=1e-5, rtol=1e-5)

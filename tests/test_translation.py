@@ -110,3 +110,18 @@ def test_train_model_uses_label_smoothing_and_keeps_masked_heads_out():
                                    atol=1e-9, rtol=0)
         assert (getattr(after, name).weight[on] - getattr(before, name).weight[on]).abs().max() > 1e-3
     torch.testing.assert_close(after.out.weight[:, off], before.out.weight[:, off], atol=1e-9, rtol=0)
+
+
+def test_loops_and_bleu_interval():
+    from attnbook.tasks import translation as tr
+
+    assert tr.repeats_a_phrase("y dijo te te te a")
+    assert tr.repeats_a_phrase("y dijo y dijo y dijo")
+    assert not tr.repeats_a_phrase("y dijo el señor a Moisés y dijo")
+    assert not tr.repeats_a_phrase("te te")
+    refs = ["y dijo Dios sea la luz", "y fue la luz", "y vió Dios que la luz era buena"] * 10
+    perfect = tr.bleu_interval(refs, refs, n_bootstrap=200)
+    assert perfect["bleu"] == pytest.approx(100.0) and perfect["low"] == pytest.approx(100.0)
+    hyps = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena"] * 10
+    r = tr.bleu_interval(hyps, refs, n_bootstrap=200)
+    assert r["low"] < r["bleu"] < r["high"] and r["bleu"] == pytest.approx(tr.bleu(hyps, refs))

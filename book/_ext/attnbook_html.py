@@ -6,6 +6,7 @@
   ``.primary-toggle`` / ``.secondary-toggle`` button in the article header, while both themes bind their
   handlers to the first one, which is hidden; ``attnbook-toggles.js`` forwards clicks to it.
 * The colour mode starts as "light" (pydata-sphinx-theme logs a console error for an empty default mode).
+* ``attnbook-tables.js``: the reproduction page's claim table can be filtered and sorted, its header sticky.
 * ``attnbook.css``: display equations that are wider than a phone scroll inside their own box instead of
   being cut; wide printed tables scroll.
 """
@@ -50,9 +51,9 @@ def _dedupe_pages(app, exception) -> None:
 
 
 def _light_mode(app, config) -> None:
-    options = dict(config.html_theme_options or {})
-    options.setdefault("default_mode", "light")
-    config.html_theme_options = options
+    context = dict(config.html_context or {})  # a template variable of pydata-sphinx-theme's layout
+    context.setdefault("default_mode", "light")
+    config.html_context = context
 
 
 def _add_static(app) -> None:
@@ -64,5 +65,6 @@ def setup(app):
     app.connect("config-inited", _light_mode)
     app.connect("build-finished", _dedupe_pages)
     app.add_js_file("attnbook-toggles.js", defer="defer")
+    app.add_js_file("attnbook-tables.js", defer="defer")
     app.add_css_file("attnbook.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

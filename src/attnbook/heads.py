@@ -231,7 +231,7 @@ def role_statistics(model, src: torch.Tensor, tgt: torch.Tensor) -> dict:
     tgt_in = tgt[:, :-1]
     _, attns = model(src, tgt_in, return_attention=True)
     model.train(was_training)
-    src_real, tgt_real = src != cfg.pad_id, tgt_in != cfg.pad_id
+    src_real, tgt_real = src != cfg.pad_id, (tgt_in != cfg.pad_id) & (tgt_in != cfg.eos_id)
     src_eos, tgt_bos = src == cfg.eos_id, tgt_in == cfg.bos_id
     # kind -> (queries counted, keys that are content, all real keys, sink keys)
     masks = {"enc_self": (src_real & ~src_eos, src_real & ~src_eos, src_real, src_eos),
@@ -249,4 +249,111 @@ def role_statistics(model, src: torch.Tensor, tgt: torch.Tensor) -> dict:
             if kind == "enc_self":
                 stats["next"] = _share(rel == 1, qm)
         out[kind] = {k: [[round(float(x), 4) for x in row] for row in v] for k, v in stats.items()}
+    return out
+
+
+def causal_chance(query_mask: torch.Tensor, key_mask: torch.Tensor) -> float:
+    """Confidence of uniform causal attention (chapter 10): query ``t`` sees the counted keys up to itself,
+    so a head that spreads its weight evenly has confidence ``1 / (keys seen)``; the mean over queries is
+    the mean of ``1/t``, not ``1/n``."""
+    seen = key_mask.long().cumsum(-1).clamp(min=1).float()
+    return float(((1.0 / seen) * query_mask).sum() / query_mask.sum().clamp(min=1))
+
+
+@torch.no_grad()
+def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]],
+               token_counts: Optional[torch.Tensor] = None, parses: Optional[Sequence[Mapping]] = None,
+               rare_outside_top: int = 500, batch_size: int = 32) -> dict:
+    """Every head's roles in a :class:`attnbook.seq2seq.Seq2SeqTransformer`, from teacher-forced attention
+    on verses (chapter 10; Voita et al. 2019 secs. 4-5), in the style of TransformerLens's head detectors.
+
+    ``src_ids`` / ``tgt_ids``: unpadded id lists (source ending in EOS; target ``BOS ... EOS``).
+    Returns ``kind -> {statistic: (layers, heads) tensor}`` plus scalars:
+
+    * ``confidence``: mean over queries of the largest weight on a content key (EOS and BOS excluded as
+      keys and queries); ``chance``: the same for uniform attention (``1/n``; the mean of ``1/t`` for the
+      causal decoder self-attention);
+    * ``sink``: share of queries whose largest weight is on EOS (BOS in decoder self-attention);
+    * ``prev`` / ``next`` (self-attention): share of queries whose largest weight over all real keys is on
+      the previous / next token;
+    * encoder only, with ``token_counts``: ``rare``, the share of queries pointing at the verse's rarest
+      source token, on verses whose rarest token is outside the ``rare_outside_top`` most frequent (the
+      condition of sec. 5.3), with ``rare_chance`` (mean ``1/n``) and ``rare_sentences``;
+    * with ``parses`` (aligned with ``src_ids``): ``word_maps``, the encoder's word-level attention of each
+      verse, ``(layers, heads, words, words)``, for :func:`dependency_accuracy`.
+    """
+    from .tasks.translation import pad
+
+    if len(src_ids) != len(tgt_ids) or not src_ids:
+        raise ValueError(f"need as many targets as sources, got {len(src_ids)} and {len(tgt_ids)}")
+    if parses is not None and len(parses) != len(src_ids):
+        raise ValueError(f"need one parse per verse, got {len(parses)} for {len(src_ids)}")
+    cfg = model.cfg
+    was_training = model.training
+    model.eval()
+    dev = next(model.parameters()).device
+    sums: dict = {}
+    weights: dict = {}
+    word_maps = []
+    rare_rank = None
+    if token_counts is not None:
+        order = torch.argsort(token_counts, descending=True)
+        rare_rank = torch.empty_like(order)
+        rare_rank[order] = torch.arange(len(order))
+
+    def add(key, value, weight):
+        sums[key] = sums.get(key, 0) + value * weight
+        weights[key] = weights.get(key, 0) + weight
+
+    for b in range(0, len(src_ids), batch_size):
+        src, tgt = pad(src_ids[b: b + batch_size]).to(dev), pad(tgt_ids[b: b + batch_size]).to(dev)
+        tgt_in = tgt[:, :-1]
+        _, att = model(src, tgt_in, return_attention=True)
+        # a shorter target's EOS is part of the padded decoder input: not a real query or key
+        src_real, tgt_real = src != cfg.pad_id, (tgt_in != cfg.pad_id) & (tgt_in != cfg.eos_id)
+        src_eos, tgt_bos = src == cfg.eos_id, tgt_in == cfg.bos_id
+        masks = {"enc_self": (src_real & ~src_eos, src_real & ~src_eos, src_real, src_eos),
+                 "dec_self": (tgt_real & ~tgt_bos, tgt_real & ~tgt_bos, tgt_real, tgt_bos),
+                 "dec_cross": (tgt_real & ~tgt_bos, src_real & ~src_eos, src_real, src_eos)}
+        for kind, (qm, content, real, sink_keys) in masks.items():
+            a = _stack(att[kind])
+            nq = float(qm.sum())
+            top = _argmax_keys(a, real)
+            add((kind, "confidence"), head_confidence(a, qm, content).cpu(), nq)
+            add((kind, "sink"), _share(sink_keys[None, :, None, :].expand(*top.shape[:3], -1).gather(-1, top),
+                                       qm).cpu(), nq)
+            if kind == "dec_self":
+                add((kind, "chance"), causal_chance(qm, content), nq)
+            else:
+                per_query = (1.0 / content.sum(-1).clamp(min=1).float())[:, None] * qm
+                add((kind, "chance"), float(per_query.sum()) / max(nq, 1.0), nq)
+            if kind != "dec_cross":
+                rel = top - torch.arange(a.shape[3], device=a.device)[None, None, None, :]
+                add((kind, "prev"), _share(rel == -1, qm).cpu(), nq)
+                if kind == "enc_self":
+                    add((kind, "next"), _share(rel == 1, qm).cpu(), nq)
+        if rare_rank is not None:
+            qm, content = masks["enc_self"][0], masks["enc_self"][1]
+            ranks = rare_rank.to(dev)[src].masked_fill(~content, -1)
+            keep = ranks.amax(-1) >= rare_outside_top  # the rarest token is outside the top ones
+            if keep.any():
+                a = _stack(att["enc_self"])[:, keep]
+                share, chance = rare_token_share(a, src[keep], token_counts, qm[keep], content[keep])
+                nq = float(qm[keep].sum())
+                add(("enc_self", "rare"), share.cpu(), nq)
+                add(("enc_self", "rare_chance"), chance, nq)
+                add(("enc_self", "rare_sentences"), float(keep.sum()), 1.0)
+        if parses is not None:
+            enc = _stack(att["enc_self"])
+            for i in range(src.shape[0]):
+                p = parses[b + i]
+                n = len(src_ids[b + i])
+                word_maps.append(word_attention(enc[:, i, :, :n, :n], p["word_of_token"], len(p["words"])).cpu())
+    model.train(was_training)
+    out: dict = {}
+    for (kind, stat), total in sums.items():
+        value = total if stat == "rare_sentences" else total / weights[(kind, stat)]
+        out.setdefault(kind, {})[stat] = value if isinstance(value, torch.Tensor) else float(value)
+    if parses is not None:
+        out["word_maps"] = word_maps
     return out

@@ -521,3 +521,82 @@ def attention_matrices(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> t
     if not out.attentions or out.attentions[0] is None:
         raise RuntimeError("the model returned no attention matrices; load it with attn_implementation='eager'")
     return torch.stack([a.detach().float().cpu() for a in out.attentions], dim=1)
+
+
+def word_of_token(text: str, words: Sequence[str], offsets: Sequence[tuple[int, int]]) -> list[int]:
+    """The word (index into ``words``, the parser's tokens of ``text`` in order) of each subword token,
+    from the tokenizer's character ``offsets``; -1 for special tokens (offsets ``(0, 0)``) (chapter 10,
+    MiniLM's syntactic heads)."""
+    spans, pos = [], 0
+    for w in words:
+        i = text.find(w, pos)
+        if i < 0:
+            raise ValueError(f"word {w!r} not found in {text[:60]!r} after position {pos}")
+        spans.append((i, i + len(w)))
+        pos = i + len(w)
+    out = []
+    for start, end in offsets:
+        if end <= start:
+            out.append(-1)
+            continue
+        out.append(next((j for j, (a, b) in enumerate(spans) if a <= start < b), -1))
+    return out
+
+
+@torch.no_grad()
+def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
+                       parses: Optional[Sequence[Mapping]] = None, batch_size: int = 32,
+                       max_length: int = 128) -> dict:
+    """Voita et al.'s head statistics for a pretrained BERT-style encoder (chapter 10, MiniLM beside the
+    translation model; Clark et al. 2019 for BERT). Special tokens ([CLS], [SEP]) are neither queries
+    nor content keys. Returns ``{statistic: (layers, heads) tensor}``: ``confidence`` (largest weight on
+    a content key), ``sink`` (share of queries whose largest weight over all keys is on [CLS] or [SEP]),
+    ``prev`` / ``next`` (share whose largest content weight is on the neighbouring token), the scalar
+    ``chance`` (mean 1/n), and with ``parses`` the word-level maps ``word_maps`` for
+    :func:`attnbook.heads.dependency_accuracy`.
+    """
+    from .heads import word_attention
+
+    if parses is not None and len(parses) != len(sentences):
+        raise ValueError(f"need one parse per sentence, got {len(parses)} for {len(sentences)}")
+    dev = next(model.parameters()).device
+    special = set(tokenizer.all_special_ids)
+    sums: dict = {}
+    n_queries = 0.0
+    word_maps = []
+    for b in range(0, len(sentences), batch_size):
+        chunk = list(sentences[b: b + batch_size])
+        enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
+                        return_offsets_mapping=True)
+        offsets = enc.pop("offset_mapping")
+        out = model(**{k: v.to(dev) for k, v in enc.items()}, output_attentions=True)
+        a = torch.stack([x.float() for x in out.attentions])  # (L, B, H, n, n)
+        real = enc["attention_mask"].bool().to(dev)
+        is_special = torch.zeros_like(real)
+        for s in special:
+            is_special |= enc["input_ids"].to(dev) == s
+        content = real & ~is_special
+        top_all = a.masked_fill(~real[None, :, None, None, :], -1.0).argmax(-1)
+        top = a.masked_fill(~content[None, :, None, None, :], -1.0).argmax(-1)
+        w = content[None, :, None, :]
+        nq = float(content.sum())
+        rel = top - torch.arange(a.shape[3], device=dev)[None, None, None, :]
+        sink_hit = is_special[None, :, None, :].expand(*top_all.shape[:3], -1).gather(-1, top_all)
+        stats = {"confidence": (a.masked_fill(~content[None, :, None, None, :], 0.0).amax(-1) * w).sum((1, 3)),
+                 "sink": (sink_hit & w).sum((1, 3)).float(), "prev": ((rel == -1) & w).sum((1, 3)).float(),
+                 "next": ((rel == 1) & w).sum((1, 3)).float(),
+                 "chance": ((1.0 / content.sum(-1).clamp(min=1).float())[:, None] * content).sum()}
+        for k, v in stats.items():
+            sums[k] = sums.get(k, 0) + v.cpu()
+        n_queries += nq
+        if parses is not None:
+            for i, text in enumerate(chunk):
+                p = parses[b + i]
+                n = int(real[i].sum())
+                wot = word_of_token(text, p["words"], offsets[i, :n].tolist())
+                word_maps.append(word_attention(a[:, i, :, :n, :n].cpu(), wot, len(p["words"])))
+    result = {k: v / max(n_queries, 1.0) for k, v in sums.items()}
+    result["chance"] = float(result["chance"])
+    if parses is not None:
+        result["word_maps"] = word_maps
+    return result

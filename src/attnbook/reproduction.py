@@ -329,3 +329,32 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
                  for stem, run in runs.items()]
         text += " Recorded `paper`-preset runs: " + ", ".join(parts) + "."
     return text
+
+
+#: which paper each chapter reproduces (chapter number -> paper), for the per-paper summary
+PAPERS = {"Dong, Cordonnier, Loukas 2021 (rank collapse)": range(1, 8),
+          "Noci et al. 2022 (signal propagation)": range(8, 10),
+          "Voita et al. 2019 and Michel et al. 2019 (heads)": range(10, 12)}
+
+
+def _chapter_number(row: Row) -> Optional[int]:
+    m = re.match(r"^(\d+)_", Path(row.notebook).stem)
+    return int(m.group(1)) if m else None
+
+
+def per_paper_summary(rows: Iterable[Row]) -> str:
+    """A Markdown table with one row per paper: its chapters, must-hold checks (holding), and comparisons
+    that reproduce, differ, or the chapters with no comparison at all (not tested)."""
+    rows = list(rows)
+    out = ["| paper | chapters | must-hold checks (hold) | comparisons: reproduce | differ | chapters with no comparison |",
+           "|---|---|---|---|---|---|"]
+    for paper, numbers in PAPERS.items():
+        mine = [r for r in rows if _chapter_number(r) in numbers]
+        checks = [r for r in mine if r.kind != COMPARISON]
+        comps = [r for r in mine if r.kind == COMPARISON]
+        untested = [n for n in numbers if not any(_chapter_number(r) == n for r in comps)]
+        out.append(f"| {paper} | {numbers.start}-{numbers.stop - 1} | {len(checks)} "
+                   f"({sum(r.all_hold for r in checks)}) | {sum(r.verdict == 'reproduces' for r in comps)} | "
+                   f"{sum(r.verdict == 'differs' for r in comps)} | "
+                   f"{', '.join(map(str, untested)) if untested else 'none'} |")
+    return "\n".join(out)

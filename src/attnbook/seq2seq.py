@@ -215,6 +215,55 @@ class Seq2SeqTransformer(nn.Module):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1),
                                ignore_index=self.cfg.pad_id, label_smoothing=label_smoothing)
 
+    # ---------------------------------------------------------------------- incremental decoding
+    def _start_cache(self, memory: torch.Tensor) -> list[dict]:
+        """Per decoder layer: the encoder-decoder keys and values (computed once) and empty self-attention
+        keys/values, to which each decoding step appends its own (a key-value cache)."""
+        cache = []
+        for layer in self.decoder:
+            ca = layer.cross_attn
+            cache.append({"ck": ca._split(ca.k(memory)), "cv": ca._split(ca.v(memory)), "k": None, "v": None,
+                          "keep": None})
+        return cache
+
+    @staticmethod
+    def _attend(attn, q, k, v, mask, gates):
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=attn.scale)
+        if gates is not None:
+            g = torch.as_tensor(gates, dtype=heads.dtype, device=heads.device)
+            heads = heads * (g.view(1, -1, 1, 1) if g.ndim == 1 else g[:, :, None, None])
+        b = heads.shape[0]
+        return attn.out(heads.transpose(1, 2).reshape(b, 1, attn.n_heads * attn.d_head))
+
+    def _decode_step(self, token: torch.Tensor, t: int, src_mask, cache: list[dict], head_gates=None):
+        """Logits ``(batch, vocab)`` for the next token after ``token`` (batch,), the decoder input at
+        position ``t``, reusing and extending ``cache``: the same numbers as :meth:`decode` on the whole
+        prefix (eval mode), at a fraction of the cost."""
+        b = token.shape[0]
+        y = self.embed(token)[:, None] * math.sqrt(self.cfg.d_model) + self.pos[t]
+        keep = (token != self.cfg.pad_id)[:, None]
+        gs = self._gates(head_gates, "dec_self", b)
+        gc = self._gates(head_gates, "dec_cross", b)
+        cross_mask = src_mask  # (b, 1, 1, n)
+        for layer, c, g1, g2 in zip(self.decoder, cache, gs, gc):
+            sa, h = layer.self_attn, layer.norm1(y)
+            k, v = sa._split(sa.k(h)), sa._split(sa.v(h))
+            c["k"] = k if c["k"] is None else torch.cat([c["k"], k], 2)
+            c["v"] = v if c["v"] is None else torch.cat([c["v"], v], 2)
+            c["keep"] = keep if c["keep"] is None else torch.cat([c["keep"], keep], 1)
+            y = y + self._attend(sa, sa._split(sa.q(h)), c["k"], c["v"], c["keep"][:, None, None, :], g1)
+            ca, h = layer.cross_attn, layer.norm2(y)
+            y = y + self._attend(ca, ca._split(ca.q(h)), c["ck"], c["cv"], cross_mask, g2)
+            y = y + layer.ff(layer.norm3(y))
+        return (self.dec_norm(y) @ self.embed.weight.T)[:, 0]
+
+    @staticmethod
+    def _reorder_cache(cache: list[dict], rows: torch.Tensor) -> None:
+        for c in cache:
+            for key in ("k", "v", "keep", "ck", "cv"):
+                if c[key] is not None:
+                    c[key] = c[key][rows]
+
     @torch.no_grad()
     def greedy_decode(self, src, max_new_tokens: int = 100, head_gates=None) -> list[list[int]]:
         """Greedy decoding (argmax at each step) of a batch; returns token ids without bos/eos (chapter 10)."""
@@ -224,9 +273,9 @@ class Seq2SeqTransformer(nn.Module):
         b = src.shape[0]
         out = torch.full((b, 1), self.cfg.bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(b, dtype=torch.bool, device=src.device)
-        for _ in range(min(max_new_tokens, self.cfg.max_len - 1)):
-            logits, _, _ = self.decode(out, memory, src_mask, head_gates)
-            nxt = logits[:, -1].argmax(-1)
+        cache = self._start_cache(memory)
+        for t in range(min(max_new_tokens, self.cfg.max_len - 1)):
+            nxt = self._decode_step(out[:, -1], t, src_mask, cache, head_gates).argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, self.cfg.pad_id), nxt)
             out = torch.cat([out, nxt[:, None]], 1)
             done |= nxt == self.cfg.eos_id
@@ -241,6 +290,84 @@ class Seq2SeqTransformer(nn.Module):
                 ids.append(t)
             result.append(ids)
         return result
+
+    @torch.no_grad()
+    def beam_decode(self, src, beam: int = 4, length_penalty: float = 0.6, max_new_tokens: int = 100,
+                    head_gates=None) -> list[list[int]]:
+        """Beam search (chapter 10; the official code of Voita et al. decodes with beam 4 and length
+        penalty 0.6). A finished hypothesis ``y`` scores ``log p(y) / lp(|y|)`` with the GNMT length penalty
+        ``lp(m) = ((5 + m) / 6) ** length_penalty`` (Wu et al. 2016), ``|y|`` counting EOS; a sentence stops
+        when ``beam`` hypotheses have finished (fairseq's early stopping), or at ``max_new_tokens``, when its
+        live hypotheses are scored as if finished. ``beam=1`` is greedy decoding. Returns the best token ids of
+        each sentence without BOS/EOS. ``head_gates`` must be per-layer ``(layers, heads)`` masks here.
+        """
+        if beam < 1 or max_new_tokens <= 0:
+            raise ValueError(f"need beam >= 1 and max_new_tokens > 0, got {beam}, {max_new_tokens}")
+        if length_penalty < 0:
+            raise ValueError(f"length_penalty must be >= 0, got {length_penalty}")
+        for kind, g in (head_gates or {}).items():
+            if g is not None and torch.as_tensor(g).ndim != 2:
+                raise ValueError(f"beam_decode takes (layers, heads) head gates, got {kind} of shape "
+                                 f"{tuple(torch.as_tensor(g).shape)}")
+        memory, src_mask, _ = self.encode(src, head_gates)
+        b, dev = src.shape[0], src.device
+        memory, src_mask = memory.repeat_interleave(beam, 0), src_mask.repeat_interleave(beam, 0)
+        seqs = torch.full((b * beam, 1), self.cfg.bos_id, dtype=torch.long, device=dev)
+        scores = torch.full((b, beam), float("-inf"), device=dev)
+        scores[:, 0] = 0.0  # one live hypothesis to start with
+        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
+        done = [False] * b
+
+        def lp(m: int) -> float:
+            return ((5.0 + m) / 6.0) ** length_penalty
+
+        steps = min(max_new_tokens, self.cfg.max_len - 1)
+        cache = self._start_cache(memory)
+        for t in range(steps):
+            logits = self._decode_step(seqs[:, -1], t, src_mask, cache, head_gates)
+            logp = logits.float().log_softmax(-1).view(b, beam, -1)
+            vocab = logp.shape[-1]
+            cand = (scores[:, :, None] + logp).view(b, -1)
+            top_scores, top_idx = cand.topk(2 * beam, dim=-1)
+            new_rows, new_scores = [], []
+            for i in range(b):
+                rows, kept = [], []
+                for sc, idx in zip(top_scores[i].tolist(), top_idx[i].tolist()):
+                    origin, token = divmod(idx, vocab)
+                    if sc == float("-inf"):
+                        break
+                    if token == self.cfg.eos_id:
+                        if not done[i] and len(rows) < beam:  # an EOS among the best `beam` candidates
+                            finished[i].append((sc / lp(t + 1), seqs[i * beam + origin, 1:].tolist()))
+                        continue
+                    if len(rows) < beam:
+                        rows.append((i * beam + origin, token))
+                        kept.append(sc)
+                if len(finished[i]) >= beam:
+                    done[i] = True
+                while len(rows) < beam:  # pad with dead hypotheses
+                    rows.append((i * beam, self.cfg.pad_id))
+                    kept.append(float("-inf"))
+                if done[i]:
+                    kept = [float("-inf")] * beam
+                new_rows += rows
+                new_scores.append(kept)
+            origin = torch.tensor([r for r, _ in new_rows], device=dev)
+            token = torch.tensor([k for _, k in new_rows], device=dev)
+            seqs = torch.cat([seqs[origin], token[:, None]], 1)
+            self._reorder_cache(cache, origin)
+            scores = torch.tensor(new_scores, device=dev)
+            if all(done):
+                break
+        out = []
+        for i in range(b):
+            hyps = list(finished[i])
+            if not done[i]:  # ran out of steps: live hypotheses count as finished
+                for j in range(beam):
+                    if scores[i, j] > float("-inf"):
+                        hyps.append((float(scores[i, j]) / lp(seqs.shape[1] - 1), seqs[i * beam + j, 1:].tolist()))
+            out.append(max(hyps, key=lambda h: h[0])[1] if hyps else [])
+        return out
 
     def n_heads_total(self) -> dict[str, int]:
         """Number of heads of each attention kind (chapter 11 counts what pruning leaves)."""

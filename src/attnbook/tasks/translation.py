@@ -18,7 +18,8 @@ from typing import Iterator, Optional, Sequence
 import torch
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "translation"
-CHECKPOINT = DATA_DIR / "model_quick.safetensors"
+CHECKPOINT = DATA_DIR / "model_quick.safetensors"  # chapter 11 (1.3 epochs; pruned before issue 17's rerun)
+CONVERGED = DATA_DIR / "converged_quick.safetensors"  # chapter 10: scripts/train_translation.py to convergence
 SPLITS = ("train", "dev", "test")
 PAD, BOS, EOS = 0, 1, 2
 
@@ -174,9 +175,11 @@ class BatchStream:
 
 @torch.no_grad()
 def translate(model, sentences: Sequence[str], batch_size: int = 64, max_len: int = 128,
-              head_gates=None) -> list[str]:
-    """Greedy translations of English ``sentences`` by a :class:`attnbook.seq2seq.Seq2SeqTransformer`
-    (chapter 10). Sentences are decoded in length-sorted batches; the output keeps the input order."""
+              head_gates=None, beam: int = 1, length_penalty: float = 0.6) -> list[str]:
+    """Translations of English ``sentences`` by a :class:`attnbook.seq2seq.Seq2SeqTransformer` (chapter 10):
+    greedy (``beam=1``) or beam search with the GNMT length penalty (``beam=4, length_penalty=0.6`` as the
+    official code of Voita et al.). Sentences are decoded in length-sorted batches; the output keeps the
+    input order."""
     if isinstance(sentences, str):
         raise ValueError("translate expects a list of sentences, got a single string")
     model.eval()
@@ -188,7 +191,10 @@ def translate(model, sentences: Sequence[str], batch_size: int = 64, max_len: in
         idx = order[b: b + batch_size]
         x = pad([src[i] for i in idx]).to(dev)
         longest = max(len(src[i]) for i in idx)
-        hyp = model.greedy_decode(x, max_new_tokens=int(1.6 * longest) + 10, head_gates=head_gates)
+        steps = int(1.6 * longest) + 10
+        hyp = (model.greedy_decode(x, max_new_tokens=steps, head_gates=head_gates) if beam == 1 else
+               model.beam_decode(x, beam=beam, length_penalty=length_penalty, max_new_tokens=steps,
+                                 head_gates=head_gates))
         for i, text in zip(idx, decode(hyp)):
             out[i] = text
     return out  # type: ignore[return-value]
@@ -201,6 +207,30 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     if len(hypotheses) != len(references) or not hypotheses:
         raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
     return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
+
+
+def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], n_bootstrap: int = 1000) -> dict:
+    """Corpus BLEU with sacreBLEU's bootstrap 95% confidence interval (chapter 10): ``{"bleu", "mean",
+    "low", "high"}`` (sacreBLEU resamples sentences with its fixed seed, so the interval is reproducible)."""
+    from sacrebleu.metrics import BLEU
+
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
+    s = BLEU().corpus_score(list(hypotheses), [list(references)], n_bootstrap=n_bootstrap)
+    return {"bleu": float(s.score), "mean": float(s._mean), "low": float(s._mean - s._ci),
+            "high": float(s._mean + s._ci)}
+
+
+def repeats_a_phrase(text: str, min_repeats: int = 3, max_n: int = 4) -> bool:
+    """Whether ``text`` loops: some phrase of 1 to ``max_n`` words occurs ``min_repeats`` times in a row
+    ("te te te", "y dijo y dijo y dijo") (chapter 10's check that greedy output no longer loops)."""
+    words = text.split()
+    for n in range(1, max_n + 1):
+        for start in range(len(words) - n * min_repeats + 1):
+            phrase = words[start: start + n]
+            if all(words[start + k * n: start + (k + 1) * n] == phrase for k in range(1, min_repeats)):
+                return True
+    return False
 
 
 def load_dev_parses() -> list[dict]:
@@ -222,8 +252,18 @@ def source_token_counts() -> torch.Tensor:
     return torch.tensor([counts[str(i)] for i in range(len(counts))], dtype=torch.long)
 
 
+def converged_evaluation(path=None) -> dict:
+    """The shipped whole-test-split evaluation of the converged model (``scripts/evaluate_translation.py``;
+    chapter 10 labels what it reads from it as precomputed)."""
+    path = Path(path) if path is not None else CONVERGED.with_name(CONVERGED.stem + "_eval.json")
+    if not path.exists():
+        raise ValueError(f"{path} is missing; run scripts/evaluate_translation.py")
+    return json.loads(path.read_text())
+
+
 def load_translation_model(path=None, device=None):
-    """The shipped quick model (``model_quick.safetensors``) or ``path``: ``(model, meta)`` (chapter 10)."""
+    """A shipped translation model, ``(model, meta)`` (chapter 10 loads :data:`CONVERGED`; by default the
+    1.3-epoch ``model_quick.safetensors`` that chapter 11 prunes)."""
     from ..seq2seq import load_model
 
     return load_model(CHECKPOINT if path is None else path, device)
