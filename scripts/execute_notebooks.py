@@ -24,7 +24,7 @@ from nbclient import NotebookClient
 from attnbook.reproduction import toc_entries
 
 ROOT = Path(__file__).resolve().parents[1]
-KEEP_CELL_METADATA = ("tags",)
+KEEP_CELL_METADATA = ("tags", "mystnb")  # mystnb: figure captions and names
 #: BOOK.md "Performance budgets" at the quick preset on 2 cores, checked by --timings
 CHAPTER_BUDGET_S = 180
 BOOK_BUDGET_S = 900

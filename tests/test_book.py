@@ -67,7 +67,11 @@ def test_notebook_committed_executed(path):
     for c in code:
         for out in c.outputs:
             assert out.output_type != "error", f"{path.name}: committed with an error output"
-        assert set(c.metadata) <= {"tags"}, f"{path.name}: stray cell metadata {set(c.metadata)}"
+        assert set(c.metadata) <= {"tags", "mystnb"}, f"{path.name}: stray cell metadata {set(c.metadata)}"
+        if any("image/png" in o.get("data", {}) for o in c.outputs):
+            figure = c.metadata.get("mystnb", {}).get("figure", {})
+            assert figure.get("caption") and figure.get("name"), (
+                f"{path.name}: a figure without a numbered caption (cell metadata mystnb.figure)")
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
 
 
