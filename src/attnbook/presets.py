@@ -93,7 +93,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       attention_dropout=0.1, max_len=96, max_tokens=2400, batch_size=64, lr=2e-3,
                       warmup=400, weight_decay=0.01, label_smoothing=0.1, train_steps=6300,
                       eval_every=350, n_eval_bleu=200, average_last=5, patience=6, n_role_sentences=100,
-                      seed=0, n_bleu=200, n_beam=50, n_analysis=200, n_relevance=32, n_minilm=200),
+                      seed=0, n_bleu=200, n_beam=200, n_analysis=200, n_relevance=64, n_minilm=200),
         "paper": dict(d_model=512, n_heads=8, enc_layers=6, dec_layers=6, d_ff=2048, dropout=0.1,
                       attention_dropout=0.1, max_len=128, max_tokens=8000, batch_size=128, lr=7e-4,
                       warmup=4000, weight_decay=0.0, label_smoothing=0.1, train_steps=30000,
