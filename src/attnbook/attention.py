@@ -91,6 +91,19 @@ class MultiHeadSelfAttention(nn.Module):
         b, n, _ = t.shape
         return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)  # (b, h, n, d_head)
 
+    def gate_heads(self, heads: torch.Tensor, head_gates: Optional[torch.Tensor]) -> torch.Tensor:
+        """``heads`` (batch, heads, n, d_head) with head ``h`` multiplied by ``head_gates[h]`` (shape
+        ``(n_heads,)`` or ``(batch, n_heads)``); unchanged when ``head_gates`` is None (Part III)."""
+        if head_gates is None:
+            return heads
+        g = torch.as_tensor(head_gates, dtype=heads.dtype, device=heads.device)
+        if g.shape not in ((self.n_heads,), (heads.shape[0], self.n_heads)):
+            raise ValueError(
+                f"head_gates must have shape ({self.n_heads},) or ({heads.shape[0]}, {self.n_heads}), "
+                f"got {tuple(g.shape)}"
+            )
+        return heads * (g.view(1, -1, 1, 1) if g.ndim == 1 else g[:, :, None, None])
+
     def forward(
         self,
         x: torch.Tensor,
@@ -128,14 +141,7 @@ class MultiHeadSelfAttention(nn.Module):
         else:
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=self.scale,
                                                    dropout_p=self.dropout if self.training else 0.0)
-        if head_gates is not None:
-            g = torch.as_tensor(head_gates, dtype=heads.dtype, device=heads.device)
-            if g.shape not in ((self.n_heads,), (x.shape[0], self.n_heads)):
-                raise ValueError(
-                    f"head_gates must have shape ({self.n_heads},) or ({x.shape[0]}, {self.n_heads}), "
-                    f"got {tuple(g.shape)}"
-                )
-            heads = heads * (g.view(1, -1, 1, 1) if g.ndim == 1 else g[:, :, None, None])
+        heads = self.gate_heads(heads, head_gates)
         b, _, n, _ = heads.shape
         merged = heads.transpose(1, 2).reshape(b, n, self.n_heads * self.d_head)
         return self.out(merged), attn

@@ -225,31 +225,13 @@ def role_statistics(model, src: torch.Tensor, tgt: torch.Tensor) -> dict:
     self-attention); for the two self-attentions ``prev`` (and ``next`` for the encoder): the share of
     queries whose largest weight over all real keys is on the neighbouring token (sec. 5.1).
     """
-    cfg = model.cfg
-    was_training = model.training
-    model.eval()
-    tgt_in = tgt[:, :-1]
-    _, attns = model(src, tgt_in, return_attention=True)
-    model.train(was_training)
-    src_real, tgt_real = src != cfg.pad_id, (tgt_in != cfg.pad_id) & (tgt_in != cfg.eos_id)
-    src_eos, tgt_bos = src == cfg.eos_id, tgt_in == cfg.bos_id
-    # kind -> (queries counted, keys that are content, all real keys, sink keys)
-    masks = {"enc_self": (src_real & ~src_eos, src_real & ~src_eos, src_real, src_eos),
-             "dec_self": (tgt_real & ~tgt_bos, tgt_real & ~tgt_bos, tgt_real, tgt_bos),
-             "dec_cross": (tgt_real & ~tgt_bos, src_real & ~src_eos, src_real, src_eos)}
-    out = {}
-    for kind, (qm, content, real, sink_keys) in masks.items():
-        a = _stack(attns[kind])
-        top = _argmax_keys(a, real)  # (L, B, H, Q)
-        stats = {"confidence": head_confidence(a, qm, content),
-                 "sink": _share(sink_keys[None, :, None, :].expand(*top.shape[:3], -1).gather(-1, top), qm)}
-        if kind != "dec_cross":
-            rel = top - torch.arange(a.shape[3], device=a.device)[None, None, None, :]
-            stats["prev"] = _share(rel == -1, qm)
-            if kind == "enc_self":
-                stats["next"] = _share(rel == 1, qm)
-        out[kind] = {k: [[round(float(x), 4) for x in row] for row in v] for k, v in stats.items()}
-    return out
+    pad = model.cfg.pad_id
+    rows = [[t for t in row if t != pad] for row in src.tolist()]
+    targets = [[t for t in row if t != pad] for row in tgt.tolist()]
+    roles = head_roles(model, rows, targets, batch_size=len(rows))  # one batch, the same statistics
+    keep = ("confidence", "sink", "prev", "next")
+    return {kind: {k: [[round(float(x), 4) for x in row] for row in v] for k, v in stats.items() if k in keep}
+            for kind, stats in roles.items()}
 
 
 def causal_chance(query_mask: torch.Tensor, key_mask: torch.Tensor) -> float:

@@ -228,10 +228,7 @@ class Seq2SeqTransformer(nn.Module):
 
     @staticmethod
     def _attend(attn, q, k, v, mask, gates):
-        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=attn.scale)
-        if gates is not None:
-            g = torch.as_tensor(gates, dtype=heads.dtype, device=heads.device)
-            heads = heads * (g.view(1, -1, 1, 1) if g.ndim == 1 else g[:, :, None, None])
+        heads = attn.gate_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=attn.scale), gates)
         b = heads.shape[0]
         return attn.out(heads.transpose(1, 2).reshape(b, 1, attn.n_heads * attn.d_head))
 
