@@ -30,7 +30,8 @@ import attnbook
 from attnbook import gates as G
 from attnbook import pruning as P
 
-OUT = Path(attnbook.__file__).parent / "data" / "pruning"
+DEFAULT_OUT = Path(attnbook.__file__).parent / "data" / "pruning"
+OUT = DEFAULT_OUT
 #: where the translation parts run (``--device``; the MiniLM part always runs on the CPU)
 DEVICE = torch.device("cpu")
 
@@ -274,9 +275,239 @@ def run_from_scratch(checkpoint=None) -> None:
                "from-scratch")
 
 
+def _spec_key(spec: dict) -> str:
+    return json.dumps(spec, sort_keys=True)
+
+
+def run_gate_recipe(name: str, smoke: bool = False) -> None:
+    """Voita et al.'s gate fine-tuning of the converged translation model for every lambda of recipe
+    ``name`` (and its variants), resumable: runs already in the output file are kept (chapter 11)."""
+    import copy
+
+    from attnbook import recipes
+    from attnbook.tasks import translation as tr
+
+    rec = recipes.recipe(name)
+    s = rec["settings"]
+    out = (OUT / Path(rec["output"]).name) if OUT != DEFAULT_OUT else recipes.output_path(name)
+    attnbook.seed_everything(s["seed"])
+    base, meta = tr.load_translation_model(tr.DATA_DIR / f"{s['checkpoint']}.safetensors", device=DEVICE)
+    pairs = tr.load_pairs(s["eval_split"])[: s["n_eval"]]
+    if smoke:
+        pairs, s = pairs[:8], {**s, "steps": 3, "record_every": 2, "lambdas": s["lambdas"][-1:], "variants": []}
+    srcs, refs = [e for e, _ in pairs], [r for _, r in pairs]
+    stream = tr.BatchStream(tr.load_pairs("train"), max_len=base.cfg.max_len, seed=s["seed"] + 1,
+                            max_tokens=s["max_tokens"])
+
+    def evaluate(model, gates=None) -> dict:
+        binary = None if gates is None else {k: (v > 0).float() for k, v in gates.items()}
+        res = {"bleu_greedy": round(tr.bleu(tr.translate(model, srcs, head_gates=binary), refs), 3),
+               "bleu_beam": round(tr.bleu(tr.translate(model, srcs, head_gates=binary, beam=s["beam"],
+                                                        length_penalty=s["length_penalty"]), refs), 3)}
+        if gates is not None:
+            res["bleu_greedy_soft_gates"] = round(tr.bleu(tr.translate(model, srcs, head_gates=gates), refs), 3)
+        return res
+
+    previous = json.loads(out.read_text()) if out.exists() and not smoke else {}
+    done = {_spec_key(r["spec"]): r for r in previous.get("runs", [])}
+    t0 = time.time()
+    unpruned = previous.get("unpruned") or evaluate(base)
+    print(f"unpruned {unpruned} ({time.time() - t0:.0f} s)", flush=True)
+    defaults = {k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}
+    specs = [{**defaults, "lam": lam} for lam in s["lambdas"]] + [{**defaults, **v} for v in s["variants"]]
+    shapes = {k: (base.cfg.layers(k), base.cfg.n_heads) for k in s["kinds"]}
+    runs = []
+
+    def task_loss(m, batch, head_gates):
+        src, tgt = batch
+        return m.loss(src, tgt, head_gates=head_gates, label_smoothing=s["label_smoothing"])
+
+    for spec in specs:
+        if _spec_key(spec) in done:
+            runs.append(done[_spec_key(spec)])
+            continue
+        t0 = time.time()
+        model = copy.deepcopy(base)
+        if s["kinds"] == ["enc_self"]:
+            model.requires_grad_(False)
+            model.encoder.requires_grad_(True)
+            model.enc_norm.requires_grad_(True)
+        gates = G.HeadGates(shapes, init_log_alpha=spec["init_log_alpha"], seed=s["seed"])
+        p0 = _tolist(gates.expected_open())
+        hist = G.train_gates(model, gates, task_loss, stream, lam=spec["lam"], steps=spec["steps"],
+                             lr=spec["lr"], gate_lr=spec["gate_lr"], record_every=s["record_every"],
+                             schedule="constant", warmup=0, clip=s["clip"], seed=s["seed"], progress=True,
+                             device=DEVICE, desc=f"lambda={spec['lam']}")
+        train_seconds = time.time() - t0
+        g = gates()
+        kept = {k: int((v > 0).sum()) for k, v in g.items()}
+        res = evaluate(model, g)
+        losses = hist["task_loss"]
+        runs.append({
+            "spec": spec, "kept": kept, "n_kept": sum(kept.values()), **res,
+            "gates": _tolist(g), "p_open_init": p0,
+            "snapshots": [{"step": q["step"], "p_open": _tolist(q["p_open"])} for q in hist["snapshots"]],
+            "task_loss_first_last": [round(sum(losses[:20]) / 20, 4), round(sum(losses[-20:]) / 20, 4)],
+            "train_seconds": round(train_seconds, 1), "seconds": round(time.time() - t0, 1),
+        })
+        print(f"{spec}: kept {kept}, {res} ({time.time() - t0:.0f} s)", flush=True)
+        payload = {"unpruned": unpruned, "kinds": s["kinds"], "shapes": {k: list(v) for k, v in shapes.items()},
+                   "n_eval": len(pairs), "complete": False, "runs": runs + [r for k, r in done.items()
+                                                                           if r not in runs]}
+        _write_recipe(out, name, rec, payload)
+    payload = {"unpruned": unpruned, "kinds": s["kinds"], "shapes": {k: list(v) for k, v in shapes.items()},
+               "n_eval": len(pairs), "complete": True, "runs": runs}
+    _write_recipe(out, name, rec, payload)
+
+
+def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    ra = a.flatten().argsort().argsort().float()
+    rb = b.flatten().argsort().argsort().float()
+    return round(float(torch.corrcoef(torch.stack([ra, rb]))[0, 1]), 4)
+
+
+def run_michel_recipe(name: str, smoke: bool = False) -> None:
+    """Michel et al.'s importance pruning of the converged model, without fine-tuning, with the authors'
+    estimator and the variants of recipe ``name`` (chapter 11, "Importance pruning")."""
+    from attnbook import recipes
+    from attnbook.seq2seq import ATTENTION_KINDS
+    from attnbook.tasks import translation as tr
+
+    rec = recipes.recipe(name)
+    s = rec["settings"]
+    out = (OUT / Path(rec["output"]).name) if OUT != DEFAULT_OUT else recipes.output_path(name)
+    attnbook.seed_everything(s["seed"])
+    model, _ = tr.load_translation_model(tr.DATA_DIR / f"{s['checkpoint']}.safetensors", device=DEVICE)
+    model.eval()
+    test = tr.load_pairs(s["eval_split"])[: s["n_eval"]]
+    dev = tr.load_pairs(s["ablation_split"])[: s["n_ablation"]]
+    if smoke:
+        test, dev, s = test[:6], dev[:4], {**s, "n_batches": 2, "prune_fractions": [0.0, 0.5]}
+    stream = tr.BatchStream(tr.load_pairs("train"), max_len=model.cfg.max_len, seed=s["seed"] + 2,
+                            max_tokens=s["max_tokens"])
+    batches = [stream(i) for i in range(s["n_batches"])]
+    shapes = {k: (model.cfg.layers(k), model.cfg.n_heads) for k in ATTENTION_KINDS}
+    t_start = time.time()
+
+    def loss_fn(batch, masks):
+        src, tgt = batch
+        return model.loss(src.to(DEVICE), tgt.to(DEVICE), head_gates=masks, label_smoothing=s["label_smoothing"])
+
+    def queries(batch):
+        src, tgt = batch
+        n = {"enc_self": src.shape[1], "dec_self": tgt.shape[1] - 1, "dec_cross": tgt.shape[1] - 1}
+        return {k: (src.shape[0], n[k]) for k in ATTENTION_KINDS}
+
+    def bleu_on(pairs, masks) -> float:
+        return round(tr.bleu(tr.translate(model, [e for e, _ in pairs], head_gates=masks), [r for _, r in pairs]), 3)
+
+    full = P.full_masks(shapes)
+    per_token = [P.head_importance(loss_fn, full, [b], normalize=False, queries=queries) for b in batches]
+    whole = [P.head_importance(loss_fn, full, [b], normalize=False) for b in batches]
+
+    def mean(parts):
+        return {k: sum(p[k] for p in parts) / len(parts) for k in ATTENTION_KINDS}
+
+    def layer_normalised(imp):
+        return {k: v / v.norm(dim=1, keepdim=True).clamp_min(1e-20) for k, v in imp.items()}
+
+    importance = {"per_token": layer_normalised(mean(per_token)), "whole_batch": layer_normalised(mean(whole)),
+                  "per_token_unnormalised": mean(per_token)}
+    halves = [layer_normalised(mean(per_token[i::2])) for i in (0, 1)]
+    split_half = {k: _spearman(halves[0][k], halves[1][k]) for k in ATTENTION_KINDS}
+    split_half["all"] = _spearman(torch.cat([halves[0][k].flatten() for k in ATTENTION_KINDS]),
+                                  torch.cat([halves[1][k].flatten() for k in ATTENTION_KINDS]))
+    estimators_agree = _spearman(torch.cat([importance["per_token"][k].flatten() for k in ATTENTION_KINDS]),
+                                 torch.cat([importance["whole_batch"][k].flatten() for k in ATTENTION_KINDS]))
+    print(f"importance {time.time() - t_start:.0f} s; split-half {split_half}", flush=True)
+    full_bleu = bleu_on(test, full)
+
+    def one_shot(imp, kinds) -> list[dict]:
+        n_total = sum(shapes[k][0] * shapes[k][1] for k in kinds)
+        scoped = {k: imp[k] for k in kinds}
+        rows = []
+        for frac in s["prune_fractions"]:
+            masks = P.prune_least_important(scoped, P.full_masks({k: shapes[k] for k in kinds}), round(frac * n_total))
+            rows.append({"fraction": frac, "n_kept": P.count_kept(masks), "bleu": bleu_on(test, masks),
+                         "kept": {k: int(v.sum()) for k, v in masks.items()}, "masks": _tolist(masks)})
+        print(kinds, [(r["n_kept"], r["bleu"]) for r in rows], flush=True)
+        return rows
+
+    arms = {
+        "encoder_per_token": one_shot(importance["per_token"], ["enc_self"]),
+        "all_per_token": one_shot(importance["per_token"], list(ATTENTION_KINDS)),
+        "encoder_whole_batch": one_shot(importance["whole_batch"], ["enc_self"]),
+        "all_whole_batch": one_shot(importance["whole_batch"], list(ATTENTION_KINDS)),
+        "all_per_token_unnormalised": one_shot(importance["per_token_unnormalised"], list(ATTENTION_KINDS)),
+    }
+    n_enc = shapes["enc_self"][0] * shapes["enc_self"][1]
+    step = max(1, round(0.1 * n_enc))
+    recs = P.prune_step_by_step(lambda b, m: loss_fn(b, m), lambda m: bleu_on(test, m),
+                                P.full_masks({"enc_self": shapes["enc_self"]}), batches[: max(1, len(batches) // 2)],
+                                n_per_step=step, min_heads=n_enc - step * (len(s["prune_fractions"]) - 1),
+                                recompute=True, queries=lambda b: {"enc_self": queries(b)["enc_self"]})
+    arms["encoder_per_token_recomputed"] = [{"n_kept": r["n_kept"], "bleu": r["score"], "masks": _tolist(r["masks"])}
+                                            for r in recs]
+    print("recomputed", [(r["n_kept"], r["bleu"]) for r in arms["encoder_per_token_recomputed"]], flush=True)
+
+    dev_full = bleu_on(dev, full)
+    single, best_head = {}, {}
+    for k in ATTENTION_KINDS:
+        L, H = shapes[k]
+        single[k] = [[0.0] * H for _ in range(L)]
+        best_head[k] = []
+        for layer in range(L):
+            only = []
+            for h in range(H):
+                masks = P.full_masks(shapes)
+                masks[k][layer, h] = 0.0
+                single[k][layer][h] = bleu_on(dev, masks)
+                masks = P.full_masks(shapes)
+                masks[k][layer] = 0.0
+                masks[k][layer, h] = 1.0
+                only.append(bleu_on(dev, masks))
+            best_head[k].append({"bleus": only, "best": int(max(range(H), key=lambda h: only[h])),
+                                 "best_bleu": max(only)})
+        print("ablation", k, f"{time.time() - t_start:.0f} s", flush=True)
+
+    gate_masks = []
+    for gname in s["gate_recipes"]:
+        path = recipes.output_path(gname)
+        if not path.exists():
+            continue
+        sweep = json.loads(path.read_text())
+        for run in sweep["runs"]:
+            masks = {k: (torch.tensor(v) > 0).float() for k, v in run["gates"].items()}
+            gate_masks.append({"recipe": gname, "spec": run["spec"], "n_kept": run["n_kept"],
+                               "bleu_fine_tuned": run["bleu_greedy"], "bleu_not_fine_tuned": bleu_on(test, masks)})
+    payload = {
+        "shapes": {k: list(v) for k, v in shapes.items()}, "n_eval": len(test), "n_ablation": len(dev),
+        "full_bleu": full_bleu, "dev_full_bleu": dev_full,
+        "importance": {name_: _tolist(v) for name_, v in importance.items()},
+        "split_half": split_half, "estimators_rank_correlation": estimators_agree,
+        "arms": arms, "single_head_ablation": single, "best_head_per_layer": best_head,
+        "gate_masks_without_fine_tuning": gate_masks, "seconds": round(time.time() - t_start, 1),
+    }
+    _write_recipe(out, name, rec, payload)
+
+
+def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload["meta"] = {
+        "recipe": name, "settings": rec["settings"], "what": rec["what"],
+        "command": "python scripts/sweep_gates.py " + shlex.join(sys.argv[1:]),
+        "torch": torch.__version__, "machine": platform.machine(), "processor": platform.processor(),
+        "threads": torch.get_num_threads(),
+        "device": torch.cuda.get_device_name(DEVICE) if DEVICE.type == "cuda" else "cpu",
+    }
+    path.write_text(json.dumps(payload, indent=1) + "\n")
+    print("wrote", path, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("part", choices=["minilm", "encoder", "all-types", "michel", "from-scratch", "all"])
+    parser.add_argument("part", help="a recipe of attnbook.recipes, or one of minilm, encoder, all-types, "
+                        "michel, from-scratch, all")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="device of the translation parts (cpu or cuda)")
     parser.add_argument("--checkpoint", default=None, help="translation checkpoint (default: the shipped one)")
@@ -325,6 +556,12 @@ def main() -> None:
     if args.out:
         OUT = Path(args.out)
     torch.set_num_threads(args.threads)
+    from attnbook import recipes
+
+    if args.part in recipes.RECIPES:
+        run = run_michel_recipe if args.part.startswith("michel") else run_gate_recipe
+        run(args.part, smoke=args.smoke)
+        return
     parts = ["minilm", "encoder", "all-types", "michel"] if args.part == "all" else [args.part]
     for part in parts:
         if part == "minilm":

@@ -197,3 +197,19 @@ def test_attention_dropout_acts_only_while_training():
 
     with pytest.raises(ValueError, match="dropout"):
         MultiHeadSelfAttention(16, 4, dropout=1.0)
+
+
+def test_per_position_gates_scale_one_head_at_one_query_only():
+    """Gates of shape (batch, heads, n) (Michel et al.'s per-token importance) scale head h's output at query
+    position t alone: zeroing one entry changes that position's output and no other."""
+    torch.manual_seed(0)
+    attn = MultiHeadSelfAttention(8, 2)
+    x = torch.randn(1, 4, 8)
+    g = torch.ones(1, 2, 4)
+    full, _ = attn(x, head_gates=g)
+    g[0, 1, 2] = 0.0
+    cut, _ = attn(x, head_gates=g)
+    changed = (full - cut).abs().amax(dim=-1)[0]
+    assert changed[2] > 1e-4 and torch.all(changed[[0, 1, 3]] == 0)
+    with pytest.raises(ValueError, match="head_gates"):
+        attn(x, head_gates=torch.ones(1, 2, 3))

@@ -295,3 +295,18 @@ def test_train_gates_closes_gates_of_useless_heads():
         G.train_gates(attn, hg, task_loss, [x], lam=-1.0, steps=1)
     with pytest.raises(ValueError):
         G.Gated(attn, "not gates")
+
+
+def test_glorot_init_matches_the_official_range_and_is_seeded():
+    """``init_log_alpha="glorot"`` draws U(-sqrt(3/heads), sqrt(3/heads)) (0.61 for 8 heads), so P(g != 0)
+    starts between about 0.55 and 0.80 as in the official code; the same seed gives the same gates."""
+    g = G.HeadGates({"enc_self": (6, 8)}, init_log_alpha="glorot", seed=3)
+    la = g.log_alpha["enc_self"].detach()
+    assert la.abs().max() <= math.sqrt(3 / 8) + 1e-6 and la.std() > 0.2
+    p = g.expected_open()["enc_self"]
+    assert 0.54 <= float(p.min()) and float(p.max()) <= 0.81 and float(p.max() - p.min()) > 0.15
+    same = G.HeadGates({"enc_self": (6, 8)}, init_log_alpha="glorot", seed=3).log_alpha["enc_self"]
+    other = G.HeadGates({"enc_self": (6, 8)}, init_log_alpha="glorot", seed=4).log_alpha["enc_self"]
+    assert torch.equal(la, same.detach()) and not torch.equal(la, other.detach())
+    with pytest.raises(ValueError, match="glorot"):
+        G.HeadGates((2, 2), init_log_alpha="xavier")

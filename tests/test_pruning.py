@@ -77,9 +77,9 @@ def test_step_by_step_on_a_real_attention_model():
     assert [r["n_kept"] for r in once] == [4, 2, 1]
 
 
-def test_importance_is_recomputed_at_every_step_unless_told_otherwise():
-    """Michel et al.'s iterative pruning re-scores the remaining heads after each step (one loss_fn call per
-    batch per step); ``recompute=False`` scores once. Here the loss makes the kept head with the lowest index the
+def test_importance_is_scored_once_unless_told_to_recompute():
+    """The authors' code ranks the heads once (one loss_fn call per batch); ``recompute=True`` (their
+    ``--exact_pruning``) re-scores the remaining heads before every step. Here the loss makes the kept head with the lowest index the
     least important at the current masks, so only re-scoring prunes heads 0, 1, 2 in that order."""
     calls = []
 
@@ -92,13 +92,61 @@ def test_importance_is_recomputed_at_every_step_unless_told_otherwise():
         weights[first] = 1.0  # the first kept head matters least
         return (m.flatten() * weights).sum()
 
-    records = P.prune_step_by_step(loss_fn, lambda m: 0.0, torch.ones(1, 4), [0, 1], n_per_step=1, min_heads=1)
+    records = P.prune_step_by_step(loss_fn, lambda m: 0.0, torch.ones(1, 4), [0, 1], n_per_step=1, min_heads=1,
+                                   recompute=True)
     assert [r["masks"][""].tolist() for r in records] == [[[1, 1, 1, 1]], [[0, 1, 1, 1]], [[0, 0, 1, 1]], [[0, 0, 0, 1]]]
     assert len(calls) == 3 * 2  # three scorings of two batches
     calls.clear()
-    records = P.prune_step_by_step(loss_fn, lambda m: 0.0, torch.ones(1, 4), [0, 1], n_per_step=1, min_heads=1,
-                                   recompute=False)
+    records = P.prune_step_by_step(loss_fn, lambda m: 0.0, torch.ones(1, 4), [0, 1], n_per_step=1, min_heads=1)
     assert len(calls) == 2 and records[-1]["masks"][""].tolist() == [[0, 0, 0, 1]]  # ties: pruned in index order
+
+
+def test_per_token_importance_takes_the_absolute_value_at_each_position():
+    """With ``queries``, the mask reaches the loss as one gate per sentence and position and |.| is taken
+    there (the authors' estimator): a head whose effects cancel across positions still scores the sum of
+    their sizes, while the whole-batch estimator sees only what is left after cancelling."""
+    # loss = sum over sentences b and positions t of xi[b, l, h, t] * c[b, l, h, t]
+    c = torch.tensor([[[[1.0, -1.0, 2.0]], [[0.5, 0.5, 0.5]]]])  # (1 sentence, 2 layers, 1 head, 3 positions)
+
+    def loss_fn(batch, masks):
+        m = masks["enc"]
+        return (m * c).sum() if m.ndim == 4 else (m * c.sum(dim=(0, 3))).sum()
+
+    per_token = P.head_importance(loss_fn, {"enc": torch.ones(2, 1)}, [0], normalize=False,
+                                  queries=lambda batch: {"enc": (1, 3)})["enc"]
+    whole = P.head_importance(loss_fn, {"enc": torch.ones(2, 1)}, [0], normalize=False)["enc"]
+    assert per_token.flatten().tolist() == [4.0, 1.5]
+    assert whole.flatten().tolist() == [2.0, 1.5]
+    with pytest.raises(ValueError, match="queries"):
+        P.head_importance(loss_fn, {"enc": torch.ones(2, 1)}, [0], queries=lambda batch: {"dec": (1, 3)})
+
+
+def test_per_token_importance_of_the_translation_model_bounds_the_whole_batch_one():
+    """On a real (tiny) seq2seq model the per-position gates sum to the per-sentence gradient, so by the
+    triangle inequality the per-token importance is at least the whole-batch one, head by head; and the
+    authors' estimator differs from the variant (it is not the same computation under another name)."""
+    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=20, d_model=16, n_heads=2, enc_layers=2, dec_layers=1,
+                                             d_ff=32, dropout=0.0, attention_dropout=0.0, max_len=16))
+    model.eval()
+    src = torch.randint(3, 20, (3, 7))
+    tgt = torch.cat([torch.ones(3, 1, dtype=torch.long), torch.randint(3, 20, (3, 5))], dim=1)
+
+    def loss_fn(batch, masks):
+        return model.loss(*batch, head_gates=masks)
+
+    def queries(batch):
+        s, t = batch
+        return {"enc_self": (s.shape[0], s.shape[1]), "dec_self": (t.shape[0], t.shape[1] - 1)}
+
+    masks = {"enc_self": torch.ones(2, 2), "dec_self": torch.ones(1, 2)}
+    per_token = P.head_importance(loss_fn, masks, [(src, tgt)], normalize=False, queries=queries)
+    whole = P.head_importance(loss_fn, masks, [(src, tgt)], normalize=False)
+    for kind in masks:
+        assert (per_token[kind] >= whole[kind] - 1e-6).all()
+    assert any((per_token[k] > whole[k] * 1.01).any() for k in masks)
 
 
 # ---------------------------------------------------------------- the pretrained-encoder helpers (chapter 11)

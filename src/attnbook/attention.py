@@ -93,16 +93,19 @@ class MultiHeadSelfAttention(nn.Module):
 
     def gate_heads(self, heads: torch.Tensor, head_gates: Optional[torch.Tensor]) -> torch.Tensor:
         """``heads`` (batch, heads, n, d_head) with head ``h`` multiplied by ``head_gates[h]`` (shape
-        ``(n_heads,)`` or ``(batch, n_heads)``); unchanged when ``head_gates`` is None (Part III)."""
+        ``(n_heads,)``, ``(batch, n_heads)``, or ``(batch, n_heads, n)``: one gate per query position, for
+        Michel et al.'s per-token importance); unchanged when ``head_gates`` is None (Part III)."""
         if head_gates is None:
             return heads
         g = torch.as_tensor(head_gates, dtype=heads.dtype, device=heads.device)
-        if g.shape not in ((self.n_heads,), (heads.shape[0], self.n_heads)):
+        b, h, n = heads.shape[:3]
+        if g.shape not in ((h,), (b, h), (b, h, n)):
             raise ValueError(
-                f"head_gates must have shape ({self.n_heads},) or ({heads.shape[0]}, {self.n_heads}), "
-                f"got {tuple(g.shape)}"
+                f"head_gates must have shape ({h},), ({b}, {h}) or ({b}, {h}, {n}), got {tuple(g.shape)}"
             )
-        return heads * (g.view(1, -1, 1, 1) if g.ndim == 1 else g[:, :, None, None])
+        if g.ndim == 1:
+            return heads * g.view(1, -1, 1, 1)
+        return heads * (g[:, :, None, None] if g.ndim == 2 else g[..., None])
 
     def forward(
         self,

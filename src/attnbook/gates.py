@@ -170,22 +170,28 @@ class HeadGates(nn.Module):
     makes a single group named ``""``. ``forward()`` returns a dict of gate tensors of those shapes:
     sampled (:func:`sample_gates`) in training mode, deterministic (:func:`deterministic_gates`) in eval
     mode; pass it as ``head_gates=`` to a model of the library. ``init_log_alpha`` defaults to 3.0, an
-    almost surely open gate (``P(g != 0) = 0.98``), so fine-tuning starts from the unpruned model.
+    almost surely open gate (``P(g != 0) = 0.98``), so fine-tuning starts from the unpruned model;
+    ``"glorot"`` draws it as the official code does (glorot-uniform of a ``[1, heads, 1, 1]`` variable,
+    ``U(-sqrt(3/heads), sqrt(3/heads))``: ``P(g != 0)`` between 0.54 and 0.80 for 8 heads), from ``seed``.
     """
 
     def __init__(
         self,
         shapes: Union[Shape, Mapping[str, Shape]],
         *,
-        init_log_alpha: float = 3.0,
+        init_log_alpha: Union[float, str] = 3.0,
         temperature: float = TEMPERATURE,
         stretch: tuple[float, float] = STRETCH,
+        seed: int = 0,
     ) -> None:
         super().__init__()
         self.temperature, low, high = _check_params(temperature, stretch)
         self.stretch = (low, high)
-        if not math.isfinite(init_log_alpha):
-            raise ValueError(f"init_log_alpha must be finite, got {init_log_alpha}")
+        if init_log_alpha != "glorot" and not (
+            isinstance(init_log_alpha, (int, float)) and math.isfinite(init_log_alpha)
+        ):
+            raise ValueError(f"init_log_alpha must be a finite number or 'glorot', got {init_log_alpha!r}")
+        generator = torch.Generator().manual_seed(int(seed))
         if isinstance(shapes, Mapping):
             items = list(shapes.items())
         else:
@@ -199,7 +205,14 @@ class HeadGates(nn.Module):
             if len(shape) != 2 or min(shape) < 1:
                 raise ValueError(f"shape of {name!r} must be (n_layers, n_heads) with positive sizes, got {shape}")
             # ParameterDict keys cannot be empty: store the unnamed group as "all"
-            self.log_alpha[name or "all"] = nn.Parameter(torch.full(shape, float(init_log_alpha)))
+            if init_log_alpha == "glorot":
+                # the official code's default initialiser for a [1, heads, 1, 1] variable per layer:
+                # U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) = sqrt(3 / heads)
+                bound = math.sqrt(3.0 / shape[1])
+                init = (torch.rand(shape, generator=generator) * 2 - 1) * bound
+            else:
+                init = torch.full(shape, float(init_log_alpha))
+            self.log_alpha[name or "all"] = nn.Parameter(init)
             self.names.append(name)
 
     def _groups(self) -> dict[str, torch.Tensor]:

@@ -3,12 +3,17 @@
 Michel et al. multiply each head's output by a mask variable ``xi_h`` (1 = kept, 0 = pruned) and score a
 head by how much the loss reacts to it (chapter 11, eq. ``michel-importance``):
 
-    I_h = E_x | dL(x) / d xi_h |,
+    I_h = E_x | dL(x) / d xi_h |.
 
-estimated over batches (``|.|`` of each batch's gradient, then the mean over batches, as in the authors'
-code), and then normalised layer by layer with the l2 norm so that layers are comparable. Pruning is
-iterative: remove the least important remaining heads, recompute the importance with the new mask,
-repeat (:func:`prune_step_by_step`).
+The authors' code (pmichel31415/fairseq ``prune.py``) takes the absolute value per example *and per token
+position*: the head's output at each position times the loss gradient there, ``|ctx_h(t) . dL/dctx_h(t)|``,
+summed over the data and divided by the token count. :func:`head_importance` does that when it is told the
+batch's query positions (``queries=``): the mask is expanded to one gate per sentence and query position,
+whose gradient is exactly that product. Without ``queries`` it takes ``|.|`` of each whole batch's gradient
+(the estimator of HuggingFace's bertology example, a labelled variant in the chapter). Scores are then
+normalised layer by layer with the l2 norm (Michel et al., Sec. 4.1). The authors rank the heads once and
+prune 10%..90% from that ranking; recomputing before every step is their non-default ``--exact_pruning``
+(:func:`prune_step_by_step`, ``recompute=True``).
 
 Masks are dicts ``{attention type: (n_layers, n_heads) tensor}`` (one group named ``""`` is fine), the
 same format as the ``head_gates`` of the library's models and as :class:`attnbook.gates.HeadGates`.
@@ -61,27 +66,41 @@ def head_importance(
     batches: Iterable[Any],
     *,
     normalize: bool = True,
+    queries: Optional[Callable[[Any], Mapping[str, tuple[int, int]]]] = None,
 ) -> Masks:
     """Michel et al.'s importance ``I_h = E_x |dL/d xi_h|`` at the given masks (chapter 11, eq.
     ``michel-importance``).
 
-    ``loss_fn(batch, masks)`` must return a scalar loss of the model run with ``masks`` as head gates.
-    For each batch the gradient with respect to the masks is taken, its absolute value accumulated, and
-    the sum divided by the number of batches. ``normalize=True`` divides each layer's scores by their l2
-    norm (Michel et al., Sec. 4.1). Returns a dict of ``(n_layers, n_heads)`` tensors (detached).
+    ``loss_fn(batch, masks)`` must return a scalar loss (a mean over the batch's tokens) of the model run
+    with ``masks`` as head gates. ``queries(batch)`` gives, per attention type, ``(sentences, query
+    positions)`` of that batch: then ``loss_fn`` receives masks of shape ``(sentences, n_layers, n_heads,
+    positions)`` and the absolute value is taken per sentence and position, as the authors' code does
+    (padding positions have zero gradient). Without ``queries``: ``|.|`` of each batch's gradient (the
+    whole-batch variant). Scores are averaged over batches (the authors divide by the total token count,
+    which weights batches by their size: the same for equal batches). ``normalize=True`` divides each
+    layer's scores by their l2 norm (Michel et al., Sec. 4.1). Returns ``(n_layers, n_heads)`` tensors.
     """
     base = _as_masks(masks)
     total = {n: torch.zeros_like(m) for n, m in base.items()}
     n_batches = 0
     for batch in batches:
-        xi = {n: m.clone().requires_grad_(True) for n, m in base.items()}
+        if queries is None:
+            xi = {n: m.clone().requires_grad_(True) for n, m in base.items()}
+        else:
+            sizes = queries(batch)
+            if set(sizes) != set(base):
+                raise ValueError(f"queries(batch) must give (sentences, positions) for {sorted(base)}, got {sorted(sizes)}")
+            xi = {
+                n: m[None, :, :, None].expand(int(sizes[n][0]), *m.shape, int(sizes[n][1])).clone().requires_grad_(True)
+                for n, m in base.items()
+            }
         loss = loss_fn(batch, xi)
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             raise ValueError(f"loss_fn must return a scalar tensor, got {getattr(loss, 'shape', loss)!r}")
         grads = torch.autograd.grad(loss, list(xi.values()), allow_unused=True)
         for (n, _), g in zip(xi.items(), grads):
             if g is not None:
-                total[n] += g.detach().abs()
+                total[n] += g.detach().abs() if queries is None else g.detach().abs().sum(dim=(0, 3))
         n_batches += 1
     if n_batches == 0:
         raise ValueError("batches is empty; expected at least one batch")
@@ -126,14 +145,16 @@ def prune_step_by_step(
     *,
     n_per_step: int,
     min_heads: int = 1,
-    recompute: bool = True,
+    recompute: bool = False,
+    queries: Optional[Callable[[Any], Mapping[str, tuple[int, int]]]] = None,
     progress: Optional[Callable[[dict], None]] = None,
 ) -> list[dict]:
     """Prune heads step by step by Michel et al.'s importance (chapter 11, "Importance pruning").
 
     At each step: score the current masks with ``score_fn(masks)`` (e.g. BLEU, or a similarity), record
-    it, compute :func:`head_importance` on ``batches`` (only once at the start when ``recompute=False``)
-    and prune the ``n_per_step`` least important kept heads; stop when ``min_heads`` heads are left.
+    it, and prune the ``n_per_step`` least important kept heads; stop when ``min_heads`` heads are left.
+    The importance (:func:`head_importance` on ``batches``, with ``queries`` if given) is computed once
+    at the start, as in the authors' code, or before every step with ``recompute=True``.
     Returns one record per step: ``{"n_kept", "score", "masks"}``, from the full model down.
     ``batches`` must be re-iterable (a list).
     """
@@ -156,7 +177,7 @@ def prune_step_by_step(
         if n_kept <= min_heads:
             break
         if imp is None or recompute:
-            imp = head_importance(loss_fn, current, batches)
+            imp = head_importance(loss_fn, current, batches, queries=queries)
         current = prune_least_important(imp, current, min(n_per_step, n_kept - min_heads))
     return records
 

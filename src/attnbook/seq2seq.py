@@ -163,10 +163,10 @@ class Seq2SeqTransformer(nn.Module):
         ok = (n_layers, self.cfg.n_heads)
         if g.shape == ok:
             return [g[i] for i in range(n_layers)]
-        if g.shape == (batch, *ok):
-            return [g[:, i] for i in range(n_layers)]
-        raise ValueError(f"head_gates[{kind!r}] must have shape {ok} or ({batch}, {ok[0]}, {ok[1]}), "
-                         f"got {tuple(g.shape)}")
+        if g.shape == (batch, *ok) or (g.ndim == 4 and g.shape[:3] == (batch, *ok)):
+            return [g[:, i] for i in range(n_layers)]  # per sentence, or per sentence and query position
+        raise ValueError(f"head_gates[{kind!r}] must have shape {ok}, ({batch}, {ok[0]}, {ok[1]}) or "
+                         f"({batch}, {ok[0]}, {ok[1]}, queries), got {tuple(g.shape)}")
 
     def _embed(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids) * math.sqrt(self.cfg.d_model) + self.pos[: ids.shape[1]]
