@@ -472,7 +472,7 @@ def run_michel_recipe(name: str, smoke: bool = False) -> None:
 
     gate_masks = []
     for gname in s["gate_recipes"]:
-        path = recipes.output_path(gname)
+        path = out.parent / Path(recipes.recipe(gname)["output"]).name
         if not path.exists():
             continue
         sweep = json.loads(path.read_text())
