@@ -13,7 +13,6 @@ show widgets.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path

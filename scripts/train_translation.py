@@ -26,7 +26,6 @@ statistics and greedy test BLEU. ``--preset paper`` gives Transformer-base sizes
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform

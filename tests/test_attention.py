@@ -9,7 +9,12 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook.attention import Block, MultiHeadSelfAttention, SelfAttentionNetwork, gaussian_init_
+from attnbook.attention import (
+    Block,
+    MultiHeadSelfAttention,
+    SelfAttentionNetwork,
+    gaussian_init_,
+)
 
 F64 = dict(atol=1e-12, rtol=0.0)
 
@@ -178,6 +183,7 @@ def test_attention_dropout_acts_only_while_training():
     """Attention dropout (chapter 10's recipe) drops attention weights in training mode only; the
     returned matrix is the one before dropout, on both code paths (fused kernel and explicit)."""
     import torch
+
     from attnbook.attention import MultiHeadSelfAttention
 
     torch.manual_seed(0)

@@ -4,7 +4,13 @@ import pytest
 from nbformat.v4 import new_output
 
 from attnbook import claims
-from attnbook.claims import ClaimFailed, accept_claims_within_band, check, compare, records_agree
+from attnbook.claims import (
+    ClaimFailed,
+    accept_claims_within_band,
+    check,
+    compare,
+    records_agree,
+)
 from attnbook.stats import bootstrap_mean_difference
 
 

@@ -5,8 +5,14 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook.norms import _argmin_center_certified, norm_1, norm_1_inf, norm_inf, relative_residual, res
-
+from attnbook.norms import (
+    _argmin_center_certified,
+    norm_1,
+    norm_1_inf,
+    norm_inf,
+    relative_residual,
+    res,
+)
 
 EXACT = dict(atol=1e-12, rtol=0.0)  # float64 sums of a few small numbers: rounding ~1e-16
 

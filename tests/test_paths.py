@@ -12,11 +12,10 @@ from torch.testing import assert_close
 from attnbook.attention import SelfAttentionNetwork
 from attnbook.paths import (
     SKIP,
-    PathSAN,
     all_paths,
     head_output,
-    path_forward,
     path_decomposition,
+    path_forward,
     path_length_counts,
     path_products,
     rank1_distance,
@@ -24,6 +23,7 @@ from attnbook.paths import (
     san_parameters,
     value_products,
 )
+from attnbook.tasks.path_model import PathSAN
 
 
 def _random_san(L, H, skip, d=16, seed=0):

@@ -7,8 +7,15 @@ import torch
 from torch.testing import assert_close
 
 from attnbook.attention import MultiHeadSelfAttention
-from attnbook.seq2seq import (ATTENTION_KINDS, Seq2SeqConfig, Seq2SeqTransformer, causal_mask, load_model,
-                              save_model, sinusoidal_positions)
+from attnbook.seq2seq import (
+    ATTENTION_KINDS,
+    Seq2SeqConfig,
+    Seq2SeqTransformer,
+    causal_mask,
+    load_model,
+    save_model,
+    sinusoidal_positions,
+)
 from attnbook.train import train
 
 

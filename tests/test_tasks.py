@@ -245,13 +245,13 @@ def test_task_bad_input():
         tasks.token_accuracy(torch.zeros(2, 3, 4), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError):
         tasks.path_accuracy(Stub(2, 2), (torch.zeros(1, 2, dtype=torch.long),) * 2 + (None,), 1, 1, 0)
-    model = paths.PathSAN(3, 16, 2, 3, vocab_size=7, n_positions=5)
+    model = tasks.PathSAN(3, 16, 2, 3, vocab_size=7, n_positions=5)
     with pytest.raises(ValueError):
         paths.head_output(model.blocks[0].attn, torch.zeros(1, 5, 16), 2)
     with pytest.raises(ValueError):
         paths.path_forward(model.blocks, torch.zeros(1, 5, 16), torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(ValueError):
-        paths.PathSAN(3, 16, 2, 3)
+        tasks.PathSAN(3, 16, 2, 3)
 
 
 def test_rollout_and_accuracy_on_the_cpu_model_stay_on_the_cpu():

@@ -1,4 +1,4 @@
-"""Tests of attnbook.train: the training loop, schedules, and checkpoints."""
+"""Tests of attnbook.train (the training loop, schedules) and attnbook.checkpoints."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from attnbook import checkpoints as C
 from attnbook import train as T
 
 
@@ -147,9 +148,9 @@ def test_time_limit():
 @pytest.mark.parametrize("suffix", [".safetensors", ".pt"])
 def test_checkpoint_round_trip(tmp_path, suffix):
     model = nn.Sequential(nn.Linear(3, 5), nn.LayerNorm(5), nn.Linear(5, 2))
-    path = T.save_checkpoint(model, tmp_path / f"m{suffix}", {"task": "sort", "steps": 3, "acc": 0.5})
+    path = C.save_checkpoint(model, tmp_path / f"m{suffix}", {"task": "sort", "steps": 3, "acc": 0.5})
     other = nn.Sequential(nn.Linear(3, 5), nn.LayerNorm(5), nn.Linear(5, 2))
-    meta = T.load_checkpoint(other, path)
+    meta = C.load_checkpoint(other, path)
     assert meta == {"task": "sort", "steps": 3, "acc": 0.5}
     for a, b in zip(model.state_dict().values(), other.state_dict().values()):
         assert torch.equal(a, b)
@@ -171,9 +172,9 @@ def test_bad_input():
     with pytest.raises(ValueError, match="no batch"):
         T.train(m, [], _loss, steps=2, progress=False)
     with pytest.raises(ValueError, match="JSON"):
-        T.save_checkpoint(m, "/tmp/x.pt", {"bad": object()})
+        C.save_checkpoint(m, "/tmp/x.pt", {"bad": object()})
     with pytest.raises(ValueError, match="no checkpoint"):
-        T.load_checkpoint(m, "/nonexistent/ckpt.safetensors")
+        C.load_checkpoint(m, "/nonexistent/ckpt.safetensors")
 
 
 def test_resumed_training_matches_an_uninterrupted_run(tmp_path):

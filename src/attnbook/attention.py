@@ -1,4 +1,4 @@
-"""Multi-head self-attention and the SAN / Transformer block with switches (chapter 1, "Pure attention
+"""Multi-head self-attention and the SAN / Transformer block with switches (chapter "Pure attention
 loses rank"; used throughout the book).
 
 A head is ``SA_h(X) = P_h X W_{V,h} W_{O,h}``, ``P_h = softmax((X W_{Q,h} + b_Q)(X W_{K,h} + b_K)^T /
@@ -25,8 +25,8 @@ from torch import nn
 
 LAYERNORM_PLACEMENTS = (None, "pre", "post")
 
-#: the architecture variants the book compares (chapter 1), as :class:`Block` switches; colours in
-#: ``attnbook.plotting.VARIANT_COLORS``
+#: the architecture variants the book compares (chapter "Pure attention loses rank"), as :class:`Block`
+#: switches; colours in ``attnbook.plotting.VARIANT_COLORS``
 VARIANTS = {
     "SAN": dict(skip=False, mlp=False, layernorm=None),
     "SAN+MLP": dict(skip=False, mlp=True, layernorm=None),
@@ -43,12 +43,13 @@ def _check_input(x: torch.Tensor, d_model: int) -> None:
 
 
 class MultiHeadSelfAttention(nn.Module):
-    """Multi-head self-attention that can return its attention matrices ``P_h`` (chapter 1, eq. 1).
+    """Multi-head self-attention that can return its attention matrices ``P_h`` (chapter "Pure attention loses rank",
+    eq. 1).
 
     ``forward(x)`` returns ``(out, attn)`` where ``attn`` has shape ``(batch, heads, n, n)`` when
     ``return_attention=True`` and is ``None`` otherwise (then the fused
     ``F.scaled_dot_product_attention`` kernel is used). ``dropout``: attention dropout (dropping
-    attention weights while training, as fairseq's ``attention_dropout``; chapter 10's translation
+    attention weights while training, as fairseq's ``attention_dropout``; chapter "A translation model"'s translation
     recipe); the returned ``attn`` is the matrix before dropout.
     """
 
@@ -121,7 +122,7 @@ class MultiHeadSelfAttention(nn.Module):
         ``attn_mask``: optional boolean mask broadcastable to ``(batch, heads, n, m)``, True = attend
         (``m = n`` for self-attention; e.g. a causal mask ``torch.ones(n, n).tril().bool()``).
         ``context``: optional ``(batch, m, d_model)`` states that give the keys and values while ``x``
-        gives the queries: the encoder-decoder attention of chapter 10 (default: ``context = x``).
+        gives the queries: the encoder-decoder attention of chapter "A translation model" (default: ``context = x``).
         """
         _check_input(x, self.d_model)
         if context is None:
@@ -151,7 +152,8 @@ class MultiHeadSelfAttention(nn.Module):
 
 
 class Block(nn.Module):
-    """One SAN / Transformer layer with switches (chapter 1; Noci et al. 2022 for ``alpha``, ``tau``).
+    """One SAN / Transformer layer with switches (chapter "Pure attention loses rank"; Noci et al. 2022 for ``alpha``,
+    ``tau``).
 
     With everything off (``skip=False, mlp=False, layernorm=None``) it is one layer of a pure
     self-attention network (SAN). ``forward`` returns ``(y, attn)``.
@@ -220,8 +222,8 @@ class Block(nn.Module):
 
 
 class SelfAttentionNetwork(nn.Module):
-    """A stack of ``depth`` :class:`Block` layers (chapter 1). ``forward`` returns the output, the
-    hidden states ``[x, x_1, ..., x_L]`` and, when asked, each layer's attention matrices."""
+    """A stack of ``depth`` :class:`Block` layers (chapter "Pure attention loses rank"). ``forward`` returns the
+    output, the hidden states ``[x, x_1, ..., x_L]`` and, when asked, each layer's attention matrices."""
 
     def __init__(self, depth: int, d_model: int, n_heads: int, **block_kwargs) -> None:
         super().__init__()
@@ -243,7 +245,7 @@ class SelfAttentionNetwork(nn.Module):
 def gaussian_init_(module: nn.Module, gain: float = 1.0) -> nn.Module:
     """Re-initialise every ``nn.Linear`` in ``module``: weights ``N(0, gain^2 / fan_in)``, biases 0.
 
-    ``gain`` is the "weight scale" of chapter 1's explorer; ``gain=1`` keeps the variance of a
+    ``gain`` is the "weight scale" of chapter "Pure attention loses rank"'s explorer; ``gain=1`` keeps the variance of a
     vector through a linear map (the Gaussian initialisation of Noci et al. 2022). Returns ``module``.
     """
     if gain <= 0:

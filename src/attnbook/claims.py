@@ -24,6 +24,7 @@ claim's value: state it as a count of instances above a threshold instead.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass
 from html import escape
@@ -183,8 +184,6 @@ def accept_claims_within_band(live: list, committed: list) -> list:
     cell); outputs without claims, and claim outputs that do not agree, are returned unchanged, so nbval
     reports them.
     """
-    import copy
-
     refs = [out for out in committed if _output_records(out) is not None]
     positions = [i for i, out in enumerate(live) if _output_records(out) is not None]
     out = list(live)
@@ -203,7 +202,7 @@ def _register_list_formatter() -> None:
     A single :class:`Claim` carries its record through ``_repr_mimebundle_``; a list of claims would only
     show its text, so a formatter for :data:`MIMETYPE` turns it into the list of records.
     """
-    try:
+    try:  # optional: the library also runs outside a notebook
         from IPython import get_ipython
         from IPython.core.formatters import BaseFormatter
     except ImportError:  # pragma: no cover - IPython is always there in a notebook

@@ -1,11 +1,11 @@
-"""Hard-concrete head gates and their expected-L0 penalty (chapter 11, "Pruning heads").
+"""Hard-concrete head gates and their expected-L0 penalty (chapter "Pruning heads").
 
 Voita et al. (2019) put a scalar gate ``g_h`` on the output of every attention head and learn which
 heads can be closed with a relaxation of the L0 norm, the *hard-concrete* distribution of Louizos et al.
 (2018). With a learned ``log_alpha`` per head, temperature ``beta = 0.33`` and stretch ``(l, r) =
 (-0.1, 1.1)`` (the values of the official code, ``lib/layers/concrete_gate.py``):
 
-* sample (chapter 11, eq. ``hard-concrete``):
+* sample (eq. ``hard-concrete``):
   ``u ~ U(0, 1)``, ``s = sigmoid((log u - log(1 - u) + log_alpha) / beta)``, ``g = clip(s (r - l) + l, 0, 1)``;
 * evaluation gate (deterministic, as the official code): ``clip(sigmoid(log_alpha) (r - l) + l, 0, 1)``
   ``= clip(1.2 sigmoid(log_alpha) - 0.1, 0, 1)``;
@@ -19,18 +19,18 @@ heads can be closed with a relaxation of the L0 norm, the *hard-concrete* distri
 
 Gates attach to any attention block of this library through its ``head_gates`` argument (a
 :class:`HeadGates` module produces them), and to a Hugging Face BERT-like model through
-:func:`attach_head_gates`, a forward pre-hook on each layer's attention output projection that multiplies
-each head's slice of the concatenated head outputs. (transformers 5.x ignores ``head_mask`` and has no
-``prune_heads``; the hook works in 4.x and 5.x and passes gradients to the gates.)
+:func:`attnbook.hf.attach_head_gates`. The fine-tuning recipe is :mod:`attnbook.gate_training`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Mapping, Optional, Sequence, Union
 
 import torch
 from torch import nn
+
+from .head_masks import as_head_mask, check_shape
 
 #: temperature ``beta`` of the concrete distribution (official code)
 TEMPERATURE = 0.33
@@ -76,7 +76,7 @@ def sample_gates(
     stretch: tuple[float, float] = STRETCH,
     generator: Optional[torch.Generator] = None,
 ) -> torch.Tensor:
-    """Draw one hard-concrete gate per entry of ``log_alpha`` (chapter 11, eq. ``hard-concrete``).
+    """Draw one hard-concrete gate per entry of ``log_alpha`` (eq. ``hard-concrete``).
 
     ``s = sigmoid((log u - log(1-u) + log_alpha) / temperature)``, ``g = clip(s (r-l) + l, 0, 1)``, with
     ``u ~ U(EPS, 1-EPS)``. Differentiable in ``log_alpha`` (reparameterisation); exact zeros and ones
@@ -91,7 +91,7 @@ def sample_gates(
 
 
 def deterministic_gates(log_alpha: torch.Tensor, *, stretch: tuple[float, float] = STRETCH) -> torch.Tensor:
-    """The evaluation gate ``clip(sigmoid(log_alpha) (r-l) + l, 0, 1)`` (chapter 11; official code).
+    """The evaluation gate ``clip(sigmoid(log_alpha) (r-l) + l, 0, 1)`` (chapter "Pruning heads"; official code).
 
     With the default stretch this is ``clip(1.2 sigmoid(log_alpha) - 0.1, 0, 1)``: a head is pruned when
     its evaluation gate is exactly 0, i.e. when ``log_alpha <= log(1/11) = -2.40``.
@@ -105,7 +105,7 @@ def prob_nonzero(
     log_alpha: torch.Tensor, *, temperature: float = TEMPERATURE, stretch: tuple[float, float] = STRETCH
 ) -> torch.Tensor:
     """``P(g != 0) = sigmoid(log_alpha - temperature log(-l/r))``: the expected L0 norm of each gate
-    (chapter 11, eq. ``p-closed``)."""
+    (eq. ``p-closed``)."""
     _check_log_alpha(log_alpha)
     beta, low, high = _check_params(temperature, stretch)
     return torch.sigmoid(log_alpha - beta * math.log(-low / high))
@@ -122,7 +122,7 @@ def prob_one(
     log_alpha: torch.Tensor, *, temperature: float = TEMPERATURE, stretch: tuple[float, float] = STRETCH
 ) -> torch.Tensor:
     """``P(g = 1) = sigmoid(log_alpha - temperature log((1-l)/(r-1)))``: a sampled gate is exactly open
-    (chapter 11, eq. ``p-closed``; same derivation as :func:`prob_nonzero` at the upper clip point)."""
+    (eq. ``p-closed``; same derivation as :func:`prob_nonzero` at the upper clip point)."""
     _check_log_alpha(log_alpha)
     beta, low, high = _check_params(temperature, stretch)
     return torch.sigmoid(log_alpha - beta * math.log((1 - low) / (high - 1)))
@@ -135,7 +135,7 @@ def l0_penalty(
     temperature: float = TEMPERATURE,
     stretch: tuple[float, float] = STRETCH,
 ) -> torch.Tensor:
-    """The expected-L0 penalty ``L_C`` of chapter 11, eq. ``gate-objective``.
+    """The expected-L0 penalty ``L_C`` of eq. ``gate-objective``.
 
     ``log_alphas``: one ``(n_layers, n_heads)`` tensor, or a mapping from attention type to such tensors.
     ``reduction="layer_mean"`` (default, the official code): sum ``P(g != 0)`` over the heads of each
@@ -155,15 +155,11 @@ def l0_penalty(
 
 
 def _as_groups(x) -> dict[str, torch.Tensor]:
-    if isinstance(x, torch.Tensor):
-        return {"": x}
-    if isinstance(x, Mapping) and len(x) > 0:
-        return dict(x)
-    raise ValueError(f"expected a tensor or a non-empty mapping of tensors, got {type(x).__name__}")
+    return as_head_mask(x, what="log_alpha")
 
 
 class HeadGates(nn.Module):
-    """Learnable hard-concrete gates for groups of heads (chapter 11).
+    """Learnable hard-concrete gates for groups of heads (chapter "Pruning heads").
 
     ``shapes`` maps an attention type to ``(n_layers, n_heads)``, e.g.
     ``{"enc_self": (3, 4), "dec_self": (3, 4), "dec_cross": (3, 4)}``; a bare ``(n_layers, n_heads)``
@@ -201,9 +197,7 @@ class HeadGates(nn.Module):
         self.log_alpha = nn.ParameterDict()
         self.names: list[str] = []
         for name, shape in items:
-            shape = tuple(int(s) for s in shape)
-            if len(shape) != 2 or min(shape) < 1:
-                raise ValueError(f"shape of {name!r} must be (n_layers, n_heads) with positive sizes, got {shape}")
+            shape = check_shape(name, shape)
             # ParameterDict keys cannot be empty: store the unnamed group as "all"
             if init_log_alpha == "glorot":
                 # the official code's default initialiser for a [1, heads, 1, 1] variable per layer:
@@ -244,196 +238,3 @@ class HeadGates(nn.Module):
     def expected_open(self) -> dict[str, torch.Tensor]:
         """``P(g != 0)`` per head and type (detached)."""
         return {n: prob_nonzero(la, temperature=self.temperature, stretch=self.stretch) for n, la in self._groups().items()}
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Hugging Face BERT-like models: gate heads with a forward pre-hook on the attention output projection
-# ----------------------------------------------------------------------------------------------------------
-
-
-def output_projections(model: nn.Module) -> list[nn.Linear]:
-    """The attention output projection of every layer of a Hugging Face BERT-like encoder (chapter 11).
-
-    Supported: models with ``encoder.layer[i].attention.output.dense`` (BERT, RoBERTa, MiniLM, ELECTRA,
-    ...) and DistilBERT (``transformer.layer[i].attention.out_lin``), bare or inside a task model.
-    Raises ``ValueError`` for anything else: pass the list of projections to :func:`attach_head_gates`
-    yourself.
-    """
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"expected a torch.nn.Module, got {type(model).__name__}")
-    base = getattr(model, getattr(model, "base_model_prefix", ""), model)
-    for root in (base, model):
-        enc = getattr(root, "encoder", None)
-        if enc is not None and hasattr(enc, "layer"):
-            try:
-                return [layer.attention.output.dense for layer in enc.layer]
-            except AttributeError:
-                pass
-        tr = getattr(root, "transformer", None)
-        if tr is not None and hasattr(tr, "layer"):
-            try:
-                return [layer.attention.out_lin for layer in tr.layer]
-            except AttributeError:
-                pass
-    raise ValueError(
-        f"{type(model).__name__} is not a BERT-like model this function knows (expected "
-        "encoder.layer[i].attention.output.dense or transformer.layer[i].attention.out_lin); "
-        "pass the output projections explicitly"
-    )
-
-
-class GateHooks:
-    """Forward pre-hooks that multiply each head's slice of the attention output projection's input.
-
-    Set :attr:`gates` to an ``(n_layers, n_heads)`` tensor (or ``None`` to switch gating off) before a
-    forward pass; gradients flow into it. Use :meth:`remove` (or ``with``) to detach the hooks.
-    """
-
-    def __init__(self, projections: Sequence[nn.Linear], n_heads: int) -> None:
-        if not projections:
-            raise ValueError("no output projections given")
-        if n_heads < 1:
-            raise ValueError(f"n_heads must be positive, got {n_heads}")
-        for p in projections:
-            if not isinstance(p, nn.Linear) or p.in_features % n_heads:
-                raise ValueError(
-                    f"each projection must be an nn.Linear whose in_features is divisible by n_heads={n_heads}, "
-                    f"got {p!r}"
-                )
-        self.n_layers, self.n_heads = len(projections), int(n_heads)
-        self.gates: Optional[torch.Tensor] = None
-        self._handles = [p.register_forward_pre_hook(self._make_hook(i)) for i, p in enumerate(projections)]
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.n_layers, self.n_heads)
-
-    def _make_hook(self, layer: int) -> Callable:
-        def hook(module, args):
-            if self.gates is None:
-                return None
-            g = self.gates
-            if not isinstance(g, torch.Tensor) or tuple(g.shape) != self.shape:
-                raise ValueError(f"gates must be a tensor of shape {self.shape}, got {getattr(g, 'shape', g)}")
-            x = args[0]
-            d_head = x.shape[-1] // self.n_heads
-            gated = (x.unflatten(-1, (self.n_heads, d_head)) * g[layer].to(x.device, x.dtype)[:, None]).flatten(-2)
-            return (gated, *args[1:])
-
-        return hook
-
-    def remove(self) -> None:
-        """Detach every hook (the model is unchanged afterwards)."""
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-
-    def __enter__(self) -> "GateHooks":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
-def attach_head_gates(
-    model: nn.Module, n_heads: Optional[int] = None, projections: Optional[Iterable[nn.Linear]] = None
-) -> GateHooks:
-    """Attach head gates to a Hugging Face BERT-like model (chapter 11, "Gating a pretrained model").
-
-    Returns a :class:`GateHooks`; set ``hooks.gates = g`` with ``g`` of shape ``(n_layers, n_heads)``
-    before calling the model. ``n_heads`` defaults to ``model.config.num_attention_heads`` (or
-    ``n_heads`` for DistilBERT). ``projections`` defaults to :func:`output_projections`.
-    """
-    if n_heads is None:
-        cfg = getattr(model, "config", None)
-        n_heads = getattr(cfg, "num_attention_heads", None) or getattr(cfg, "n_heads", None)
-        if n_heads is None:
-            raise ValueError("could not read the number of heads from model.config; pass n_heads")
-    projs = list(projections) if projections is not None else output_projections(model)
-    return GateHooks(projs, int(n_heads))
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Fine-tuning with gates (Voita et al.'s recipe), through the book's one training loop
-# ----------------------------------------------------------------------------------------------------------
-
-
-class Gated(nn.Module):
-    """A model and its :class:`HeadGates` in one module, so that :func:`attnbook.train.train` optimises
-    both (chapter 11). Freeze parts of ``model`` with ``requires_grad_(False)`` before training."""
-
-    def __init__(self, model: nn.Module, gates: HeadGates) -> None:
-        super().__init__()
-        if not isinstance(gates, HeadGates):
-            raise ValueError(f"gates must be a HeadGates, got {type(gates).__name__}")
-        self.model, self.gates = model, gates
-
-
-def train_gates(
-    model: nn.Module,
-    gates: HeadGates,
-    task_loss: Callable[[nn.Module, Any, dict], torch.Tensor],
-    data,
-    *,
-    lam: float,
-    steps: int,
-    lr: float = 1e-4,
-    gate_lr: float = 0.05,
-    reduction: str = "layer_mean",
-    record_every: int = 10,
-    **train_kwargs,
-) -> dict:
-    """Fine-tune ``model`` with hard-concrete head gates: minimise ``L_task + lam * L_C`` (chapter 11,
-    eq. ``gate-objective``), with :func:`attnbook.train.train`.
-
-    ``task_loss(model, batch, head_gates)`` runs the model with the gates (a dict from
-    :meth:`HeadGates.forward`) and returns the task loss (cross-entropy for translation). The model's
-    trainable parameters learn at ``lr``, the gates' ``log_alpha`` at ``gate_lr`` (Adam-type optimisers
-    move a parameter by about its learning rate per step, and a gate must travel from +3 to below -2.4 to
-    close). ``reduction``: see :func:`l0_penalty`. Every ``record_every`` steps the evaluation gates and
-    ``P(g != 0)`` are stored. Extra keyword arguments go to :func:`attnbook.train.train` (e.g. ``seed``,
-    ``progress``, ``clip``, ``schedule``, ``warmup``).
-
-    Returns the training history with, in addition, ``"task_loss"`` and ``"penalty"`` per step and
-    ``"snapshots"``: a list of ``{"step", "gates": {type: (L, H)}, "p_open": {type: (L, H)}}``.
-    """
-    from .train import train
-
-    if not (isinstance(lam, (int, float)) and lam >= 0 and math.isfinite(lam)):
-        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-    if not gate_lr > 0:
-        raise ValueError(f"gate_lr must be positive, got {gate_lr}")
-    if not isinstance(record_every, int) or record_every < 1:
-        raise ValueError(f"record_every must be a positive int, got {record_every!r}")
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-    wrapped = Gated(model, gates)
-    task_losses: list[float] = []
-    penalties: list[float] = []
-    snapshots: list[dict] = []
-
-    def snapshot(step: int) -> None:
-        was = gates.training
-        gates.eval()
-        with torch.no_grad():
-            g = {n: t.detach().clone() for n, t in gates().items()}
-        gates.train(was)
-        snapshots.append({"step": step, "gates": g, "p_open": gates.expected_open()})
-
-    snapshot(0)
-
-    def loss_fn(m: Gated, batch) -> torch.Tensor:
-        task = task_loss(m.model, batch, m.gates())
-        pen = m.gates.penalty(reduction)
-        task_losses.append(float(task.detach()))
-        penalties.append(float(pen.detach()))
-        if len(task_losses) % record_every == 0:  # the gates before this step's update
-            snapshot(len(task_losses) - 1)
-        return task + lam * pen
-
-    history = train(wrapped, data, loss_fn, steps=steps, lr=lr, lr_scale={"gates.": gate_lr / lr}, **train_kwargs)
-    if snapshots[-1]["step"] != len(task_losses):
-        snapshot(len(task_losses))
-    history.update(task_loss=task_losses, penalty=penalties, snapshots=snapshots)
-    gates.eval()
-    return history

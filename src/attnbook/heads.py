@@ -1,4 +1,4 @@
-"""What attention heads do (chapter 10, "A translation model and what its heads do"; Voita et al. 2019).
+"""What attention heads do (chapter "A translation model"; Voita et al. 2019).
 
 Quantities per head, computed from attention matrices ``P`` of shape ``(batch, heads, queries, keys)``
 (one tensor per layer, as :class:`attnbook.seq2seq.Seq2SeqTransformer` returns them) and boolean masks
@@ -25,6 +25,9 @@ from typing import Mapping, Optional, Sequence
 
 import torch
 
+from .head_masks import ATTENTION_KINDS
+from .tasks.translation import pad
+
 DIRECTIONS = ("dep->head", "head->dep")
 
 
@@ -49,8 +52,8 @@ def _check_mask(mask: torch.Tensor, batch: int, n: int, name: str) -> torch.Tens
 
 
 def head_confidence(attns, query_mask: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
-    """Confidence of every head, ``(layers, heads)`` (chapter 10, Voita et al. sec. 4.1): the mean over
-    the queries in ``query_mask`` of the largest attention weight on a key in ``key_mask``.
+    """Confidence of every head, ``(layers, heads)`` (chapter "A translation model", Voita et al. sec. 4.1): the mean
+    over the queries in ``query_mask`` of the largest attention weight on a key in ``key_mask``.
 
     Pass masks that are False at padding and at EOS to exclude EOS as the paper does.
     """
@@ -69,7 +72,7 @@ def _argmax_keys(a: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
 def relative_position_share(attns, query_mask: torch.Tensor, key_mask: torch.Tensor,
                             offsets: Sequence[int] = (-1, 1)) -> torch.Tensor:
     """Share of queries whose maximum attention lies at relative position ``offset`` (key - query),
-    ``(layers, heads, len(offsets))`` (chapter 10, Voita et al. sec. 5.1). Self-attention only."""
+    ``(layers, heads, len(offsets))`` (chapter "A translation model", Voita et al. sec. 5.1). Self-attention only."""
     a = _stack(attns)
     L, B, H, Q, K = a.shape
     if Q != K:
@@ -83,7 +86,7 @@ def relative_position_share(attns, query_mask: torch.Tensor, key_mask: torch.Ten
 
 def positional_heads(shares: torch.Tensor, threshold: float = 0.9) -> torch.Tensor:
     """Boolean ``(layers, heads)``: heads whose maximum is on one relative position in at least
-    ``threshold`` of the queries (chapter 10, Voita et al.'s positional heads, threshold 90%)."""
+    ``threshold`` of the queries (chapter "A translation model", Voita et al.'s positional heads, threshold 90%)."""
     if not 0 < threshold <= 1:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     if not isinstance(shares, torch.Tensor) or shares.ndim != 3:
@@ -92,8 +95,8 @@ def positional_heads(shares: torch.Tensor, threshold: float = 0.9) -> torch.Tens
 
 
 def word_attention(attn: torch.Tensor, word_of_token: Sequence[int], n_words: int) -> torch.Tensor:
-    """Word-to-word attention of one sentence (chapter 10): ``attn`` ``(..., tokens, tokens)`` subword
-    attention, ``word_of_token[t]`` the word of token ``t`` (-1: none, e.g. EOS or a bare word marker).
+    """Word-to-word attention of one sentence (chapter "A translation model"): ``attn`` ``(..., tokens, tokens)``
+    subword attention, ``word_of_token[t]`` the word of token ``t`` (-1: none, e.g. EOS or a bare word marker).
     Returns ``(..., n_words, n_words)``: sum over the key word's subwords, mean over the query word's."""
     w = torch.as_tensor(list(word_of_token), dtype=torch.long)
     T = attn.shape[-1]
@@ -115,8 +118,8 @@ def word_attention(attn: torch.Tensor, word_of_token: Sequence[int], n_words: in
 def dependency_accuracy(word_attns: Sequence[torch.Tensor], arcs: Sequence[Sequence], relation: str,
                         direction: str) -> tuple[torch.Tensor, int]:
     """Accuracy of every head on one dependency relation, ``((layers, heads), number of arcs)``
-    (chapter 10, Voita et al. sec. 5.2). ``word_attns[i]``: ``(layers, heads, W, W)`` word attention of
-    sentence ``i``; ``arcs[i]``: ``[dependent, head, label]`` triples. ``direction="dep->head"``: the
+    (chapter "A translation model", Voita et al. sec. 5.2). ``word_attns[i]``: ``(layers, heads, W, W)`` word attention
+    of sentence ``i``; ``arcs[i]``: ``[dependent, head, label]`` triples. ``direction="dep->head"``: the
     query is the dependent and the head is the answer; ``"head->dep"`` the other way round."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
@@ -138,8 +141,8 @@ def dependency_accuracy(word_attns: Sequence[torch.Tensor], arcs: Sequence[Seque
 
 
 def positional_baseline(arcs: Sequence[Sequence], relation: str, direction: str) -> tuple[float, int]:
-    """Most-frequent-relative-position baseline for a relation (chapter 10, Voita et al. sec. 5.2): the
-    share of arcs whose answer lies at the most common offset from the query, and that offset."""
+    """Most-frequent-relative-position baseline for a relation (chapter "A translation model", Voita et al. sec. 5.2):
+    the share of arcs whose answer lies at the most common offset from the query, and that offset."""
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
     offs = Counter()
@@ -157,7 +160,7 @@ def rare_token_share(attns, src_ids: torch.Tensor, token_counts: torch.Tensor, q
                      key_mask: torch.Tensor) -> tuple[torch.Tensor, float]:
     """Share of queries whose maximum attention falls on the rarest key token of the sentence (by
     ``token_counts``, training-set frequencies), ``(layers, heads)``, and the chance level, the mean of
-    ``1 / (number of keys)`` over the queries (chapter 10, Voita et al. sec. 5.3)."""
+    ``1 / (number of keys)`` over the queries (chapter "A translation model", Voita et al. sec. 5.3)."""
     a = _stack(attns)
     L, B, H, Q, K = a.shape
     qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
@@ -175,13 +178,11 @@ def rare_token_share(attns, src_ids: torch.Tensor, token_counts: torch.Tensor, q
 @torch.no_grad()
 def ablation_relevance(model, src: torch.Tensor, tgt_in: torch.Tensor, kinds: Optional[Sequence[str]] = None,
                        normalise: bool = True) -> Mapping[str, torch.Tensor]:
-    """Leave-one-out relevance of every head to the top-1 logit (chapter 10; an occlusion stand-in for
-    Voita et al.'s LRP relevance): for each head, the mean over target tokens of the drop of the
+    """Leave-one-out relevance of every head to the top-1 logit (chapter "A translation model"; an occlusion stand-in
+    for Voita et al.'s LRP relevance): for each head, the mean over target tokens of the drop of the
     full model's top-1 logit when that head's gate is 0. With ``normalise`` each layer's non-negative
     parts sum to 1, as the paper normalises relevance over the heads of a layer. Returns ``kind -> (L, H)``.
     """
-    from .seq2seq import ATTENTION_KINDS
-
     kinds = list(kinds or ATTENTION_KINDS)
     cfg = model.cfg
     model.eval()
@@ -216,7 +217,7 @@ def _share(hit: torch.Tensor, qm: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def role_statistics(model, src: torch.Tensor, tgt: torch.Tensor) -> dict:
     """The per-head role statistics of a :class:`attnbook.seq2seq.Seq2SeqTransformer` on one batch
-    (chapter 10; recorded during training by ``scripts/train_translation.py`` for the role-emergence
+    (chapter "A translation model"; recorded during training by ``scripts/train_translation.py`` for the role-emergence
     figure). ``src``: padded source ids ending in EOS; ``tgt``: padded ``BOS ... EOS`` targets.
 
     Returns ``kind -> {statistic: (layers, heads) list}`` with, for every attention kind,
@@ -235,8 +236,8 @@ def role_statistics(model, src: torch.Tensor, tgt: torch.Tensor) -> dict:
 
 
 def causal_chance(query_mask: torch.Tensor, key_mask: torch.Tensor) -> float:
-    """Confidence of uniform causal attention (chapter 10): query ``t`` sees the counted keys up to itself,
-    so a head that spreads its weight evenly has confidence ``1 / (keys seen)``; the mean over queries is
+    """Confidence of uniform causal attention (chapter "A translation model"): query ``t`` sees the counted keys up to
+    itself, so a head that spreads its weight evenly has confidence ``1 / (keys seen)``; the mean over queries is
     the mean of ``1/t``, not ``1/n``."""
     seen = key_mask.long().cumsum(-1).clamp(min=1).float()
     return float(((1.0 / seen) * query_mask).sum() / query_mask.sum().clamp(min=1))
@@ -247,7 +248,8 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
                token_counts: Optional[torch.Tensor] = None, parses: Optional[Sequence[Mapping]] = None,
                rare_outside_top: int = 500, batch_size: int = 32) -> dict:
     """Every head's roles in a :class:`attnbook.seq2seq.Seq2SeqTransformer`, from teacher-forced attention
-    on verses (chapter 10; Voita et al. 2019 secs. 4-5), in the style of TransformerLens's head detectors.
+    on verses (chapter "A translation model"; Voita et al. 2019 secs. 4-5), in the style of TransformerLens's head
+    detectors.
 
     ``src_ids`` / ``tgt_ids``: unpadded id lists (source ending in EOS; target ``BOS ... EOS``).
     Returns ``kind -> {statistic: (layers, heads) tensor}`` plus scalars:
@@ -264,8 +266,6 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
     * with ``parses`` (aligned with ``src_ids``): ``word_maps``, the encoder's word-level attention of each
       verse, ``(layers, heads, words, words)``, for :func:`dependency_accuracy`.
     """
-    from .tasks.translation import pad
-
     if len(src_ids) != len(tgt_ids) or not src_ids:
         raise ValueError(f"need as many targets as sources, got {len(src_ids)} and {len(tgt_ids)}")
     if parses is not None and len(parses) != len(src_ids):

@@ -2,13 +2,13 @@
 
 * ``||X||_{1,inf} = sqrt(||X||_1 ||X||_inf)``: the geometric mean of the largest absolute column sum
   (``||X||_1``) and the largest absolute row sum (``||X||_inf``). It is not a norm in general: the
-  triangle inequality can fail (chapter 1 shows a counterexample); the proofs only use it through
-  ``||X||_1`` and ``||X||_inf``, which are norms.
+  triangle inequality can fail (chapter "Pure attention loses rank" shows a counterexample); the proofs only use it
+  through ``||X||_1`` and ``||X||_inf``, which are norms.
 * ``res(X) = X - 1 x^T``: what is left of ``X`` after removing a rank-one matrix with identical rows.
   The paper takes ``x = argmin_x ||X - 1 x^T||_{1,inf}``; the official experiment code subtracts the
   token mean. This module offers both (``center="mean"`` or ``"argmin"``). The book uses the token mean
-  in experiments, like the official code, and the argmin where a proof needs it; chapter 1 measures how
-  much they differ.
+  in experiments, like the official code, and the argmin where a proof needs it; chapter "Pure attention loses rank"
+  measures how much they differ.
 """
 
 from __future__ import annotations
@@ -30,13 +30,15 @@ def _check_matrix(X: torch.Tensor, name: str = "X") -> torch.Tensor:
 
 
 def norm_1(X: torch.Tensor) -> torch.Tensor:
-    """``||X||_1``: largest absolute column sum, over the last two dims (chapter 1, eq. norm-1)."""
+    """``||X||_1``: largest absolute column sum, over the last two dims (chapter "Pure attention loses rank", eq.
+    norm-1)."""
     X = _check_matrix(X)
     return X.abs().sum(dim=-2).amax(dim=-1)
 
 
 def norm_inf(X: torch.Tensor) -> torch.Tensor:
-    """``||X||_inf``: largest absolute row sum, over the last two dims (chapter 1, eq. norm-inf)."""
+    """``||X||_inf``: largest absolute row sum, over the last two dims (chapter "Pure attention loses rank", eq.
+    norm-inf)."""
     X = _check_matrix(X)
     return X.abs().sum(dim=-1).amax(dim=-1)
 
@@ -71,8 +73,8 @@ def _argmin_lp(n: int, d: int):
 
 
 def _argmin_center_certified(X: np.ndarray, rtol: float = 1e-12, max_lps: int = 2000):
-    """Exact ``argmin_x ||X - 1 x^T||_{1,inf}`` for one float64 matrix (chapter 1, eq. ``eq-res``), with a
-    certificate. Returns ``(x, value, lower_bound)`` where ``value = ||X - 1 x^T||_1 ||X - 1 x^T||_inf`` (the
+    """Exact ``argmin_x ||X - 1 x^T||_{1,inf}`` for one float64 matrix (chapter "Pure attention loses rank", eq.
+    ``eq-res``), with a certificate. Returns ``(x, value, lower_bound)`` where ``value = ||X - 1 x^T||_1 ||X - 1 x^T||_inf`` (the
     *square* of the composite norm) and ``lower_bound <= min_x`` of that product (``value - lower_bound`` is
     the certified gap, zero up to rounding and the LP solver's tolerances).
 
@@ -173,13 +175,13 @@ def _argmin_center_certified(X: np.ndarray, rtol: float = 1e-12, max_lps: int = 
 
 
 def _argmin_center(X: np.ndarray) -> np.ndarray:
-    """``argmin_x ||X - 1 x^T||_{1,inf}`` for one matrix (chapter 1, eq. ``eq-res``); exact to the LP solver's
-    precision, see ``_argmin_center_certified`` for the method and its certificate."""
+    """``argmin_x ||X - 1 x^T||_{1,inf}`` for one matrix (chapter "Pure attention loses rank", eq. ``eq-res``); exact
+    to the LP solver's precision, see ``_argmin_center_certified`` for the method and its certificate."""
     return _argmin_center_certified(X)[0]
 
 
 def res(X: torch.Tensor, center: str = "mean") -> torch.Tensor:
-    """Residual ``res(X) = X - 1 x^T`` (chapter 1, eq. res), batched over leading dims.
+    """Residual ``res(X) = X - 1 x^T`` (chapter "Pure attention loses rank", eq. res), batched over leading dims.
 
     ``center="mean"``: ``x`` is the token mean (the official code, all experiments).
     ``center="argmin"``: ``x`` minimises ``||X - 1 x^T||_{1,inf}`` (the paper's definition; solved exactly,
@@ -198,7 +200,7 @@ def res(X: torch.Tensor, center: str = "mean") -> torch.Tensor:
 
 
 def relative_residual(X: torch.Tensor, center: str = "mean") -> torch.Tensor:
-    """``||res(X)||_{1,inf} / ||X||_{1,inf}`` (chapter 1, eq. rel-res): 0 for a rank-one matrix with
-    identical rows. With ``center="mean"`` this is the measure of the paper's Figure 2 and its code."""
+    """``||res(X)||_{1,inf} / ||X||_{1,inf}`` (chapter "Pure attention loses rank", eq. rel-res): 0 for a rank-one
+    matrix with identical rows. With ``center="mean"`` this is the measure of the paper's Figure 2 and its code."""
     X = _check_matrix(X)
     return norm_1_inf(res(X, center)) / norm_1_inf(X)

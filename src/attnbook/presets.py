@@ -26,12 +26,12 @@ ENV_VAR = "ATTNBOOK_PRESET"
 
 #: experiment -> preset -> sizes. Keep the two entries of an experiment side by side with the same keys.
 TABLE: dict[str, dict[str, dict[str, Any]]] = {
-    # Chapter 1, "Pure attention loses rank": relative residual vs depth for SAN and its variants.
+    # chapter "Pure attention loses rank": relative residual vs depth for SAN and its variants.
     "pure_attention": {
         "quick": dict(n_tokens=32, d_model=64, n_heads=4, depth=24, n_inputs=8, n_nets=3),
         "paper": dict(n_tokens=128, d_model=768, n_heads=12, depth=48, n_inputs=32, n_nets=5),
     },
-    # Chapter 2, "Path decomposition": exact checks of the path sum (same sizes at both presets: they are
+    # chapter "Path decomposition": exact checks of the path sum (same sizes at both presets: they are
     # float64 identities), then products of attention matrices along sampled paths of a random network.
     "path_decomposition": {
         "quick": dict(n_tokens=8, d_model=24, configs=((1, 4), (2, 3), (3, 4), (4, 2), (6, 2)),
@@ -39,14 +39,14 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(n_tokens=8, d_model=24, configs=((1, 4), (2, 3), (3, 4), (4, 2), (6, 2)),
                       rank1_depth=12, rank1_heads=12, rank1_tokens=128, rank1_d_model=768, n_sampled_paths=500),
     },
-    # Chapter 3, "The one-layer residual bound": random and adversarial (gradient-ascent) instances per step.
+    # chapter "The one-layer residual bound": random and adversarial (gradient-ascent) instances per step.
     "residual_bound_one_layer": {
         "quick": dict(n_tokens=6, d_model=8, d_qk=4, n_random=2000, n_starts=4, ascent_steps=120,
                       n_argmin=12, sweep_points=13, n_sweep_nets=4),
         "paper": dict(n_tokens=6, d_model=8, d_qk=4, n_random=50000, n_starts=32, ascent_steps=600,
                       n_argmin=100, sweep_points=25, n_sweep_nets=16),
     },
-    # Chapter 4, "Deep bounds and what breaks collapse": the doubly exponential bound over depth, skips,
+    # chapter "Deep bounds": the doubly exponential bound over depth, skips,
     # MLP Lipschitz constants, LayerNorm.
     "deep_bounds": {
         "quick": dict(n_tokens=6, d_model=8, n_heads=2, depth=5, n_nets=8, collapse_tokens=16,
@@ -54,7 +54,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(n_tokens=6, d_model=8, n_heads=2, depth=5, n_nets=64, collapse_tokens=128,
                       collapse_d_model=768, collapse_depth=48, n_collapse_nets=8),
     },
-    # Chapter 5, "Rank collapse in pretrained transformers" (Dong et al. Fig. 2): pretrained models on
+    # chapter "Rank collapse in pretrained transformers" (Dong et al. Fig. 2): pretrained models on
     # n_sequences x n_tokens real tokens (the paper: 32 x 128); BERT/ALBERT/XLNet-base at initialisation
     # (the paper's sizes) on init_sequences x init_tokens; n_paths sampled paths per depth, attention
     # matrices of path_sequences inputs, for the companion figure.
@@ -64,7 +64,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(n_sequences=32, n_tokens=128, init_sequences=32, init_tokens=128, n_paths=100,
                       path_sequences=32),
     },
-    # Chapter 8, "Rank collapse at initialisation kills query/key gradients" (Noci et al. 2022): token
+    # chapter "Rank collapse at initialisation" (Noci et al. 2022): token
     # cosine vs depth (one stack per depth, n_nets draws) and per-layer W_Q/W_K/W_V gradient norms.
     "collapse_kills_qk": {
         "quick": dict(n_tokens=16, d_model=64, n_heads=4, batch=8, rho0=0.2,
@@ -72,7 +72,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(n_tokens=64, d_model=512, n_heads=8, batch=16, rho0=0.2,
                       depths=(1, 2, 4, 8, 16, 32, 64, 128, 256), n_nets=4, grad_depth=256),
     },
-    # Chapter 9, "Unequal gradients, temperature and adaptive optimisers": one-head Jacobian norms
+    # chapter "Unequal gradients": one-head Jacobian norms
     # (n_draws weight draws), then SGD vs Adam on sequence reversal with a deep post-LN stack.
     "unequal_gradients": {
         "quick": dict(n_tokens=8, d_model=16, d_k=8, d_v=8, rho=0.3, n_draws=60,
@@ -82,7 +82,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       vocab=10, seq_len=16, train_d_model=128, train_heads=4, train_depth=16,
                       batch=64, steps=1000, sgd_lr=0.1, adam_lr=1e-3, n_eval=2048),
     },
-    # Chapter 10, "A translation model and what its heads do" (Voita et al. 2019): the EN->ES Bible model
+    # chapter "A translation model" (Voita et al. 2019): the EN->ES Bible model
     # (scripts/train_translation.py; quick ships its checkpoint) and the dev/test sentences the chapter uses.
     # quick: a recipe for a small parallel corpus (29k pairs) that converges on one CPU thread in about
     # two hours: 48 encoder heads as in the paper (6 layers x 8) at width 128, a 3-layer decoder, dropout
@@ -100,7 +100,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       eval_every=1000, n_eval_bleu=500, average_last=5, patience=6, n_role_sentences=200,
                       seed=0, n_bleu=1000, n_beam=1000, n_analysis=1000, n_relevance=200, n_minilm=1000),
     },
-    # Chapter 6, "The circle task": one attention layer run recursively (Dong et al. 2021, Fig. 3).
+    # chapter "The circle task": one attention layer run recursively (Dong et al. 2021, Fig. 3).
     # Training: the book's recipe (AdamW, warm-up + cosine, clipping); the paper's recipe is shown once.
     "circle": {
         "quick": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=150, lr=5e-3, batch=128,
@@ -108,7 +108,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=400, lr=5e-3, batch=128,
                       n_seeds=16, rollout=300, paper_recipe_epochs=70),
     },
-    # Chapter 7, "Path effectiveness": accuracy of sampled paths of each length (Dong et al. 2021, Fig. 4).
+    # chapter "Path effectiveness": accuracy of sampled paths of each length (Dong et al. 2021, Fig. 4).
     "path_effectiveness": {
         "quick": dict(
             sort=dict(d_model=48, n_heads=2, depth=6, length=8, vocab=10, n_train=1000, n_eval=200,
@@ -127,7 +127,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                               n_train=500, n_eval=500, steps=1500),
             n_paths=(5, 20), repeats=5, lr=2e-3, batch=128),
     },
-    # Chapter 11, "Pruning heads" (Voita et al. 2019; Michel et al. 2019): hard-concrete gate samples;
+    # chapter "Pruning heads" (Voita et al. 2019; Michel et al. 2019): hard-concrete gate samples;
     # MiniLM: held-out sentences for the embedding similarity, importance batches, heads pruned per step.
     # The gate sweeps that do not fit quick are precomputed by scripts/sweep_gates.py (data/pruning/).
     "pruning_heads": {

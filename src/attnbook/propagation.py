@@ -1,6 +1,7 @@
-"""Signal propagation at initialisation (Part II: chapters 8 and 9, after Noci et al. 2022).
+"""Signal propagation at initialisation (Part II: chapters "Rank collapse at initialisation" and "Unequal gradients",
+after Noci et al. 2022).
 
-Chapter 8, "Rank collapse at initialisation kills query/key gradients":
+chapter "Rank collapse at initialisation":
 
 * :func:`token_cosine`: the mean cosine similarity between distinct tokens (eq. ``cos-sim``), the
   measure of rank collapse used in Part II;
@@ -12,7 +13,7 @@ Chapter 8, "Rank collapse at initialisation kills query/key gradients":
   attention (eqs. ``mf-pre`` and ``mf-post``), with :func:`relu_kernel` for the MLP (eq. ``relu-kernel``);
 * :func:`qkv_grad_norms`: the per-layer Frobenius norms of the gradients of ``W_Q``, ``W_K``, ``W_V``.
 
-Chapter 9, "Unequal gradients, temperature and adaptive optimisers":
+chapter "Unequal gradients":
 
 * :func:`single_head`: ``S(X) = softmax(X W_Q W_K^T X^T / (tau sqrt(d_k))) X W_V`` (eq. ``head``);
 * :func:`jacobian_sq_norms`: the squared Frobenius norms of the Jacobians ``dS/dW_Q``, ``dS/dW_K``,
@@ -29,7 +30,6 @@ import math
 from typing import Optional, Sequence
 
 import torch
-from torch import nn
 
 from .attention import SelfAttentionNetwork, gaussian_init_
 
@@ -44,7 +44,8 @@ def _check_tokens(X: torch.Tensor, name: str = "X") -> torch.Tensor:
 
 
 def token_cosine(X: torch.Tensor) -> torch.Tensor:
-    """Mean cosine similarity between distinct tokens of ``X`` (..., n, d) (chapter 8, eq. ``cos-sim``).
+    """Mean cosine similarity between distinct tokens of ``X`` (..., n, d) (chapter "Rank collapse at initialisation",
+    eq. ``cos-sim``).
 
     ``(1 / (n (n - 1))) sum_{i != j} <x_i, x_j> / (||x_i|| ||x_j||)``, batched over leading dims.
     It is 1 exactly when all tokens point the same way (rank collapse, ``X = 1 x^T`` for ``x != 0``).
@@ -60,7 +61,8 @@ def correlated_tokens(
     batch: int, n_tokens: int, d: int, rho: float, generator: Optional[torch.Generator] = None,
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Random inputs (batch, n, d) whose tokens have pairwise cosine ``rho`` in expectation (chapter 8).
+    """Random inputs (batch, n, d) whose tokens have pairwise cosine ``rho`` in expectation (chapter "Rank collapse at
+    initialisation").
 
     ``x_i = sqrt(rho) z + sqrt(1 - rho) e_i`` with ``z, e_i ~ N(0, I_d)``: every coordinate has variance
     1, so ``||x_i||^2 ~ d`` and ``<x_i, x_j> / d ~ rho``.
@@ -78,7 +80,7 @@ def tokens_with_cosine(
     n_tokens: int, d: int, rho: float, generator: Optional[torch.Generator] = None,
     dtype: torch.dtype = torch.float64,
 ) -> torch.Tensor:
-    """Tokens (n, d) with ``||x_i||^2 = d`` and every pairwise cosine exactly ``rho`` (chapter 9,
+    """Tokens (n, d) with ``||x_i||^2 = d`` and every pairwise cosine exactly ``rho`` (chapter "Unequal gradients",
     eq. ``ch09-normalised``): ``x_i = sqrt(d) (sqrt(rho) e_0 + sqrt(1 - rho) e_i)`` for random
     orthonormal ``e_0, ..., e_n``; needs ``d > n``."""
     if not 0.0 <= rho <= 1.0:
@@ -95,7 +97,8 @@ def build_stack(
     mlp: bool = True, temperature: float = 1.0, gain: float = 1.0, dtype: torch.dtype = torch.float32,
     device: Optional[torch.device | str] = None,
 ) -> SelfAttentionNetwork:
-    """A ``depth``-layer stack of :class:`attnbook.attention.Block` at Gaussian initialisation (chapter 8).
+    """A ``depth``-layer stack of :class:`attnbook.attention.Block` at Gaussian initialisation (chapter "Rank collapse
+    at initialisation").
 
     ``scaled=True`` sets the residual scale ``alpha = 1 / sqrt(depth)`` (Noci et al. 2022); otherwise
     ``alpha = 1``. Skip connections are on; ``layernorm`` is ``"pre"`` or ``"post"``.
@@ -118,7 +121,8 @@ def build_stack(
 
 @torch.no_grad()
 def cosine_by_layer(net: SelfAttentionNetwork, X: torch.Tensor) -> torch.Tensor:
-    """Token cosine of the input and of every layer's output, averaged over the batch (chapter 8).
+    """Token cosine of the input and of every layer's output, averaged over the batch (chapter "Rank collapse at
+    initialisation").
 
     Returns a tensor of shape ``(depth + 1,)``: entry ``l`` is :func:`token_cosine` of ``X_l``.
     """
@@ -130,7 +134,8 @@ def cosine_by_layer(net: SelfAttentionNetwork, X: torch.Tensor) -> torch.Tensor:
 
 
 def relu_kernel(rho: torch.Tensor | float) -> torch.Tensor:
-    """``E[relu(u) relu(v)]`` for standard Gaussians with correlation ``rho`` (chapter 8, eq. ``relu-kernel``).
+    """``E[relu(u) relu(v)]`` for standard Gaussians with correlation ``rho`` (chapter "Rank collapse at
+    initialisation", eq. ``relu-kernel``).
 
     ``kappa(rho) = (sqrt(1 - rho^2) + (pi - arccos rho) rho) / (2 pi)``; ``kappa(1) = 1/2``.
     """
@@ -145,7 +150,8 @@ def meanfield_cosine(
     depth: int, rho0: float, n_tokens: int, *, alpha: float = 1.0, layernorm: str = "pre",
     mlp: bool = True,
 ) -> torch.Tensor:
-    """The book's mean-field recursion for the token cosine ``rho_l``, l = 0..depth (chapter 8).
+    """The book's mean-field recursion for the token cosine ``rho_l``, l = 0..depth (chapter "Rank collapse at
+    initialisation").
 
     Assumptions: uniform attention ``A = 11^T / n``; Gaussian weights that preserve norms in expectation
     (``gaussian_init_``, gain 1); LayerNorm acts as ``x -> sqrt(d) x / ||x||`` (its centring and its
@@ -193,13 +199,14 @@ def qkv_grad_norms(
     net: SelfAttentionNetwork, X: torch.Tensor, readout: Optional[torch.Tensor] = None,
     generator: Optional[torch.Generator] = None,
 ) -> dict[str, torch.Tensor]:
-    """Per-layer Frobenius norms of the gradients of ``W_Q``, ``W_K``, ``W_V`` at ``X`` (chapter 8).
+    """Per-layer Frobenius norms of the gradients of ``W_Q``, ``W_K``, ``W_V`` at ``X`` (chapter "Rank collapse at
+    initialisation").
 
     The loss is ``<R, Y>`` summed over the batch, with ``Y`` the network's output and ``R`` a fixed
     readout with i.i.d. standard Gaussian entries (drawn on the CPU from ``generator`` when not given,
     then moved to ``X``'s device; a given readout is moved there too). Since
     ``E_R ||grad_W <R, Y>||^2`` is the squared Frobenius norm of the Jacobian ``dY/dW``, these are
-    Monte-Carlo estimates of the Jacobian norms of chapter 9. Returns ``{"q", "k", "v"}``, each of
+    Monte-Carlo estimates of the Jacobian norms of chapter "Unequal gradients". Returns ``{"q", "k", "v"}``, each of
     shape ``(depth,)`` (all heads of a layer together).
     """
     X = _check_tokens(X)
@@ -225,7 +232,7 @@ def qkv_grad_norms(
 def single_head(
     X: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor, W_V: torch.Tensor, temperature: float = 1.0
 ) -> torch.Tensor:
-    """One attention head without biases (chapter 9, eq. ``head``).
+    """One attention head without biases (chapter "Unequal gradients", eq. ``head``).
 
     ``S = A X W_V``, ``A = softmax(X W_Q W_K^T X^T / (tau sqrt(d_k)))``; ``X`` is (n, d), ``W_Q`` and
     ``W_K`` are (d, d_k), ``W_V`` is (d, d_v).
@@ -248,7 +255,7 @@ def single_head(
 def jacobian_sq_norms(
     X: torch.Tensor, W_Q: torch.Tensor, W_K: torch.Tensor, W_V: torch.Tensor, temperature: float = 1.0
 ) -> dict[str, float]:
-    """Squared Frobenius norms ``||dS/dW||_F^2`` of the Jacobians of :func:`single_head` (chapter 9).
+    """Squared Frobenius norms ``||dS/dW||_F^2`` of the Jacobians of :func:`single_head` (chapter "Unequal gradients").
 
     ``dS/dW`` is the Jacobian of the (n, d_v) output with respect to the weight matrix, a tensor of
     shape (n, d_v, d, d_k); its squared Frobenius norm is the sum of the squares of all its entries,
@@ -266,7 +273,7 @@ def jacobian_sq_norms(
 def uniform_attention_sq_norms(
     X: torch.Tensor, sigma_q: float, sigma_k: float, sigma_v: float, d_v: int, temperature: float = 1.0
 ) -> dict[str, float]:
-    """The book's closed forms of :func:`jacobian_sq_norms` under uniform attention (chapter 9).
+    """The book's closed forms of :func:`jacobian_sq_norms` under uniform attention (chapter "Unequal gradients").
 
     With ``A = 11^T / n``, ``xbar`` the token mean, ``Pi = I - 11^T / n`` and ``C = X^T Pi X``:
 
@@ -296,7 +303,8 @@ def uniform_attention_sq_norms(
 def balancing_temperature(
     X: torch.Tensor, sigma_k: float, sigma_v: float
 ) -> float:
-    """The temperature at which the closed forms ``jq`` and ``jv`` are equal (chapter 9, eq. ``tau-star``).
+    """The temperature at which the closed forms ``jq`` and ``jv`` are equal (chapter "Unequal gradients", eq.
+    ``tau-star``).
 
     ``tau*^2 = sigma_k^2 sigma_v^2 ||X||_F^2 ||X^T Pi X||_F^2 / (n^3 ||xbar||^2)``; ``d_v`` cancels.
     """
@@ -307,7 +315,8 @@ def balancing_temperature(
 
 
 def log_log_slope(x: Sequence[float], y: Sequence[float]) -> float:
-    """Least-squares slope of ``log y`` against ``log x`` (chapter 9: measured powers of a scaling law)."""
+    """Least-squares slope of ``log y`` against ``log x`` (chapter "Unequal gradients": measured powers of a scaling
+    law)."""
     x = torch.as_tensor(x, dtype=torch.float64)
     y = torch.as_tensor(y, dtype=torch.float64)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2:

@@ -1,7 +1,7 @@
-"""Head importance and step-by-step pruning of Michel, Levy and Neubig (2019) (chapter 11, "Pruning heads").
+"""Head importance and step-by-step pruning of Michel, Levy and Neubig (2019) (chapter "Pruning heads").
 
 Michel et al. multiply each head's output by a mask variable ``xi_h`` (1 = kept, 0 = pruned) and score a
-head by how much the loss reacts to it (chapter 11, eq. ``michel-importance``):
+head by how much the loss reacts to it (chapter "Pruning heads", eq. ``michel-importance``):
 
     I_h = E_x | dL(x) / d xi_h |.
 
@@ -26,38 +26,16 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import torch
 
+from .head_masks import as_head_mask, count_kept, full_masks
+
+__all__ = ["count_kept", "full_masks", "head_importance", "prune_least_important", "prune_step_by_step"]
+
 Masks = dict[str, torch.Tensor]
 LossFn = Callable[[Any, Masks], torch.Tensor]
 
 
 def _as_masks(masks) -> Masks:
-    if isinstance(masks, torch.Tensor):
-        masks = {"": masks}
-    if not isinstance(masks, Mapping) or not masks:
-        raise ValueError(f"masks must be a tensor or a non-empty dict of tensors, got {type(masks).__name__}")
-    out = {}
-    for name, m in masks.items():
-        if not isinstance(m, torch.Tensor) or m.ndim != 2:
-            raise ValueError(f"mask {name!r} must be a (n_layers, n_heads) tensor, got {getattr(m, 'shape', m)}")
-        out[name] = m.detach().float().clone()
-    return out
-
-
-def full_masks(shapes: Union[Sequence[int], Mapping[str, Sequence[int]]]) -> Masks:
-    """All-ones masks (every head kept) for ``{type: (n_layers, n_heads)}`` or one ``(n_layers, n_heads)``."""
-    items = shapes.items() if isinstance(shapes, Mapping) else [("", shapes)]
-    out = {}
-    for name, shape in items:
-        shape = tuple(int(s) for s in shape)
-        if len(shape) != 2 or min(shape) < 1:
-            raise ValueError(f"shape of {name!r} must be (n_layers, n_heads) with positive sizes, got {shape}")
-        out[name] = torch.ones(shape)
-    return out
-
-
-def count_kept(masks: Mapping[str, torch.Tensor]) -> int:
-    """Number of heads whose mask is non-zero, over all attention types."""
-    return int(sum(int((m != 0).sum()) for m in _as_masks(masks).values()))
+    return {n: m.detach().float().clone() for n, m in as_head_mask(masks).items()}
 
 
 def head_importance(
@@ -68,7 +46,7 @@ def head_importance(
     normalize: bool = True,
     queries: Optional[Callable[[Any], Mapping[str, tuple[int, int]]]] = None,
 ) -> Masks:
-    """Michel et al.'s importance ``I_h = E_x |dL/d xi_h|`` at the given masks (chapter 11, eq.
+    """Michel et al.'s importance ``I_h = E_x |dL/d xi_h|`` at the given masks (chapter "Pruning heads", eq.
     ``michel-importance``).
 
     ``loss_fn(batch, masks)`` must return a scalar loss (a mean over the batch's tokens) of the model run
@@ -113,7 +91,7 @@ def head_importance(
 def prune_least_important(
     importance: Mapping[str, torch.Tensor], masks: Mapping[str, torch.Tensor], n_prune: int
 ) -> Masks:
-    """Zero the masks of the ``n_prune`` least important heads among those still kept (chapter 11).
+    """Zero the masks of the ``n_prune`` least important heads among those still kept (chapter "Pruning heads").
 
     Heads already pruned are never chosen again (their score counts as +inf, as in Michel et al.'s code).
     Ties are broken by the order (type, layer, head). Returns new masks.
@@ -149,7 +127,7 @@ def prune_step_by_step(
     queries: Optional[Callable[[Any], Mapping[str, tuple[int, int]]]] = None,
     progress: Optional[Callable[[dict], None]] = None,
 ) -> list[dict]:
-    """Prune heads step by step by Michel et al.'s importance (chapter 11, "Importance pruning").
+    """Prune heads step by step by Michel et al.'s importance (chapter "Importance pruning").
 
     At each step: score the current masks with ``score_fn(masks)`` (e.g. BLEU, or a similarity), record
     it, and prune the ``n_per_step`` least important kept heads; stop when ``min_heads`` heads are left.
@@ -180,58 +158,3 @@ def prune_step_by_step(
             imp = head_importance(loss_fn, current, batches, queries=queries)
         current = prune_least_important(imp, current, min(n_per_step, n_kept - min_heads))
     return records
-
-
-# ----------------------------------------------------------------------------------------------------------
-# A pretrained sentence encoder (all-MiniLM-L6-v2): mean-pooled embeddings and a task loss (chapter 11)
-# ----------------------------------------------------------------------------------------------------------
-
-
-def mean_pooled(model, tokenizer, sentences: Sequence[str], *, max_length: int = 32) -> torch.Tensor:
-    """Sentence embeddings by mean pooling over real tokens, as sentence-transformers does for
-    all-MiniLM-L6-v2 (chapter 11, "Pruning a pretrained model"). Returns ``(len(sentences), hidden)``;
-    gradients flow (wrap in ``torch.no_grad()`` when not needed)."""
-    if isinstance(sentences, str) or not sentences or not all(isinstance(s, str) for s in sentences):
-        raise ValueError("sentences must be a non-empty list of strings")
-    if max_length < 2:
-        raise ValueError(f"max_length must be at least 2, got {max_length}")
-    enc = tokenizer(list(sentences), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-    enc = {k: v.to(next(model.parameters()).device) for k, v in enc.items()}
-    hidden = model(**enc).last_hidden_state
-    mask = enc["attention_mask"][..., None].to(hidden.dtype)
-    return (hidden * mask).sum(1) / mask.sum(1)
-
-
-def drop_words(sentences: Sequence[str], p: float, seed: int = 0) -> list[str]:
-    """Each sentence with every word dropped independently with probability ``p`` (at least one word
-    kept): the positives of the contrastive task loss used for Michel importance on MiniLM (chapter 11)."""
-    import random
-
-    if not 0 <= p < 1:
-        raise ValueError(f"p must be in [0, 1), got {p}")
-    rng = random.Random(seed)
-    out = []
-    for s in sentences:
-        words = s.split()
-        kept = [w for w in words if rng.random() >= p] or words[:1]
-        out.append(" ".join(kept))
-    return out
-
-
-def contrastive_loss(anchors: torch.Tensor, positives: torch.Tensor, scale: float = 20.0) -> torch.Tensor:
-    """In-batch contrastive loss of sentence-transformers' ``MultipleNegativesRankingLoss`` (the loss
-    all-MiniLM-L6-v2 was trained with): cross-entropy of ``scale * cos(a_i, p_j)`` with target ``j = i``
-    (chapter 11, the task loss ``L`` of Michel importance on MiniLM)."""
-    if anchors.ndim != 2 or anchors.shape != positives.shape or anchors.shape[0] < 2:
-        raise ValueError(
-            f"anchors and positives must both be (batch >= 2, dim), got {tuple(anchors.shape)} and {tuple(positives.shape)}"
-        )
-    sims = torch.nn.functional.normalize(anchors, dim=-1) @ torch.nn.functional.normalize(positives, dim=-1).T
-    return torch.nn.functional.cross_entropy(scale * sims, torch.arange(anchors.shape[0], device=anchors.device))
-
-
-def embedding_similarity(pruned: torch.Tensor, full: torch.Tensor) -> float:
-    """Mean cosine similarity between pruned and unpruned sentence embeddings (1 = unchanged) (chapter 11)."""
-    if pruned.shape != full.shape or pruned.ndim != 2:
-        raise ValueError(f"expected two (n, dim) tensors of the same shape, got {tuple(pruned.shape)} and {tuple(full.shape)}")
-    return float(torch.nn.functional.cosine_similarity(pruned, full, dim=-1).mean())

@@ -6,7 +6,7 @@ name and settings (``meta["recipe"]``, ``meta["settings"]``), so a reader can te
 :func:`check_recorded` can tell whether a shipped file is stale. Sizes of the chapters' live runs stay in
 :mod:`attnbook.presets`; this module holds only what is too long to run in a chapter.
 
-Chapter 11 ("Pruning heads") reads the ``*_converged`` pruning recipes; the settings and where they depart
+chapter "Pruning heads" reads the ``*_converged`` pruning recipes; the settings and where they depart
 from Voita et al.'s official code are explained in the recipe comments and in the chapter.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 DATA = Path(__file__).resolve().parent / "data"
 
-#: Voita et al.'s gate fine-tuning on the converged translation model (chapter 11). Shared settings:
+#: Voita et al.'s gate fine-tuning on the converged translation model (chapter "Pruning heads"). Shared settings:
 #: the model's own dropout (the model stays in training mode), label smoothing 0.1, token-based batches as
 #: in its training, log_alpha drawn as the official code does (glorot-uniform), binary masks at evaluation.
 #: Departures from the official code, to fit a 2-core CPU: the model's weights learn at a constant 2e-4
@@ -44,8 +44,19 @@ _GATES_CONVERGED = dict(
 )
 
 RECIPES: dict[str, dict[str, Any]] = {
+    "minilm_gates": dict(
+        script="scripts/sweep_gates.py",
+        part="minilm_gates",
+        output="pruning/minilm_gates.json",
+        what="hard-concrete gates on all-MiniLM-L6-v2 (model frozen, the 72 gates trained to keep mean-pooled "
+        "embeddings close to the unpruned model's), evaluated on every 10th sentence of "
+        "attnbook.text.english_sentences()",
+        settings=dict(lambdas=[0.05, 0.2, 0.8], steps=60, batch=8, gate_lr=0.2, max_length=24, n_eval=120,
+                      record_every=10, seed=0),
+    ),
     "encoder_gates_converged": dict(
         script="scripts/sweep_gates.py",
+        part="gate_sweep",
         output="pruning/encoder_gates_converged.json",
         what="hard-concrete gates on the 48 encoder self-attention heads of the converged model; decoder, "
         "shared embeddings and output frozen (the embeddings are shared with the decoder here, so they "
@@ -62,6 +73,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     ),
     "all_kinds_gates_converged": dict(
         script="scripts/sweep_gates.py",
+        part="gate_sweep",
         output="pruning/all_kinds_gates_converged.json",
         what="hard-concrete gates on all 96 heads of the converged model (48 encoder self-attention, 24 "
         "decoder self-attention, 24 encoder-decoder attention), whole model fine-tuned",
@@ -74,6 +86,7 @@ RECIPES: dict[str, dict[str, Any]] = {
     ),
     "michel_converged": dict(
         script="scripts/sweep_gates.py",
+        part="michel",
         output="pruning/michel_converged.json",
         what="Michel et al.'s importance pruning of the converged model without fine-tuning: the authors' "
         "per-token estimator ranked once (encoder heads alone and all 96 heads), and the variants "
@@ -98,7 +111,8 @@ RECIPES: dict[str, dict[str, Any]] = {
 
 
 def recipe(name: str) -> dict[str, Any]:
-    """A deep copy of recipe ``name`` (``script``, ``output``, ``what``, ``settings``)."""
+    """A deep copy of recipe ``name`` (``script``, ``part`` (the script's function), ``output``, ``what``,
+    ``settings``)."""
     if name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; recipes: {', '.join(sorted(RECIPES))}")
     return copy.deepcopy(RECIPES[name])

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
+import nbformat
+import yaml
+
 from .claims import CHECK, COMPARISON, MIMETYPE
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
@@ -95,8 +98,6 @@ def find_root(start: Optional[PathLike] = None) -> Path:
 
 def toc_entries(root: PathLike) -> list[str]:
     """Every entry of ``root/_toc.yml`` in book order (root page first), without suffix."""
-    import yaml
-
     path = Path(root) / "_toc.yml"
     if not path.is_file():
         raise ValueError(f"expected a table of contents at {path}")
@@ -153,8 +154,6 @@ def claims_in_notebook(nb: Any) -> list[dict]:
 
     ``nb`` is a path to an ``.ipynb`` file or an ``nbformat`` notebook node.
     """
-    import nbformat
-
     if isinstance(nb, (str, Path)):
         path = Path(nb)
         if not path.is_file():
@@ -204,8 +203,6 @@ def load_paper_runs(root: PathLike) -> dict[str, dict]:
 
 def collect(root: Optional[PathLike] = None) -> list[Row]:
     """Every claim of the book as :class:`Row`s, in book order, with recorded paper runs merged in."""
-    import nbformat
-
     root = find_root() if root is None else Path(root)
     runs = load_paper_runs(root)
     rows = []

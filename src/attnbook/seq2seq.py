@@ -1,5 +1,5 @@
-"""An encoder-decoder Transformer for translation, built from the book's attention block (chapter 10,
-"A translation model and what its heads do"; chapter 11 prunes its heads).
+"""An encoder-decoder Transformer for translation, built from the book's attention block (chapter "A translation model",
+"A translation model"; chapter "Pruning heads" prunes its heads).
 
 The model is the Transformer of Vaswani et al. (2017) with pre-LayerNorm sublayers: an encoder of
 ``enc_layers`` self-attention layers, a decoder of ``dec_layers`` layers with masked (causal)
@@ -10,11 +10,12 @@ Every attention is an :class:`attnbook.attention.MultiHeadSelfAttention`; the th
 Voita et al. (2019): ``"enc_self"``, ``"dec_self"`` and ``"dec_cross"``. ``forward`` takes per-layer head
 gates for each kind, ``head_gates={"enc_self": g}`` with ``g`` of shape ``(layers, heads)`` or
 ``(batch, layers, heads)`` (multipliers of each head's output, e.g. the hard-concrete gates of
-chapter 11), and returns the attention matrices on request.
+chapter "Pruning heads"), and returns the attention matrices on request.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -23,16 +24,18 @@ from typing import Mapping, Optional
 
 import torch
 import torch.nn.functional as F
+from safetensors import safe_open
 from torch import nn
 
 from .attention import MultiHeadSelfAttention
-
-ATTENTION_KINDS = ("enc_self", "dec_self", "dec_cross")
+from .checkpoints import META_KEY, load_checkpoint, save_checkpoint
+from .head_masks import ATTENTION_KINDS
 
 
 @dataclass
 class Seq2SeqConfig:
-    """Sizes of :class:`Seq2SeqTransformer` (chapter 10). Token ids: ``pad_id``, ``bos_id``, ``eos_id``."""
+    """Sizes of :class:`Seq2SeqTransformer` (chapter "A translation model"). Token ids: ``pad_id``, ``bos_id``,
+    ``eos_id``."""
 
     vocab_size: int
     d_model: int = 256
@@ -65,7 +68,8 @@ class Seq2SeqConfig:
 
 
 def sinusoidal_positions(n: int, d_model: int) -> torch.Tensor:
-    """The ``(n, d_model)`` sinusoidal position encodings of Vaswani et al. (2017, sec. 3.5) (chapter 10)."""
+    """The ``(n, d_model)`` sinusoidal position encodings of Vaswani et al. (2017, sec. 3.5) (chapter "A translation
+    model")."""
     if n <= 0 or d_model <= 0 or d_model % 2:
         raise ValueError(f"expected positive n and positive even d_model, got n={n}, d_model={d_model}")
     pos = torch.arange(n, dtype=torch.float32)[:, None]
@@ -77,7 +81,7 @@ def sinusoidal_positions(n: int, d_model: int) -> torch.Tensor:
 
 
 def causal_mask(n: int, device=None) -> torch.Tensor:
-    """Boolean ``(n, n)`` mask, True where query ``i`` may attend to key ``j <= i`` (chapter 10)."""
+    """Boolean ``(n, n)`` mask, True where query ``i`` may attend to key ``j <= i`` (chapter "A translation model")."""
     if n <= 0:
         raise ValueError(f"n must be positive, got {n}")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
@@ -89,7 +93,7 @@ class _FeedForward(nn.Sequential):
 
 
 class EncoderLayer(nn.Module):
-    """Pre-LN encoder layer: ``x + SA(LN x)``, then ``x + FF(LN x)`` (chapter 10)."""
+    """Pre-LN encoder layer: ``x + SA(LN x)``, then ``x + FF(LN x)`` (chapter "A translation model")."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
@@ -105,7 +109,8 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Pre-LN decoder layer: causal self-attention, encoder-decoder attention, feed-forward (chapter 10)."""
+    """Pre-LN decoder layer: causal self-attention, encoder-decoder attention, feed-forward (chapter "A translation
+    model")."""
 
     def __init__(self, cfg: Seq2SeqConfig) -> None:
         super().__init__()
@@ -125,7 +130,8 @@ class DecoderLayer(nn.Module):
 
 
 class Seq2SeqTransformer(nn.Module):
-    """Encoder-decoder Transformer with head gates and attention read-out (chapter 10, Voita et al. 2019).
+    """Encoder-decoder Transformer with head gates and attention read-out (chapter "A translation model", Voita et al.
+    2019).
 
     ``forward(src, tgt_in, head_gates=None, return_attention=False)`` takes token ids ``src`` (batch, n)
     and the decoder input ``tgt_in`` (batch, m) (``bos`` + target without its last token) and returns
@@ -178,7 +184,7 @@ class Seq2SeqTransformer(nn.Module):
         if head_gates is not None and not isinstance(head_gates, Mapping):
             raise ValueError("head_gates must be a dict kind -> tensor, kinds " + ", ".join(ATTENTION_KINDS))
         if head_gates is not None and set(head_gates) - set(ATTENTION_KINDS):
-            raise ValueError(f"unknown head_gates keys {sorted(set(head_gates) - set(ATTENTION_KINDS))}; "
+            raise ValueError(f"unknown kinds in head_gates: {sorted(set(head_gates) - set(ATTENTION_KINDS))}; "
                              f"expected a subset of {ATTENTION_KINDS}")
         src_mask = (src != self.cfg.pad_id)[:, None, None, :]  # (b, 1, 1, n): attend to real tokens
         x, attns = self._embed(src), []
@@ -209,7 +215,7 @@ class Seq2SeqTransformer(nn.Module):
         return logits, attns
 
     def loss(self, src, tgt, head_gates=None, label_smoothing: float = 0.0) -> torch.Tensor:
-        """Mean token cross-entropy of the target ``tgt`` (``bos ... eos``, padded) (chapter 10)."""
+        """Mean token cross-entropy of the target ``tgt`` (``bos ... eos``, padded) (chapter "A translation model")."""
         self._check_ids(tgt, "tgt")
         logits, _ = self(src, tgt[:, :-1], head_gates)
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt[:, 1:].reshape(-1),
@@ -263,7 +269,8 @@ class Seq2SeqTransformer(nn.Module):
 
     @torch.no_grad()
     def greedy_decode(self, src, max_new_tokens: int = 100, head_gates=None) -> list[list[int]]:
-        """Greedy decoding (argmax at each step) of a batch; returns token ids without bos/eos (chapter 10)."""
+        """Greedy decoding (argmax at each step) of a batch; returns token ids without bos/eos (chapter "A translation
+        model")."""
         if max_new_tokens <= 0:
             raise ValueError(f"max_new_tokens must be positive, got {max_new_tokens}")
         memory, src_mask, _ = self.encode(src, head_gates)
@@ -291,7 +298,7 @@ class Seq2SeqTransformer(nn.Module):
     @torch.no_grad()
     def beam_decode(self, src, beam: int = 4, length_penalty: float = 0.6, max_new_tokens: int = 100,
                     head_gates=None) -> list[list[int]]:
-        """Beam search (chapter 10; the official code of Voita et al. decodes with beam 4 and length
+        """Beam search (chapter "A translation model"; the official code of Voita et al. decodes with beam 4 and length
         penalty 0.6). A finished hypothesis ``y`` scores ``log p(y) / lp(|y|)`` with the GNMT length penalty
         ``lp(m) = ((5 + m) / 6) ** length_penalty`` (Wu et al. 2016), ``|y|`` counting EOS; a sentence stops
         when ``beam`` hypotheses have finished (fairseq's early stopping), or at ``max_new_tokens``, when its
@@ -367,18 +374,14 @@ class Seq2SeqTransformer(nn.Module):
         return out
 
     def n_heads_total(self) -> dict[str, int]:
-        """Number of heads of each attention kind (chapter 11 counts what pruning leaves)."""
+        """Number of heads of each attention kind (chapter "Pruning heads" counts what pruning leaves)."""
         return {k: self.cfg.layers(k) * self.cfg.n_heads for k in ATTENTION_KINDS}
 
 
 def save_model(model: Seq2SeqTransformer, path, meta: Optional[dict] = None, half: bool = True) -> Path:
-    """Write ``model`` with :func:`attnbook.train.save_checkpoint` (safetensors; weights in fp16 when
-    ``half``), its config stored in the meta beside ``meta`` (training time, BLEU, ...) (chapter 10).
+    """Write ``model`` with :func:`attnbook.checkpoints.save_checkpoint` (safetensors; weights in fp16 when
+    ``half``), its config stored in the meta beside ``meta`` (training time, BLEU, ...) (chapter "A translation model").
     A readable copy of the meta is written next to it as ``<path>.json``."""
-    import copy
-
-    from .train import save_checkpoint
-
     path = Path(path)
     if path.suffix != ".safetensors":
         raise ValueError(f"expected a .safetensors path, got {path}")
@@ -392,11 +395,7 @@ def save_model(model: Seq2SeqTransformer, path, meta: Optional[dict] = None, hal
 
 
 def load_model(path, device=None) -> tuple[Seq2SeqTransformer, dict]:
-    """Load a :func:`save_model` checkpoint: ``(model in eval mode, float32, meta)`` (chapter 10)."""
-    from safetensors import safe_open
-
-    from .train import META_KEY, load_checkpoint
-
+    """Load a :func:`save_model` checkpoint: ``(model in eval mode, float32, meta)`` (chapter "A translation model")."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"no checkpoint at {path}; run scripts/train_translation.py to create it")

@@ -1,5 +1,5 @@
-"""A small public-domain English text sample, shipped with the package (chapter 5, "Rank collapse in
-pretrained transformers", and chapter 7, "Path effectiveness").
+"""A small public-domain English text sample, shipped with the package (chapter "Rank collapse in
+pretrained transformers", and chapter "Path effectiveness").
 
 The sample is the World English Bible (public domain), one verse per line, produced from Debian's
 ``sword-text-web`` by ``scripts/make_english_sample.py``; ``src/attnbook/data/english/README.md`` gives its
@@ -30,8 +30,8 @@ def english_sentences(n: int | None = None) -> list[str]:
     """English sentences (one Bible verse each, in canonical order) from the shipped public-domain sample.
 
     ``n``: how many to return, from the start (``None``: all 2,449 of them).
-    Used by chapter 5, "Rank collapse in pretrained transformers" (Dong et al. 2021, Fig. 2 inputs) and the
-    memorization task of chapter 7, "Path effectiveness".
+    Used by chapter "Rank collapse in pretrained transformers" (Dong et al. 2021, Fig. 2 inputs) and the
+    memorization task of chapter "Path effectiveness".
     """
     lines = _load()
     if n is None:

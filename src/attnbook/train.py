@@ -1,26 +1,26 @@
-"""One training loop for every chapter that trains a model (chapters 6, 7 and 10), and checkpoints.
+"""One training loop for every chapter that trains a model (chapters "The circle task", "Path effectiveness",
+"A translation model").
 
 :func:`train` runs ``steps`` optimiser steps of ``loss_fn(model, batch)`` on batches drawn from a
 ``batch_fn(step)`` callable or an iterable (re-iterated when exhausted, so a ``DataLoader`` gives epochs).
-It offers the two recipes the book compares (chapter 7, "How fast can it be trained?"):
+It offers the two recipes the book compares (chapter "How fast can it be trained?"):
 
 * the papers' recipe: ``optimizer="adam", schedule="constant", warmup=0, clip=None`` and a fixed data set;
 * the book's recipe: ``optimizer="adamw"``, a linear warm-up then a cosine decay, gradient clipping.
 
-Checkpoints (:func:`save_checkpoint`, :func:`load_checkpoint`) are a model ``state_dict`` plus a JSON-able
-``meta`` dict, stored as ``.safetensors`` (meta in the file's metadata) or, for any other suffix, with
-``torch.save``.
+Checkpoints are written and read by :mod:`attnbook.checkpoints`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import math
+import random
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -29,7 +29,6 @@ from .presets import seed_everything
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("cosine", "constant")
-META_KEY = "attnbook_meta"
 
 
 def to_device(batch: Any, dev: torch.device) -> Any:
@@ -54,7 +53,7 @@ def make_optimizer(
     """AdamW, Adam or SGD (momentum 0.9 unless given) over the model's trainable parameters.
 
     ``lr_scale``: optional ``{name prefix: multiplier}``; a parameter whose name (as in
-    ``model.named_parameters()``) starts with a prefix gets learning rate ``lr * multiplier`` (chapter 11
+    ``model.named_parameters()``) starts with a prefix gets learning rate ``lr * multiplier`` (chapter "Pruning heads"
     trains its head gates faster than the weights). The first matching prefix wins.
     """
     if name not in OPTIMIZERS:
@@ -137,7 +136,8 @@ def train(
     resume: bool = False,
     extra_state: Optional[dict] = None,
 ) -> dict:
-    """Train ``model`` for ``steps`` optimiser steps and return its history (chapters 6, 7, 10).
+    """Train ``model`` for ``steps`` optimiser steps and return its history (chapters "The circle task", "Path
+    effectiveness" and "A translation model").
 
     ``data``: ``batch_fn(step) -> batch`` or an iterable of batches (cycled). ``loss_fn(model, batch)``
     returns a scalar loss; batches are moved to the device first. ``warmup``: steps, or a fraction of
@@ -146,10 +146,10 @@ def train(
     ``stop_when(metrics)`` ends training early when true, as does ``time_limit`` (seconds of training).
     ``seed`` re-seeds everything first (``attnbook.seed_everything``). ``progress=False`` hides tqdm.
     ``lr_scale``: per-parameter-name learning-rate multipliers (see :func:`make_optimizer`).
-    ``step_fn(step, model)`` runs after every optimiser step (chapter 10's training script records head
-    statistics with it; it must restore the model's mode if it changes it).
+    ``step_fn(step, model)`` runs after every optimiser step (chapter "A translation model"'s training script records
+    head statistics with it; it must restore the model's mode if it changes it).
 
-    Resumable training (chapter 10's long run): with ``state_path`` and ``state_every > 0`` the full
+    Resumable training (chapter "A translation model"'s long run): with ``state_path`` and ``state_every > 0`` the full
     training state (model, optimiser, schedule, step, history, random-number states and the caller's
     ``extra_state`` dict) is written there every ``state_every`` steps and at the end; with ``resume`` an
     existing state file is loaded first (``extra_state`` is updated in place) and training continues
@@ -271,19 +271,11 @@ def _batches_from(data, done: int) -> Iterable:
 
 
 def _rng_state() -> dict:
-    import random
-
-    import numpy as np
-
     return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
 
 
 def _set_rng_state(state: Mapping) -> None:
-    import random
-
-    import numpy as np
-
     torch.set_rng_state(state["torch"])
     np.random.set_state(state["numpy"])
     random.setstate(state["python"])
@@ -296,50 +288,3 @@ def _load_state(path) -> dict:
     if not isinstance(blob, dict) or not {"model", "optimizer", "step"} <= set(blob):
         raise ValueError(f"{path} is not a training state written by train(state_path=...)")
     return blob
-
-
-def save_checkpoint(model: nn.Module, path: Union[str, Path], meta: Optional[Mapping] = None) -> Path:
-    """Save ``model.state_dict()`` and a JSON-able ``meta`` dict to ``path`` (chapters 6, 7, 10).
-
-    ``.safetensors``: tensors in safetensors format, meta as JSON in its metadata; any other suffix:
-    ``torch.save({"state_dict", "meta"})``. Returns the path.
-    """
-    path = Path(path)
-    meta = dict(meta or {})
-    try:
-        meta_json = json.dumps(meta)
-    except TypeError as err:
-        raise ValueError(f"meta must be JSON-serialisable: {err}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    if path.suffix == ".safetensors":
-        from safetensors.torch import save_file
-
-        # clone so that tied parameters (shared storage) are stored separately
-        save_file({k: v.clone() for k, v in state.items()}, str(path), metadata={META_KEY: meta_json})
-    else:
-        torch.save({"state_dict": state, "meta": meta}, path)
-    return path
-
-
-def load_checkpoint(
-    model: nn.Module, path: Union[str, Path], map_location: Union[str, torch.device] = "cpu"
-) -> dict:
-    """Load a checkpoint written by :func:`save_checkpoint` into ``model`` (strict); return its meta."""
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"no checkpoint at {path}")
-    if path.suffix == ".safetensors":
-        from safetensors import safe_open
-        from safetensors.torch import load_file
-
-        state = load_file(str(path), device=str(map_location))
-        with safe_open(str(path), framework="pt") as f:
-            meta = json.loads((f.metadata() or {}).get(META_KEY, "{}"))
-    else:
-        blob = torch.load(path, map_location=map_location, weights_only=True)
-        if not isinstance(blob, dict) or "state_dict" not in blob:
-            raise ValueError(f"{path} is not a checkpoint written by save_checkpoint")
-        state, meta = blob["state_dict"], blob.get("meta", {})
-    model.load_state_dict(state)
-    return meta

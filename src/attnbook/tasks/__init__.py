@@ -1,20 +1,29 @@
-"""The small tasks the book trains models on (Part I, chapters 6 and 7; Dong et al. 2021, Sec. 5).
+"""The small tasks the book trains models on (Part I, chapters "The circle task" and "Path effectiveness"; Dong et al.
+2021, Sec. 5).
 
-* :mod:`.circle`: two arcs on a circle, predicted autoregressively (chapter 6, "The circle task").
-* :mod:`.sort`: sort a sequence of digits, token by token (chapter 7, "Path effectiveness").
-* :mod:`.hull`: which of 10 points lie on their convex hull (chapter 7).
-* :mod:`.memorization`: memorise a random binary label per token of real sentences (chapter 7).
+* :mod:`.circle`: two arcs on a circle, predicted autoregressively (chapter "The circle task").
+* :mod:`.sort`: sort a sequence of digits, token by token (chapter "Path effectiveness").
+* :mod:`.hull`: which of 10 points lie on their convex hull (chapter "Path effectiveness").
+* :mod:`.memorization`: memorise a random binary label per token of real sentences (chapter "Path effectiveness").
 
 Each task draws its data from an explicit ``torch.Generator`` so that a chapter is deterministic.
 """
 
-from . import circle, hull, memorization, sort
+import torch
+import torch.nn.functional as F
 
-__all__ = ["circle", "hull", "memorization", "sort", "token_accuracy"]
+from ..paths import sample_paths
+from ..text import english_sentences
+from ..train import to_device
+from . import circle, hull, memorization, sort
+from .path_model import PathSAN
+
+__all__ = ["PathSAN", "circle", "hull", "memorization", "path_task", "sort", "token_accuracy"]
 
 
 def token_accuracy(logits, labels, ignore_index: int = -100) -> float:
-    """Fraction of tokens whose arg-max class equals the label, ignoring ``ignore_index`` (chapter 7)."""
+    """Fraction of tokens whose arg-max class equals the label, ignoring ``ignore_index`` (chapter "Path
+    effectiveness")."""
     if logits.shape[:-1] != labels.shape:
         raise ValueError(
             f"logits (..., C) and labels (...) disagree: {tuple(logits.shape)} vs {tuple(labels.shape)}"
@@ -26,21 +35,15 @@ def token_accuracy(logits, labels, ignore_index: int = -100) -> float:
 
 
 def path_task(name: str, size, generator=None):
-    """Build a path-effectiveness task of chapter 7 (``"sort"``, ``"hull"`` or ``"memorization"``).
+    """Build a path-effectiveness task of chapter "Path effectiveness" (``"sort"``, ``"hull"`` or ``"memorization"``).
 
     ``size``: a mapping with ``d_model``, ``n_heads``, ``depth`` and the task's data sizes (the chapter's
     preset: ``n_eval``; sort: ``length``, ``vocab``; hull: ``n_points``; memorization: ``n_sentences``,
-    ``max_len``). Returns a dict with ``model`` (:class:`attnbook.paths.PathSAN`), ``batch_fn(batch_size,
+    ``max_len``). Returns a dict with ``model`` (:class:`attnbook.tasks.path_model.PathSAN`), ``batch_fn(batch_size,
     generator)`` drawing fresh training batches (memorization: a random batch of its fixed sentences),
     ``train_set`` (a fixed training set of the paper's kind, for the paper's recipe), ``eval`` (inputs,
     labels, key_mask), ``loss_fn`` and ``chance`` (the chance / majority accuracy line).
     """
-    import torch
-
-    from ..paths import PathSAN
-    from . import hull as _hull
-    from . import memorization as _mem
-    from . import sort as _sort
 
     d, H, L = size["d_model"], size["n_heads"], size["depth"]
     g = generator if generator is not None else torch.Generator().manual_seed(0)
@@ -48,7 +51,7 @@ def path_task(name: str, size, generator=None):
         model = PathSAN(size["vocab"], d, H, L, vocab_size=size["vocab"], n_positions=size["length"])
 
         def batch_fn(bs, gen=g):
-            x, y = _sort.sort_batch(bs, size["length"], size["vocab"], gen)
+            x, y = sort.sort_batch(bs, size["length"], size["vocab"], gen)
             return x, y, None
 
         ex, ey, _ = batch_fn(size["n_eval"])
@@ -58,16 +61,14 @@ def path_task(name: str, size, generator=None):
         model = PathSAN(2, d, H, L, in_features=2)
 
         def batch_fn(bs, gen=g):
-            x, y = _hull.hull_batch(bs, size["n_points"], generator=gen)
+            x, y = hull.hull_batch(bs, size["n_points"], generator=gen)
             return x, y, None
 
         ex, ey, _ = batch_fn(size["n_eval"])
         train_set = batch_fn(size["n_train"])
-        chance = _hull.majority_accuracy(ey)
+        chance = hull.majority_accuracy(ey)
     elif name == "memorization":
-        from ..text import english_sentences
-
-        data = _mem.memorization_data(english_sentences(size["n_sentences"]), size["max_len"], g)
+        data = memorization.memorization_data(english_sentences(size["n_sentences"]), size["max_len"], g)
         model = PathSAN(2, d, H, L, vocab_size=data.vocab_size, n_positions=data.ids.shape[1])
 
         def batch_fn(bs, gen=g):
@@ -87,8 +88,6 @@ def path_task(name: str, size, generator=None):
 
 def _loss(model, batch):
     """Token-level cross-entropy of a ``(inputs, labels, key_mask)`` batch (padding labels ignored)."""
-    import torch.nn.functional as F
-
     x, y, mask = batch
     logits = model(x, key_mask=mask)
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
@@ -96,17 +95,13 @@ def _loss(model, batch):
 
 def _on_model_device(model, eval_data):
     """``eval_data`` moved to the device of ``model``'s parameters (data may be drawn on the CPU)."""
-    from ..train import to_device
-
     param = next(model.parameters(), None)
     return eval_data if param is None else to_device(tuple(eval_data), param.device)
 
 
 def full_accuracy(model, eval_data) -> float:
-    """Token accuracy of the full model on ``eval_data = (inputs, labels, key_mask)`` (chapter 7).
+    """Token accuracy of the full model on ``eval_data = (inputs, labels, key_mask)`` (chapter "Path effectiveness").
     The data is moved to the model's device."""
-    import torch
-
     x, y, mask = _on_model_device(model, eval_data)
     with torch.no_grad():
         return token_accuracy(model(x, key_mask=mask), y)
@@ -115,12 +110,8 @@ def full_accuracy(model, eval_data) -> float:
 def path_accuracy(model, eval_data, length: int, n_paths: int, repeats: int, generator=None):
     """Accuracy of ``model`` restricted to ``n_paths`` sampled paths of the given ``length``
     (:func:`attnbook.paths.sample_paths`, :func:`attnbook.paths.path_forward`), for ``repeats`` fresh draws
-    (chapter 7, Fig. "path effectiveness"). Returns a list of ``repeats`` accuracies. The data is moved to
-    the model's device; paths are drawn on the CPU from ``generator``."""
-    import torch
-
-    from ..paths import sample_paths
-
+    (chapter "Path effectiveness", Fig. "path effectiveness"). Returns a list of ``repeats`` accuracies. The data is
+    moved to the model's device; paths are drawn on the CPU from ``generator``."""
     if repeats < 1:
         raise ValueError(f"repeats must be positive, got {repeats}")
     x, y, mask = _on_model_device(model, eval_data)

@@ -1,4 +1,4 @@
-"""The circle task (chapter 6, "The circle task"; Dong et al. 2021, Sec. 5.1, Fig. 3).
+"""The circle task (chapter "The circle task"; Dong et al. 2021, Sec. 5.1, Fig. 3).
 
 ``n`` points evenly on a circle of radius ``radius``. An item is the two-token sequence
 ``(p_i, p_{i+n/2-1})`` (one point on each half of the circle) and its target the next two points
@@ -43,8 +43,8 @@ def circle_dataset(n: int = 1000, radius: float = RADIUS) -> tuple[torch.Tensor,
 
 
 class CircleNet(nn.Module):
-    """The circle-task model (chapter 6): see the module docstring. ``forward`` maps (batch, 2, 2) points
-    to the predicted next points (batch, 2, 2)."""
+    """The circle-task model (chapter "The circle task"): see the module docstring. ``forward`` maps (batch, 2, 2)
+    points to the predicted next points (batch, 2, 2)."""
 
     def __init__(self, d_model: int = 32, n_heads: int = 2, mlp: bool = False, skip: bool = False) -> None:
         super().__init__()
@@ -65,7 +65,7 @@ class CircleNet(nn.Module):
 
 @torch.no_grad()
 def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
-    """Feed the model its own predictions ``steps`` times from ``start`` (2, 2) (chapter 6, Fig. 3).
+    """Feed the model its own predictions ``steps`` times from ``start`` (2, 2) (chapter "The circle task", Fig. 3).
 
     Returns the trajectory (steps + 1, 2, 2): ``traj[0] = start``, ``traj[t]`` the t-th prediction.
     The model runs on the device of its parameters; the trajectory comes back on ``start``'s device.
@@ -86,7 +86,7 @@ def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Te
 
 
 def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
-    """Collapse metric of chapter 6 (eq. spread): the root-mean-square distance of the last ``last``
+    """Collapse metric of chapter "The circle task" (eq. spread): the root-mean-square distance of the last ``last``
     predicted points (both tokens) from their mean, divided by the circle's radius.
 
     Points that keep moving around the circle give about 1; a trajectory that has collapsed to one
@@ -102,7 +102,7 @@ def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
 
 def token_gap(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
     """Mean distance between the two tokens over the last ``last`` steps, divided by the radius
-    (chapter 6): 0 when the two sequences have merged into one (rank one for two tokens)."""
+    (chapter "The circle task"): 0 when the two sequences have merged into one (rank one for two tokens)."""
     if traj.ndim != 3 or traj.shape[1:] != (2, 2):
         raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
     return float((traj[-last:, 0] - traj[-last:, 1]).norm(dim=-1).mean() / radius)

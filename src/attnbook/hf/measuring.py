@@ -1,0 +1,190 @@
+"""Layer outputs, attention matrices and head statistics of a Hugging Face encoder (chapters "Rank
+collapse in pretrained transformers" and "A translation model").
+
+:func:`layer_outputs` records, with forward hooks of its own (so it does not depend on
+how a transformers version assembles ``output_hidden_states``), the input of the first layer (the
+embeddings, after ALBERT's projection to width 768) and the output of every layer.
+:func:`residual_by_layer` turns them into the paper's measure ``||h - 1 mean(h)^T||_{1,inf} /
+||h||_{1,inf}`` (:func:`attnbook.norms.relative_residual`, token mean as in the official code).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..heads import word_attention
+from ..norms import relative_residual
+from .surgery import VARIANTS, _blocks, _first, architecture, variant
+
+# --------------------------------------------------------------------------------------------- measuring
+
+
+def _check_batch(batch) -> dict:
+    if not isinstance(batch, Mapping) or "input_ids" not in batch:
+        raise ValueError("batch must be a mapping with 'input_ids' (and optionally 'attention_mask')")
+    ids = batch["input_ids"]
+    if not isinstance(ids, torch.Tensor) or ids.ndim != 2:
+        raise ValueError(f"batch['input_ids'] must have shape (n_sequences, n_tokens), got {getattr(ids, 'shape', ids)}")
+    return {k: v for k, v in batch.items() if k in ("input_ids", "attention_mask")}
+
+
+@torch.no_grad()
+def layer_outputs(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> list[torch.Tensor]:
+    """Run ``model`` on ``batch`` and return ``[h_0, h_1, ..., h_L]``, each (n_sequences, n_tokens, d):
+    ``h_0`` is the input of the first layer (the embeddings; for ALBERT after its projection to the hidden
+    width), ``h_l`` the output of layer ``l`` (chapter "Rank collapse in pretrained transformers").
+
+    Recorded with forward hooks on the layer modules, so it sees any surgery applied by :func:`variant`
+    and does not depend on how a transformers version builds ``output_hidden_states``.
+    """
+    kind = architecture(model)
+    batch = _check_batch(batch)
+    dev = next(model.parameters()).device
+    batch = {k: v.to(dev) for k, v in batch.items()}
+    seq_first = kind == "xlnet"  # XLNet's layers work on (n_tokens, batch, d)
+    record: list[torch.Tensor] = []
+
+    def as_batch_first(h):
+        h = _first(h)
+        return h.transpose(0, 1) if seq_first else h
+
+    def pre(module, args, kwargs):
+        if not record:
+            h = args[0] if args else kwargs.get("hidden_states", kwargs.get("output_h"))
+            record.append(as_batch_first(h).detach())
+
+    def post(module, args, output):
+        record.append(as_batch_first(output).detach())
+
+    blocks = _blocks(model)
+    handles = [blocks[0].register_forward_pre_hook(pre, with_kwargs=True)]
+    handles += [b.register_forward_hook(post) for b in blocks]
+    try:
+        model(**batch)
+    finally:
+        for h in handles:
+            h.remove()
+    return record
+
+
+def residual_by_layer(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> np.ndarray:
+    """The paper's Fig. 2 measure per layer and input: ``||h_l - 1 mean(h_l)^T||_{1,inf} / ||h_l||_{1,inf}``
+    (chapter "Rank collapse in pretrained transformers", eq. rel-res with the token mean as in the official
+    code), for ``l = 0`` (embeddings) to ``L``. Returns an array of shape (L + 1, n_sequences)."""
+    hs = layer_outputs(model, batch)
+    return torch.stack([relative_residual(h.float().cpu()) for h in hs]).numpy()
+
+
+def residual_curves(
+    model: nn.Module,
+    batch: Mapping[str, torch.Tensor],
+    variants: Sequence[str] = VARIANTS,
+    albert_as_paper: bool = False,
+) -> dict[str, np.ndarray]:
+    """:func:`residual_by_layer` for each of ``variants`` of ``model`` (chapter "Rank collapse in pretrained
+    transformers", Fig. 2): ``{variant: (L + 1, n_sequences) array}``. The model is restored afterwards.
+    ``albert_as_paper`` is passed to :func:`variant`."""
+    if isinstance(variants, str):
+        raise ValueError(f"variants must be a sequence of names from {VARIANTS}, got the string {variants!r}")
+    out = {}
+    for name in variants:
+        with variant(model, name, albert_as_paper=albert_as_paper):
+            out[name] = residual_by_layer(model, batch)
+    return out
+
+
+@torch.no_grad()
+def attention_matrices(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """The attention matrices of a BERT or ALBERT model on ``batch``, as one tensor of shape
+    (n_sequences, L, H, n_tokens, n_tokens) (chapter "Rank collapse in pretrained transformers", companion figure:
+    products along paths). Needs eager attention (:func:`load_pretrained` and :func:`init_model` set it)."""
+    kind = architecture(model)
+    if kind == "xlnet":
+        raise ValueError("attention_matrices supports BERT and ALBERT (XLNet's relative attention is laid out differently)")
+    batch = _check_batch(batch)
+    dev = next(model.parameters()).device
+    out = model(**{k: v.to(dev) for k, v in batch.items()}, output_attentions=True)
+    if not out.attentions or out.attentions[0] is None:
+        raise RuntimeError("the model returned no attention matrices; load it with attn_implementation='eager'")
+    return torch.stack([a.detach().float().cpu() for a in out.attentions], dim=1)
+
+
+def word_of_token(text: str, words: Sequence[str], offsets: Sequence[tuple[int, int]]) -> list[int]:
+    """The word (index into ``words``, the parser's tokens of ``text`` in order) of each subword token,
+    from the tokenizer's character ``offsets``; -1 for special tokens (offsets ``(0, 0)``) (chapter "A translation
+    model", MiniLM's syntactic heads)."""
+    spans, pos = [], 0
+    for w in words:
+        i = text.find(w, pos)
+        if i < 0:
+            raise ValueError(f"word {w!r} not found in {text[:60]!r} after position {pos}")
+        spans.append((i, i + len(w)))
+        pos = i + len(w)
+    out = []
+    for start, end in offsets:
+        if end <= start:
+            out.append(-1)
+            continue
+        out.append(next((j for j, (a, b) in enumerate(spans) if a <= start < b), -1))
+    return out
+
+
+@torch.no_grad()
+def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
+                       parses: Optional[Sequence[Mapping]] = None, batch_size: int = 32,
+                       max_length: int = 128) -> dict:
+    """Voita et al.'s head statistics for a pretrained BERT-style encoder (chapter "A translation model", MiniLM beside
+    the translation model; Clark et al. 2019 for BERT). Special tokens ([CLS], [SEP]) are neither queries
+    nor content keys. Returns ``{statistic: (layers, heads) tensor}``: ``confidence`` (largest weight on
+    a content key), ``sink`` (share of queries whose largest weight over all keys is on [CLS] or [SEP]),
+    ``prev`` / ``next`` (share whose largest content weight is on the neighbouring token), the scalar
+    ``chance`` (mean 1/n), and with ``parses`` the word-level maps ``word_maps`` for
+    :func:`attnbook.heads.dependency_accuracy`.
+    """
+    if parses is not None and len(parses) != len(sentences):
+        raise ValueError(f"need one parse per sentence, got {len(parses)} for {len(sentences)}")
+    dev = next(model.parameters()).device
+    special = set(tokenizer.all_special_ids)
+    sums: dict = {}
+    n_queries = 0.0
+    word_maps = []
+    for b in range(0, len(sentences), batch_size):
+        chunk = list(sentences[b: b + batch_size])
+        enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
+                        return_offsets_mapping=True)
+        offsets = enc.pop("offset_mapping")
+        out = model(**{k: v.to(dev) for k, v in enc.items()}, output_attentions=True)
+        a = torch.stack([x.float() for x in out.attentions])  # (L, B, H, n, n)
+        real = enc["attention_mask"].bool().to(dev)
+        is_special = torch.zeros_like(real)
+        for s in special:
+            is_special |= enc["input_ids"].to(dev) == s
+        content = real & ~is_special
+        top_all = a.masked_fill(~real[None, :, None, None, :], -1.0).argmax(-1)
+        top = a.masked_fill(~content[None, :, None, None, :], -1.0).argmax(-1)
+        w = content[None, :, None, :]
+        nq = float(content.sum())
+        rel = top - torch.arange(a.shape[3], device=dev)[None, None, None, :]
+        sink_hit = is_special[None, :, None, :].expand(*top_all.shape[:3], -1).gather(-1, top_all)
+        stats = {"confidence": (a.masked_fill(~content[None, :, None, None, :], 0.0).amax(-1) * w).sum((1, 3)),
+                 "sink": (sink_hit & w).sum((1, 3)).float(), "prev": ((rel == -1) & w).sum((1, 3)).float(),
+                 "next": ((rel == 1) & w).sum((1, 3)).float(),
+                 "chance": ((1.0 / content.sum(-1).clamp(min=1).float())[:, None] * content).sum()}
+        for k, v in stats.items():
+            sums[k] = sums.get(k, 0) + v.cpu()
+        n_queries += nq
+        if parses is not None:
+            for i, text in enumerate(chunk):
+                p = parses[b + i]
+                n = int(real[i].sum())
+                wot = word_of_token(text, p["words"], offsets[i, :n].tolist())
+                word_maps.append(word_attention(a[:, i, :, :n, :n].cpu(), wot, len(p["words"])))
+    result = {k: v / max(n_queries, 1.0) for k, v in sums.items()}
+    result["chance"] = float(result["chance"])
+    if parses is not None:
+        result["word_maps"] = word_maps
+    return result
