@@ -50,9 +50,11 @@ book: venv assets
 	timeout 3600 $(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "The book is in _build/html/index.html"
 
-# The unit layer (`pytest -m "not slow"`, under a minute), then the slow tests of the book itself (the -W build
-# and the browser test).
+# The unit layer (the chapters' text copies in step and linted with ruff, then `pytest -m "not slow"`, under
+# a minute), then the slow tests of the book itself (the -W build and the browser test).
 unit: venv
+	$(BIN)/python scripts/notebook_text.py --check
+	$(BIN)/ruff check src scripts tests text book/_ext book/conftest.py
 	timeout 600 $(BIN)/python -m pytest -q -m "not slow" tests
 
 booktests: venv assets chromium

@@ -1,0 +1,138 @@
+"""Reading and summarising the shipped pruning sweeps of chapter "Pruning heads".
+
+A sweep file is the output of a named recipe (:mod:`attnbook.recipes`); :func:`load` refuses a file that a
+different recipe, or the same recipe with other settings, made. The helpers turn its runs into what the
+chapter reports: the heads each run kept (binary masks), whether the gates had stopped moving, how much two
+runs agree on which heads survive, heads kept per kind and layer, BLEU at a given number of heads, and
+how many heads can go before BLEU drops.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from . import recipes
+from .gates import STRETCH, TEMPERATURE, deterministic_gates
+from .head_masks import HeadMask, as_head_mask, binary
+
+
+def load(name: str) -> dict:
+    """The shipped result of recipe ``name``, after :func:`attnbook.recipes.check_recorded`."""
+    path = recipes.output_path(name)
+    if not path.exists():
+        raise ValueError(f"{path} is missing; run `{recipes.command(name)}`")
+    payload = json.loads(path.read_text())
+    recipes.check_recorded(payload, name)
+    return payload
+
+
+def kept_masks(run: Mapping) -> HeadMask:
+    """The binary masks of a run: 1 for a head whose evaluation gate is open, 0 for a closed one (runs of a
+    gate sweep store ``"gates"``, Michel runs ``"masks"``)."""
+    values = run.get("gates", run.get("masks"))
+    if values is None:
+        raise ValueError("a run must hold 'gates' or 'masks'")
+    return binary({k: torch.tensor(v, dtype=torch.float32) for k, v in values.items()})
+
+
+def gate_drift(snapshots: Sequence[Mapping], window: int) -> float:
+    """The largest change of any head's ``P(g != 0)`` over the last ``window`` training steps of a run:
+    near 0 when the gates have stopped moving (the official recipe trains "until they stop")."""
+    if len(snapshots) < 2:
+        raise ValueError("need at least two snapshots")
+    last = snapshots[-1]
+    earlier = [s for s in snapshots if s["step"] <= last["step"] - window]
+    if not earlier:
+        raise ValueError(f"no snapshot {window} steps before the last one (step {last['step']})")
+    ref = earlier[-1]
+    return max(
+        float((torch.tensor(last["p_open"][k]) - torch.tensor(ref["p_open"][k])).abs().max()) for k in last["p_open"]
+    )
+
+
+def kept_from_p_open(p_open: Mapping[str, Sequence], temperature: float = TEMPERATURE,
+                     stretch: tuple[float, float] = STRETCH) -> HeadMask:
+    """The binary masks a snapshot of ``P(g != 0)`` stands for: ``log_alpha`` recovered from eq.
+    ``p-closed`` (``logit(P) + beta log(-l/r)``), kept where the evaluation gate is open."""
+    out = {}
+    for k, p in p_open.items():
+        p = torch.tensor(p, dtype=torch.float64).clamp(1e-12, 1 - 1e-12)
+        log_alpha = torch.logit(p) + temperature * np.log(-stretch[0] / stretch[1])
+        out[k] = (deterministic_gates(log_alpha, stretch=stretch) > 0).float()
+    return out
+
+
+def settling(snapshots: Sequence[Mapping], window: int) -> dict:
+    """How much a gate run still moved over its last ``window`` steps: ``max_dp``, the largest change of
+    any ``P(g != 0)`` (:func:`gate_drift`), and ``overlap``, the :func:`jaccard` overlap of the heads kept
+    at the end and ``window`` steps earlier (1: the decisions had stopped changing)."""
+    last = snapshots[-1]
+    earlier = [s for s in snapshots if s["step"] <= last["step"] - window]
+    if not earlier:
+        raise ValueError(f"no snapshot {window} steps before the last one (step {last['step']})")
+    overlap = jaccard(kept_from_p_open(earlier[-1]["p_open"]), kept_from_p_open(last["p_open"]))
+    return {"max_dp": gate_drift(snapshots, window), "overlap": overlap}
+
+
+def jaccard(a, b) -> float:
+    """Overlap of the kept heads of two masks, ``|A and B| / |A or B|`` (1 when both keep nothing)."""
+    a, b = as_head_mask(a), as_head_mask(b)
+    if set(a) != set(b) or any(a[k].shape != b[k].shape for k in a):
+        raise ValueError("the two masks must have the same kinds and shapes")
+    inter = sum(int(((a[k] != 0) & (b[k] != 0)).sum()) for k in a)
+    union = sum(int(((a[k] != 0) | (b[k] != 0)).sum()) for k in a)
+    return 1.0 if union == 0 else inter / union
+
+
+def kept_per_layer(masks) -> dict[str, list[int]]:
+    """Heads kept in each layer, per kind."""
+    return {k: [int(x) for x in (m != 0).sum(dim=1)] for k, m in as_head_mask(masks).items()}
+
+
+def layer_slope(kept: Sequence[int]) -> float:
+    """Least-squares slope of heads kept against layer index (first layer 0): negative when the upper
+    layers lose more heads, positive when the lower layers do (Voita et al.'s per-layer pattern)."""
+    y = np.asarray(kept, dtype=float)
+    if y.size < 2:
+        raise ValueError("need at least two layers")
+    x = np.arange(y.size, dtype=float)
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def order_disagreements(order: Sequence[str], reference: Sequence[str]) -> int:
+    """Pairs of kinds ranked the other way round in ``order`` than in ``reference`` (0: the same order)."""
+    if sorted(order) != sorted(reference):
+        raise ValueError(f"the orders must rank the same kinds, got {order} and {reference}")
+    pos = {k: i for i, k in enumerate(order)}
+    return sum(
+        1 for i, a in enumerate(reference) for b in reference[i + 1:] if pos[a] > pos[b]
+    )
+
+
+def bleu_at(n_heads: float, points: Sequence[tuple[float, float]]) -> float:
+    """BLEU at ``n_heads`` heads, linearly interpolated between ``(heads kept, BLEU)`` points."""
+    pts = sorted(points)
+    if not pts:
+        raise ValueError("no points")
+    x, y = zip(*pts)
+    if not x[0] <= n_heads <= x[-1]:
+        raise ValueError(f"{n_heads} heads is outside the measured range {x[0]}..{x[-1]}")
+    return float(np.interp(n_heads, x, y))
+
+
+def prunable_share(curve: Sequence[tuple[float, float]], full_bleu: float, n_total: int, max_drop: float) -> float:
+    """The largest share of the ``n_total`` heads removed, along a pruning curve of ``(heads kept, BLEU)``
+    points taken from the full model down, before BLEU first falls more than ``max_drop`` below
+    ``full_bleu`` (Michel et al.'s "how many heads can go")."""
+    if n_total < 1 or max_drop < 0:
+        raise ValueError(f"need n_total >= 1 and max_drop >= 0, got {n_total}, {max_drop}")
+    best = 0.0
+    for kept, bleu in sorted(curve, reverse=True):
+        if bleu < full_bleu - max_drop:
+            break
+        best = max(best, 1 - kept / n_total)
+    return best

@@ -1,0 +1,28 @@
+"""Tests of attnbook.papers: every paper number has a value and says where it was read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnbook import papers
+
+
+def test_every_number_says_where_it_was_read():
+    files = sorted(papers.FOLDER.glob("*.json"))
+    assert files
+    for path in files:
+        data = json.loads(path.read_text())
+        assert data["paper"] and data["numbers"]
+        for name in data["numbers"]:
+            value, where = papers.number(path.stem, name)
+            assert value is not None and len(where) > 20, (path.stem, name)
+
+
+def test_unknown_paper_or_number_is_an_error():
+    with pytest.raises(ValueError, match="no paper"):
+        papers.number("nobody2020", "x")
+    with pytest.raises(ValueError, match="has no number"):
+        papers.number("voita2019", "nothing")
+    assert papers.number("michel2019", "prunable_share_wmt").value == 0.2

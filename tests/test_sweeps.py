@@ -1,0 +1,94 @@
+"""Tests of attnbook.sweeps: summaries of the shipped pruning sweeps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnbook import recipes, sweeps
+
+
+def test_kept_masks_are_binary_and_read_gates_or_masks():
+    run = {"gates": {"enc_self": [[0.0, 0.6], [1.0, 0.0]]}}
+    assert sweeps.kept_masks(run)["enc_self"].tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    assert sweeps.kept_masks({"masks": {"": [[1.0, 0.0]]}})[""].tolist() == [[1.0, 0.0]]
+    with pytest.raises(ValueError):
+        sweeps.kept_masks({"lam": 0.1})
+
+
+def test_gate_drift_measures_the_last_window_only():
+    snaps = [{"step": s, "p_open": {"k": [[p, 0.5]]}} for s, p in [(0, 0.9), (20, 0.3), (40, 0.1), (60, 0.08)]]
+    assert sweeps.gate_drift(snaps, window=20) == pytest.approx(0.02)
+    assert sweeps.gate_drift(snaps, window=40) == pytest.approx(0.22)
+    with pytest.raises(ValueError):
+        sweeps.gate_drift(snaps, window=100)
+
+
+def test_jaccard_of_kept_heads():
+    a = {"k": torch.tensor([[1.0, 1.0, 0.0]])}
+    b = {"k": torch.tensor([[1.0, 0.0, 1.0]])}
+    assert sweeps.jaccard(a, b) == pytest.approx(1 / 3)
+    assert sweeps.jaccard(a, a) == 1.0
+    assert sweeps.jaccard({"k": torch.zeros(1, 3)}, {"k": torch.zeros(1, 3)}) == 1.0
+    with pytest.raises(ValueError):
+        sweeps.jaccard(a, {"j": torch.ones(1, 3)})
+
+
+def test_layer_pattern_slope_sign():
+    assert sweeps.kept_per_layer({"d": torch.tensor([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])}) == {"d": [2, 1, 0]}
+    assert sweeps.layer_slope([2, 1, 0]) == pytest.approx(-1.0)  # upper layers lose heads
+    assert sweeps.layer_slope([0, 4, 8]) == pytest.approx(4.0)  # lower layers lose heads
+
+
+def test_order_disagreements_counts_swapped_pairs():
+    ref = ["enc_self", "dec_self", "dec_cross"]
+    assert sweeps.order_disagreements(ref, ref) == 0
+    assert sweeps.order_disagreements(["dec_self", "enc_self", "dec_cross"], ref) == 1
+    assert sweeps.order_disagreements(ref[::-1], ref) == 3
+    with pytest.raises(ValueError):
+        sweeps.order_disagreements(["enc_self"], ref)
+
+
+def test_bleu_at_and_prunable_share():
+    curve = [(48, 30.0), (43, 29.9), (38, 29.8), (33, 29.0), (28, 29.7)]
+    assert sweeps.bleu_at(40.5, curve) == pytest.approx(29.85)
+    with pytest.raises(ValueError):
+        sweeps.bleu_at(50, curve)
+    # stops at the first drop beyond 0.5 (33 heads), even though 28 heads recover
+    assert sweeps.prunable_share(curve, 30.0, 48, 0.5) == pytest.approx(10 / 48)
+    assert sweeps.prunable_share(curve, 30.0, 48, 0.0) == 0.0
+
+
+def test_load_checks_the_recipe(tmp_path, monkeypatch):
+    monkeypatch.setattr(recipes, "DATA", tmp_path)
+    (tmp_path / "pruning").mkdir()
+    with pytest.raises(ValueError, match="missing"):
+        sweeps.load("minilm_gates")
+    (tmp_path / "pruning" / "minilm_gates.json").write_text('{"meta": {"recipe": "other"}}')
+    with pytest.raises(ValueError, match="not made by recipe"):
+        sweeps.load("minilm_gates")
+
+
+def test_kept_from_p_open_inverts_the_closed_form():
+    """A snapshot's P(g != 0) gives back the evaluation decision: the threshold is the log_alpha where the
+    evaluation gate 1.2 sigmoid(log_alpha) - 0.1 reaches 0, i.e. log_alpha = -log 11."""
+    from attnbook import gates
+
+    log_alpha = torch.tensor([[-3.0, -2.5, -2.3, 0.0, 2.0]])
+    p = gates.prob_nonzero(log_alpha)
+    kept = sweeps.kept_from_p_open({"k": p.tolist()})["k"]
+    assert kept.tolist() == [[0.0, 0.0, 1.0, 1.0, 1.0]]
+    assert torch.equal(kept, (gates.deterministic_gates(log_alpha) > 0).float())
+
+
+def test_settling_reports_drift_and_decision_overlap():
+    from attnbook import gates
+
+    def snap(step, las):
+        return {"step": step, "p_open": {"k": gates.prob_nonzero(torch.tensor([las])).tolist()}}
+
+    snaps = [snap(0, [0.0, 0.0]), snap(50, [1.0, -3.0]), snap(100, [1.1, -3.1])]
+    out = sweeps.settling(snaps, window=50)
+    assert out["overlap"] == 1.0 and out["max_dp"] < 0.05
+    moving = [snap(0, [0.0, 0.0]), snap(50, [1.0, 1.0]), snap(100, [1.0, -3.0])]
+    assert sweeps.settling(moving, window=50)["overlap"] == 0.5

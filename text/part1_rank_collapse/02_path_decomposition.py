@@ -1,0 +1,490 @@
+# %% tags=["remove-cell"]
+# Colab set-up: install the book's library when it is not importable (hidden in the book).
+try:
+    import attnbook
+except ImportError:
+    # %pip install --quiet "attnbook @ git+https://github.com/attnbook/attnbook"
+    try:
+        import attnbook
+    except ImportError:
+        raise RuntimeError("attnbook could not be installed from https://github.com/attnbook/attnbook: the repository must be "
+                           "published there (README, 'Running the chapters on Colab'), or upload "
+                           "the project folder and run %pip install <folder>") from None
+
+# %% [markdown]
+# # Path decomposition
+#
+# {cite:t}`dong2021attention` do not study a self-attention network (SAN) layer by layer. They first
+# rewrite it as a **sum of paths**: an $L$-layer network with $H$ heads per layer is a sum of $H^L$ simple
+# networks, each a single chain of attention heads, one per layer. Each chain multiplies the input on the left
+# by a product of attention matrices, and such products quickly become rank one. This chapter derives the
+# decomposition, checks it to float64 precision on the library's own networks, counts the paths once skip
+# connections are added, and watches products of attention matrices along long paths lose rank.
+#
+# **In this chapter you will**
+#
+# * derive, layer by layer, that a SAN is $\sum_{\text{paths}} P_{\text{path}} X W_{\text{path}} + \mathbf{1} b^\top$
+#   with row-stochastic $P_{\text{path}}$, and prove that products of row-stochastic matrices are row-stochastic;
+# * check the decomposition numerically (relative error below $10^{-10}$) with `attnbook.paths`, which
+#   enumerates all paths in one batched computation;
+# * count paths of each length when skip connections are present, $\binom{L}{k} H^k$, and plot the path-length
+#   distribution of BERT-base and of a 6-layer model;
+# * measure how far products of attention matrices along sampled paths are from rank one, as paths grow longer.
+
+# %%
+
+import matplotlib.pyplot as plt
+import torch
+
+import attnbook
+from attnbook.attention import SelfAttentionNetwork, gaussian_init_
+from attnbook.paths import (
+    SKIP,
+    all_paths,
+    path_decomposition,
+    path_length_counts,
+    path_products,
+    rank1_distance,
+    sample_paths,
+    san_parameters,
+    value_products,
+)
+
+dev = attnbook.setup(seed=0)
+sizes = attnbook.preset("path_decomposition")
+# the decomposition is checked to 1e-10: float64 throughout
+torch.set_default_dtype(torch.float64)
+print(dict(sizes))
+
+# %% [markdown]
+# ## One layer: fold the output projection into the values
+#
+# The library's multi-head layer ([chapter 1](01_pure_attention_loses_rank.ipynb)) computes, for each head $h$, $P_h (X W_{V,h} + \mathbf{1} b_{V,h}^\top)$,
+# concatenates the heads and applies the output projection $W_O$ with bias $b_O$. Splitting $W_O$ into the
+# row blocks $W_{O,h}$ that act on head $h$'s slice,
+#
+# $$
+# \begin{aligned}
+# \operatorname{SA}(X) &= \sum_{h=1}^H P_h X \underbrace{W_{V,h} W_{O,h}}_{=: W_h}
+#  + \sum_{h=1}^H P_h \mathbf{1} b_{V,h}^\top W_{O,h} + \mathbf{1} b_O^\top \\
+#  &= \sum_{h=1}^H P_h X W_h + \mathbf{1} c^\top,
+# \qquad c^\top = \sum_h b_{V,h}^\top W_{O,h} + b_O^\top .
+# \end{aligned}
+# $$ (eq-fold)
+#
+# The last step uses $P_h \mathbf{1} = \mathbf{1}$: every row of an attention matrix sums to one, so a bias
+# row that every token shares stays shared after attention. `san_parameters` reads $P_h$, $W_h$ and $c$ off a
+# `SelfAttentionNetwork` (with the residual-branch scale $\alpha$ folded in as well).
+
+# %% [markdown]
+# ## Products of row-stochastic matrices
+#
+# ```{prf:lemma} Products of row-stochastic matrices
+# :label: lem-row-stochastic
+#
+# If $P$ and $Q$ are $n \times n$ matrices with non-negative entries and $P\mathbf{1} = Q\mathbf{1} = \mathbf{1}$,
+# then $PQ$ has non-negative entries and $PQ\mathbf{1} = \mathbf{1}$. By induction, any product
+# $P^L \cdots P^1$ of row-stochastic matrices is row-stochastic.
+# ```
+#
+# ```{prf:proof}
+# Each entry $(PQ)_{ij} = \sum_k P_{ik} Q_{kj}$ is a sum of products of non-negative numbers, so it is
+# non-negative. And $(PQ)\mathbf{1} = P (Q \mathbf{1}) = P \mathbf{1} = \mathbf{1}$. The general case follows
+# by induction on the number of factors, since $P^L \cdots P^1 = P^L (P^{L-1} \cdots P^1)$.
+# ```
+#
+# Check it on the attention matrices of a random 4-layer, 3-head network, multiplied along every one of its
+# $3^4 = 81$ paths:
+
+# %%
+torch.manual_seed(0)
+n, d = sizes["n_tokens"], sizes["d_model"]
+small = SelfAttentionNetwork(4, d, 3, skip=False, mlp=False, layernorm=None)
+X0 = torch.randn(n, d)
+attn = san_parameters(small, X0)[0]  # (L, H, n, n)
+# (81, n, n): P^4_{h4} P^3_{h3} P^2_{h2} P^1_{h1}
+P_all = path_products(attn, all_paths(4, 3))
+row_sum_error = (P_all.sum(-1) - 1).abs().max().item()
+print(
+    f"{P_all.shape[0]} path products; smallest entry {P_all.min():.2e}; largest |row "
+    f"sum - 1| {row_sum_error:.1e}"
+)
+
+# %% tags=["nbval-check-output"]
+[
+    attnbook.check(
+        "path products with a negative entry",
+        int((P_all < 0).any(-1).any(-1).sum()),
+        close_to=0,
+        tol=0,
+    ),
+    attnbook.check(
+        "path products with a row sum off 1 by more than 1e-12",
+        int(((P_all.sum(-1) - 1).abs() > 1e-12).any(-1).sum()),
+        close_to=0,
+        tol=0,
+    ),
+]
+
+
+# %% [markdown]
+# ## Layer by layer: a sum over paths
+#
+# Write layer $l$ of a SAN (no skip connections) with {eq}`eq-fold` as
+# $X^l = \sum_{h} P^l_h X^{l-1} W^l_h + \mathbf{1} c^{l\top}$, where $P^l_h$ is computed from $X^{l-1}$. Two
+# layers:
+#
+# $$
+# \begin{aligned}
+# X^2 &= \sum_{h_2} P^2_{h_2}\Big(\sum_{h_1} P^1_{h_1} X W^1_{h_1} + \mathbf{1} c^{1\top}\Big) W^2_{h_2} + \mathbf{1} c^{2\top} \\
+# &= \sum_{h_1, h_2} P^2_{h_2} P^1_{h_1} X W^1_{h_1} W^2_{h_2}
+#  + \mathbf{1}\Big(c^{1\top} \sum_{h_2} W^2_{h_2} + c^{2\top}\Big),
+# \end{aligned}
+# $$
+#
+# again because $P^2_{h_2} \mathbf{1} = \mathbf{1}$. Repeating the step $L$ times gives the theorem.
+#
+# ```{prf:theorem} Path decomposition
+# :label: thm-path-decomposition
+#
+# (Theorem 2.1 of {cite:t}`dong2021attention`.) An $L$-layer SAN with $H$ heads per layer and no skip connections satisfies
+#
+# $$
+# \begin{gathered}
+# \operatorname{SAN}(X) = \sum_{(h_1,\dots,h_L) \in [H]^L} P_{\text{path}}\, X\, W_{\text{path}} + \mathbf{1} b^\top, \\
+# P_{\text{path}} = P^L_{h_L} \cdots P^1_{h_1}, \quad W_{\text{path}} = W^1_{h_1} \cdots W^L_{h_L},
+# \end{gathered}
+# $$ (eq-path-sum)
+#
+# with $b^\top = \sum_{l=1}^{L} c^{l\top} M^{l+1} \cdots M^{L}$, $M^m = \sum_h W^m_h$. Every $P_{\text{path}}$ is
+# row-stochastic. The matrices $P^l_h$ depend on the input (through $X^{l-1}$), so this is an identity for each
+# input, not a linearisation.
+# ```
+#
+# ```{prf:proof}
+# By induction on $L$. For $L = 1$ it is {eq}`eq-fold`. Assume
+# $X^{L-1} = \sum_{(h_1..h_{L-1})} P^{L-1}_{h_{L-1}}\cdots P^1_{h_1} X W^1_{h_1}\cdots W^{L-1}_{h_{L-1}} + \mathbf{1} b_{L-1}^\top$.
+# Then $X^L = \sum_{h_L} P^L_{h_L} X^{L-1} W^L_{h_L} + \mathbf{1} c^{L\top}$; distributing the sum, each term of
+# $X^{L-1}$ gains one factor $P^L_{h_L}$ on the left and $W^L_{h_L}$ on the right, giving all $H^L$ paths, and
+# $P^L_{h_L} \mathbf{1} b_{L-1}^\top W^L_{h_L} = \mathbf{1} b_{L-1}^\top W^L_{h_L}$, so the bias becomes
+# $b_L^\top = b_{L-1}^\top M^L + c^{L\top}$, which unrolls to the stated $b$. Row-stochasticity of
+# $P_{\text{path}}$ is {prf:ref}`lem-row-stochastic`.
+# ```
+#
+# `path_decomposition` computes all $H^L$ terms $P_{\text{path}} X W_{\text{path}}$ at once: it starts from
+# $X$ and at each layer extends every partial path by every head in **one batched matrix product** (shape
+# `(H, paths, n, d)`), so there are $L$ products, not $H^L$. On this machine, at $L = 6$, $H = 4$ (4096 paths),
+# that is one to two orders of magnitude faster than a Python loop over paths (measure it on your machine
+# with `python scripts/bench_paths.py`).
+# Check the theorem on networks of several depths and widths, biases included:
+
+# %%
+def decomposition_error(L, H, skip, seed):
+    torch.manual_seed(seed)
+    net = SelfAttentionNetwork(L, d, H, skip=skip, mlp=False, layernorm=None)
+    with torch.no_grad():
+        for p in net.parameters():
+            # non-zero biases everywhere, so the bias term is tested too
+            p.normal_(0.0, 0.3)
+    X = torch.randn(n, d)
+    attn, values, biases, _, out = san_parameters(net, X)
+    dec = path_decomposition(attn, values, X, biases, skip=skip)
+    # each term really is P_path X W_path for the path in the same row
+    P, W = path_products(attn, dec.paths), value_products(values, dec.paths)
+    term_error = ((P @ X @ W - dec.terms).norm() / dec.terms.norm()).item()
+    return (
+        dec.terms.shape[0],
+        ((dec.total() - out).norm() / out.norm()).item(),
+        term_error,
+    )
+
+
+no_skip = {}
+for L, H in sizes["configs"]:
+    n_paths, err, term_err = decomposition_error(L, H, False, seed=L * 10 + H)
+    no_skip[(L, H)] = err
+    print(
+        f"L={L} H={H}: {n_paths:5d} paths, relative error of the path sum {err:.1e} "
+        f"(terms {term_err:.1e})"
+    )
+
+# %% tags=["nbval-check-output"]
+attnbook.check(
+    "networks (no skips) whose path sum is off by a relative error above 1e-10",
+    sum(e > 1e-10 for e in no_skip.values()),
+    close_to=0,
+    tol=0,
+)
+
+# %% [markdown]
+# ## Skip connections: paths may skip layers
+#
+# With a skip connection each layer is $X^l = X^{l-1} + \sum_h P^l_h X^{l-1} W^l_h + \mathbf{1} c^{l\top}$: the
+# identity is one more "head", with $P = I$ and $W = I$. Expanding as before, a path now chooses at every layer
+# either one of the $H$ heads or the identity, so there are $(H+1)^L$ paths, and the bias row becomes
+# $b^\top = \sum_l c^{l\top} (I + M^{l+1}) \cdots (I + M^L)$. The **length** of a path is the number of layers in
+# which it goes through a head. A path of length $k$ chooses its $k$ layers and a head in each, so
+#
+# $$
+# \#\{\text{paths of length } k\} = \binom{L}{k} H^k, \qquad \sum_{k=0}^{L} \binom{L}{k} H^k = (H+1)^L .
+# $$ (eq-path-count)
+#
+# `path_decomposition(..., skip=True)` enumerates these paths (a skipped layer is marked `SKIP` $=-1$); check
+# the sum and the count:
+
+# %%
+with_skip = {}
+for L, H in sizes["configs"]:
+    n_paths, err, term_err = decomposition_error(L, H, True, seed=L * 10 + H)
+    with_skip[(L, H)] = err
+    print(
+        f"L={L} H={H}: {n_paths:5d} paths, relative error of the path sum {err:.1e} "
+        f"(terms {term_err:.1e})"
+    )
+
+count_mismatch = 0
+for L, H in sizes["configs"]:
+    lengths = (all_paths(L, H, skip=True) != SKIP).sum(1)
+    count_mismatch += int(
+        torch.bincount(lengths, minlength=L + 1).tolist() != path_length_counts(L, H)
+    )
+print(
+    "enumerated lengths match C(L,k) H^k in",
+    len(sizes["configs"]) - count_mismatch,
+    "of",
+    len(sizes["configs"]),
+    "networks",
+)
+
+# %% tags=["nbval-check-output"]
+[
+    attnbook.check(
+        "networks (with skips) whose path sum is off by a relative error above 1e-10",
+        sum(e > 1e-10 for e in with_skip.values()),
+        close_to=0,
+        tol=0,
+    ),
+    attnbook.check(
+        "networks whose path-length histogram differs from C(L,k) H^k",
+        count_mismatch,
+        close_to=0,
+        tol=0,
+    ),
+]
+
+# %% tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
+labels = [f"L={L}, H={H}" for L, H in sizes["configs"]]
+xs = torch.arange(len(labels)).double()
+ax.bar(
+    xs - 0.2,
+    [max(v, 1e-17) for v in no_skip.values()],
+    0.4,
+    label="no skips: $H^L$ paths",
+)
+ax.bar(
+    xs + 0.2,
+    [max(v, 1e-17) for v in with_skip.values()],
+    0.4,
+    label="with skips: $(H+1)^L$ paths",
+)
+ax.axhline(1e-10, color="black", lw=1, label="required: $10^{-10}$")
+ax.axhline(
+    torch.finfo(torch.float64).eps,
+    color="0.5",
+    lw=1,
+    ls=":",
+    label="float64 machine epsilon",
+)
+ax.set_yscale("log")
+ax.set_xticks(xs.tolist(), labels)
+ax.set_ylim(1e-17, 1e-8)
+ax.set_ylabel("relative error of the path sum")
+ax.set_title("The path sum reproduces the network\nto machine precision")
+fig.legend(loc="outside lower center", ncol=2)
+plt.show()
+
+# %% [markdown]
+# ### How long are the paths of BERT-base?
+#
+# BERT-base has $L = 12$ layers of $H = 12$ heads: $13^{12} \approx 2.3 \times 10^{13}$ paths. By
+# {eq}`eq-path-count` the count grows with $k$ as long as
+# $\binom{L}{k+1}H^{k+1} / \binom{L}{k}H^k = H(L-k)/(k+1) > 1$, that is for $k < (HL - 1)/(H + 1)$; for BERT-base
+# the counts rise up to $k = 11$, and lengths 11 and 12 tie exactly ($12 \cdot 12^{11} = 12^{12}$). The length of a
+# uniformly drawn path is binomial, $\operatorname{Bin}(L, H/(H+1))$, with mean $LH/(H+1)$. Almost all paths are
+# long; {cite:t}`dong2021attention` show it as a histogram peaking at lengths 11 and 12. A 6-layer model with 12
+# heads (the shape of the MiniLM model used in [chapter 5](05_pretrained_transformers.ipynb)) and a 6-layer, 2-head model shift the mass to shorter
+# lengths:
+
+# %% tags=["hide-input"]
+models = {
+    "BERT-base (L=12, H=12)": (12, 12),
+    "MiniLM (L=6, H=12)": (6, 12),
+    "small (L=6, H=2)": (6, 2),
+}
+fractions = {}
+for name, (L, H) in models.items():
+    counts = path_length_counts(L, H)
+    fractions[name] = [c / (H + 1) ** L for c in counts]
+    mean = sum(k * f for k, f in enumerate(fractions[name]))
+    print(
+        f"{name}: {(H + 1) ** L:.3g} paths, mean length {mean:.3f} (L H/(H+1) = "
+        f"{L * H / (H + 1):.3f}), "
+        f"most common lengths {[k for k, c in enumerate(counts) if c == max(counts)]}"
+    )
+
+fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
+for i, (name, fr) in enumerate(fractions.items()):
+    ax.bar([k + (i - 1) * 0.27 for k in range(len(fr))], fr, 0.27, label=name)
+ax.set_xlabel("path length $k$ (layers not skipped)")
+ax.set_ylabel("fraction of all paths")
+attnbook.plotting.paper_line(
+    ax, 11.5, "BERT-base histogram peaks at lengths 11-12", horizontal=False
+)
+ax.set_xticks(range(0, 13, 2))
+ax.set_title("With skip connections, most paths\nof BERT-base are 11-12 layers long")
+fig.legend(loc="outside lower center", ncol=1)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+bert = fractions["BERT-base (L=12, H=12)"]
+bert_mode = max(range(13), key=lambda k: (bert[k], -k))  # smallest k among ties
+[
+    attnbook.compare(
+        "BERT-base: most common path length (smallest of ties)",
+        bert_mode,
+        paper=11,
+        tol=1,
+        source="path-length histogram of BERT-base, peaks at 11-12",
+    ),
+    attnbook.check(
+        "BERT-base: fraction of paths of length 11 or 12",
+        bert[11] + bert[12],
+        at_least=0.7,
+    ),
+    attnbook.check(
+        "BERT-base: fraction of paths of length at most 6", sum(bert[:7]), at_most=0.01
+    ),
+]
+
+# %% [markdown]
+# ## Long paths are (almost) rank one
+#
+# A single path maps $X \mapsto P_{\text{path}} X W_{\text{path}}$. If $P_{\text{path}}$ were exactly
+# $\mathbf{1}\pi^\top$ for some probability vector $\pi$, the path's output would be
+# $\mathbf{1}(\pi^\top X W_{\text{path}})$: every token the same. Products of many row-stochastic matrices
+# with positive entries approach such a matrix (the same mechanism as a Markov chain forgetting its start);
+# the next chapter shows that in self-attention this happens much faster than for fixed matrices. Here we
+# measure it, as {cite:t}`dong2021attention` do for real models, with the relative distance to the best rank-one
+# approximation from the SVD $M = \sum_i s_i u_i v_i^\top$:
+#
+# $$
+# \operatorname{dist}_1(M) = \frac{\|M - s_1 u_1 v_1^\top\|_F}{\|M\|_F} = \sqrt{\frac{\sum_{i \ge 2} s_i^2}{\sum_i s_i^2}}
+# $$ (eq-rank1-distance)
+#
+# (`rank1_distance`). We take the attention matrices of a randomly initialised Transformer of BERT-base's
+# shape (skips, MLPs and LayerNorm keep its deep layers' attention matrices from degenerating; the
+# next chapter is about why that matters) and sample paths like the paper: for each layer draw a head
+# uniformly, then choose the $L - k$ layers to skip (`sample_paths`).
+
+# %% tags=["hide-input"]
+L, H = sizes["rank1_depth"], sizes["rank1_heads"]
+net = gaussian_init_(
+    SelfAttentionNetwork(
+        L, sizes["rank1_d_model"], H, skip=True, mlp=True, layernorm="post"
+    )
+).to(dev)
+with torch.no_grad():
+    _, _, attns = net(
+        torch.randn(1, sizes["rank1_tokens"], sizes["rank1_d_model"]).to(dev),
+        return_attention=True,
+    )
+attn_big = torch.stack([a[0] for a in attns])  # (L, H, n, n)
+gen = torch.Generator().manual_seed(0)
+distances = {}
+for k in range(1, L + 1):
+    paths = sample_paths(L, H, k, sizes["n_sampled_paths"], gen)
+    # products and SVDs on dev
+    distances[k] = rank1_distance(path_products(attn_big, paths)).cpu()
+medians = torch.stack([distances[k].median() for k in distances])
+print(
+    "median distance to rank one by path length:",
+    " ".join(f"{m:.1e}" for m in medians.tolist()),
+)
+
+fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
+ax.boxplot(
+    [distances[k].clamp(min=1e-17).numpy() for k in distances],
+    positions=list(distances),
+    widths=0.6,
+)
+ax.axhline(
+    torch.finfo(torch.float64).eps,
+    color="0.5",
+    lw=1,
+    ls=":",
+    label="float64 machine epsilon",
+)
+ax.set_yscale("log")
+ax.set_xlabel("path length $k$")
+ax.set_ylabel("relative distance to best rank-1 approximation")
+ax.set_title(
+    f"Longer paths: attention products closer to rank one\n"
+    f"(random {L}-layer, {H}-head Transformer at init.,\n"
+    f"{sizes['n_sampled_paths']} paths per length)"
+)
+fig.legend(loc="outside lower center", ncol=2)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+[
+    attnbook.check(
+        "median rank-1 distance: length 1 / length 5",
+        (medians[0] / medians[4]).item(),
+        at_least=1e3,
+    ),
+    attnbook.check(
+        "fraction of length-12 path products within 1e-12 of rank one",
+        (distances[L] <= 1e-12).double().mean().item(),
+        close_to=1.0,
+        tol=0,
+    ),
+    attnbook.check(
+        "lengths (above round-off, median > 1e-13) where the median rank-1 distance "
+        "does not fall",
+        int(((medians[1:] >= medians[:-1]) & (medians[:-1] > 1e-13)).sum()),
+        close_to=0,
+        tol=0,
+    ),
+]
+
+# %% [markdown]
+# On this random network the median distance falls by one to two orders of magnitude per extra layer until
+# it reaches float64 round-off around length 9. {cite:t}`dong2021attention`'s companion figure shows the
+# same downward trend for the attention matrices of pretrained models; random attention matrices at
+# initialisation are close to uniform (a single one is already only a few percent from rank one here), so
+# their products collapse faster than trained, sharper attention would. [Chapter 5](05_pretrained_transformers.ipynb) looks at real pretrained
+# attention.
+#
+# ## Summary
+#
+# * A SAN is exactly a sum over $H^L$ paths of $P_{\text{path}} X W_{\text{path}}$ plus a shared bias row
+#   ({prf:ref}`thm-path-decomposition`); the bias stays shared because attention matrices are row-stochastic,
+#   and so are their products ({prf:ref}`lem-row-stochastic`). `attnbook.paths` reproduces the network from its
+#   paths to about $10^{-16}$ relative error, with and without skip connections.
+# * With skip connections there are $\binom{L}{k}H^k$ paths of length $k$; for BERT-base almost all paths are
+#   11 or 12 layers long, and fewer than 1% are 6 layers or shorter.
+# * Products of attention matrices along long paths are nearly rank one: each path on its own sends every
+#   token to (almost) the same output. Whether the *sum* of paths still does is the question of the next two
+#   chapters: without skips every path is long, with skips short paths survive.
+#
+# ## Exercises
+#
+# 1. Show that the number of paths of length $k$ is largest at $k^\star = \lceil (HL - 1)/(H + 1) \rceil$ (ties
+#    possible) and check it with `path_length_counts` for several $(L, H)$.
+# 2. Use `path_decomposition(..., skip=True)` to split the output of a random SAN with skips into the
+#    contributions of paths of each length. Which lengths carry most of the output's norm? Does the answer
+#    change with the weight scale of `gaussian_init_`?
+# 3. Prove that if every $P^l_h$ has all entries at least $\epsilon > 0$, then every column of $P_{\text{path}}$
+#    of a path of length $k$ varies by at most $(1 - n\epsilon)^{k}$ between its rows (Dobrushin's ergodicity
+#    coefficient). Compare this exponential rate with the boxes above.

@@ -1,0 +1,515 @@
+# %% tags=["remove-cell"]
+# Colab set-up: install the book's library when it is not importable (hidden in the book).
+try:
+    import attnbook
+except ImportError:
+    # %pip install --quiet "attnbook @ git+https://github.com/attnbook/attnbook"
+    try:
+        import attnbook
+    except ImportError:
+        raise RuntimeError("attnbook could not be installed from https://github.com/attnbook/attnbook: the repository must be "
+                           "published there (README, 'Running the chapters on Colab'), or upload "
+                           "the project folder and run %pip install <folder>") from None
+
+# %% [markdown]
+# # Deep bounds and what breaks collapse
+#
+# [Chapter 3](03_residual_bound_one_layer.ipynb) proved that one head of one layer cubes the residual. This chapter stacks the bound over $H$ heads
+# and $L$ layers into the doubly exponential bound of {cite:t}`dong2021attention`, compares it with simulated
+# networks, and then looks at the three components a Transformer adds: skip connections (which can stop
+# collapse entirely), MLPs (which slow it by their Lipschitz constant) and LayerNorm (which does not stop it).
+#
+# **In this chapter you will**
+#
+# * derive $\|\operatorname{res}(\operatorname{SAN}(X))\| \le (4\gamma\beta H/\sqrt{d_{qk}})^{(3^L-1)/2}\|\operatorname{res}(X)\|^{3^L}$
+#   and watch real residuals stay below it, layer by layer;
+# * build a network with skip connections whose residual never shrinks, at any depth;
+# * measure an MLP's Lipschitz constant $\lambda$ in the sense the proof needs and see it slow collapse;
+# * write LayerNorm as matrix multiplications and see that it does not prevent collapse.
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+import attnbook
+from attnbook.attention import SelfAttentionNetwork, gaussian_init_
+from attnbook.norms import norm_1, norm_1_inf, norm_inf, relative_residual, res
+from attnbook.plotting import variant_color
+
+dev = attnbook.setup(seed=0)
+sizes = attnbook.preset("deep_bounds")
+torch.set_default_dtype(torch.float64)  # residuals fall to 1e-15: float64 throughout
+print(dict(sizes))
+
+
+# %% [markdown]
+# ## $H$ heads, $L$ layers
+#
+# With $H$ heads, {eq}`eq-output-split` of [chapter 3](03_residual_bound_one_layer.ipynb) holds head by head, so
+# $\operatorname{SA}(X) = \mathbf{1}z^\top + \sum_h \Delta_h R W_h$ (with $W_h = W_{V,h}W_{O,h}$). The composite norm
+# has no triangle inequality, so we bound $\|\cdot\|_1$ and $\|\cdot\|_\infty$ of the sum separately: by the
+# steps of [chapter 3](03_residual_bound_one_layer.ipynb), $\|\Delta_h RW_h\|_1 \le 4\gamma_h \|W_{QK,h}\|_1\|W_h\|_1 \|R\|_1^2\|R\|_\infty/\sqrt{d_{qk}}$, and
+# the same with the roles of $1$ and $\infty$ exchanged.
+#
+# ```{prf:theorem} Doubly exponential collapse (this book's constants)
+# :label: thm-deep-bound
+#
+# (After {cite:t}`dong2021attention`.) Let $\beta_1 = \max_{l,h}\|W^l_{QK,h}\|_1\|W^l_h\|_1$, $\beta_\infty = \max_{l,h}\|W^l_{QK,h}\|_\infty\|W^l_h\|_\infty$,
+# $\beta = \sqrt{\beta_1\beta_\infty}$, and $\gamma = \max_{l,h}\gamma^l_h$ with the $\gamma$ of [chapter 3](03_residual_bound_one_layer.ipynb) evaluated at
+# layer $l$'s input. For an $L$-layer SAN with $H$ heads per layer and any centring of the input,
+#
+# $$
+# \|\operatorname{res}(\operatorname{SAN}(X))\|_{1,\infty} \le c\,\Big(\frac{4\gamma\beta H}{\sqrt{d_{qk}}}\Big)^{\frac{3^L-1}{2}}
+# \|\operatorname{res}(X)\|_{1,\infty}^{3^L},
+# $$ (eq-deep-bound)
+#
+# with $c = 1$ for the $\arg\min$ residual and $c = 2$ for the token-mean residual of the output.
+# ```
+#
+# ```{prf:proof}
+# One layer: summing over heads, $\|\sum_h\Delta_hRW_h\|_1 \le H\cdot 4\gamma\beta_1\|R\|_1^2\|R\|_\infty/\sqrt{d_{qk}}$ and
+# $\|\cdot\|_\infty \le H\cdot4\gamma\beta_\infty\|R\|_1\|R\|_\infty^2/\sqrt{d_{qk}}$; the product's square root is
+# $a\|R\|_{1,\infty}^3$ with $a = 4\gamma\beta H/\sqrt{d_{qk}}$. The next layer's input is
+# $\mathbf{1}z^\top + D$ with $D = \sum_h \Delta_hRW_h$, so $D$ is a valid residual (centring $z$) and
+# $r_l \le a\,r_{l-1}^3$. Unrolling, $r_L \le a^{1 + 3 + \dots + 3^{L-1}} r_0^{3^L} = a^{(3^L-1)/2}r_0^{3^L}$. The last step
+# to the $\arg\min$ or mean residual is step 3 of [chapter 3](03_residual_bound_one_layer.ipynb).
+# ```
+#
+# The bound only says something when $a\,r_0^2 < 1$; for inputs far from rank one it is vacuous (it exceeds
+# $r_0$). Simulate random SANs on inputs with a small residual and compare, layer by layer, with the recursion
+# $b_l = a_l b_{l-1}^3$ (each layer's own $\beta$ and $\gamma$, computed in log space, since $b_l$ underflows).
+
+# %% tags=["hide-input"]
+def head_matrices(block):
+    # per-head W_QK = W_Q W_K^T and W_h = W_V W_O (chapter 2's fold) of a library Block
+    a = block.attn
+    H, dh, dm = a.n_heads, a.d_head, a.d_model
+    split = lambda lin: lin.weight.T.reshape(dm, H, dh).permute(1, 0, 2)
+    Wqk = split(a.q) @ split(a.k).transpose(-1, -2)
+    Wvo = split(a.v) @ a.out.weight.T.reshape(H, dh, dm)
+    return Wqk.detach(), Wvo.detach(), dh
+
+
+def log_bound(net, r0):
+    # natural log of b_l for l = 0..L (token-mean residual of the output: factor c = 2
+    # applied at the end)
+    b, logs = math.log(r0), [math.log(r0)]
+    for block in net.blocks:
+        Wqk, Wvo, dh = head_matrices(block)
+        beta = math.sqrt(
+            (norm_1(Wqk) * norm_1(Wvo)).max() * (norm_inf(Wqk) * norm_inf(Wvo)).max()
+        )
+        mu = norm_1_inf(Wqk).max().item() * math.exp(min(2 * b, 600)) / math.sqrt(dh)
+        log_4gamma = min(2 * mu, 1e300) + math.log1p(math.exp(min(mu, 700)))
+        b = log_4gamma + math.log(beta * block.attn.n_heads / math.sqrt(dh)) + 3 * b
+        logs.append(b)
+    return [x + math.log(2) for x in logs]
+
+
+n, d, H, L = sizes["n_tokens"], sizes["d_model"], sizes["n_heads"], sizes["depth"]
+gen = torch.Generator().manual_seed(0)
+observed, bounds = [], []
+for i in range(sizes["n_nets"]):
+    torch.manual_seed(i)
+    net = gaussian_init_(
+        SelfAttentionNetwork(L, d, H, skip=False, mlp=False, layernorm=None)
+    )
+    X = torch.randn(1, 1, d, generator=gen) + 0.01 * torch.randn(1, n, d, generator=gen)
+    with torch.no_grad():
+        _, hidden, _ = net(X)
+    obs = torch.tensor([norm_1_inf(res(h[0])).item() for h in hidden])
+    observed.append(obs)
+    bounds.append(torch.tensor(log_bound(net, obs[0].item())) / math.log(10))
+observed, bounds = torch.stack(observed), torch.stack(bounds)  # bounds in log10
+floor = 1e-13  # below this, float64 round-off of O(1) entries dominates the residual
+above = observed > floor
+violations = int((observed[above].log10() > bounds[above] + 1e-9).sum())
+print(
+    "log10 observed residual, net 0:",
+    [f"{v:.1f}" for v in observed[0].log10().tolist()],
+)
+print("log10 bound,             net 0:", [f"{v:.1f}" for v in bounds[0].tolist()])
+
+fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
+layers = torch.arange(L + 1)
+for i in range(observed.shape[0]):
+    ax.plot(
+        layers,
+        observed[i].clamp(min=1e-17).log10(),
+        color=variant_color("SAN"),
+        lw=1,
+        alpha=0.7,
+        label="observed $\\|res(X^l)\\|$ (random SANs)" if i == 0 else None,
+    )
+    ax.plot(
+        layers,
+        bounds[i],
+        color="black",
+        lw=1,
+        ls="--",
+        alpha=0.7,
+        label="bound $2 b_l$" if i == 0 else None,
+    )
+ax.axhline(
+    math.log10(floor), color="0.5", ls=":", lw=1, label="float64 round-off floor"
+)
+ax.set_ylim(-60, 1)
+ax.set_xlabel("layer $l$")
+ax.set_ylabel("$\\log_{10}$ residual")
+ax.set_title(
+    "Observed residuals stay below the doubly exponential bound\n(and fall even "
+    "faster, to round-off in two layers)"
+)
+fig.legend(loc="outside lower center", ncol=2)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+[
+    attnbook.check(
+        "deep bound: (layer, net) pairs above round-off where observed exceeds the "
+        "bound",
+        violations,
+        close_to=0,
+        tol=0,
+    ),
+    attnbook.check(
+        "deep bound: observed log10 residual after one layer, largest",
+        observed[:, 1].log10().max().item(),
+        at_most=-4.0,
+        digits=2,
+    ),
+]
+
+# %% [markdown]
+# The bound holds wherever the residual is above round-off, and, like the one-layer bound, it is loose:
+# the observed residual reaches float64 round-off after two layers, while the bound needs several more.
+# Below the round-off floor the comparison is meaningless: float64 cannot represent a residual of
+# $10^{-50}$ next to entries of order one.
+#
+# ## Skip connections: collapse can be avoided at any depth
+#
+# With skips, $X^l = X^{l-1} + \operatorname{SA}(X^{l-1})$: the path that skips every layer ([chapter 2](02_path_decomposition.ipynb)) carries the input
+# through unchanged, so a bound of the form {eq}`eq-deep-bound` cannot hold. A concrete parameterisation:
+# set $W_Q = W_K = 0$ and $b_Q = b_K = 0$. Every attention matrix is then uniform, $P = \tfrac1n\mathbf{1}\mathbf{1}^\top$, so
+# $\operatorname{SA}(X) = \mathbf{1}(\bar x^\top W + c^\top)$ has identical rows and
+#
+# $$
+# \operatorname{res}_{\text{mean}}(X^l) = \operatorname{res}_{\text{mean}}(X^{l-1} + \mathbf{1}(\cdot)^\top) = \operatorname{res}_{\text{mean}}(X^{l-1})
+# $$
+#
+# for every layer and any value weights: the residual is preserved exactly, while the shared row drifts.
+
+# %% tags=["hide-input"]
+nc, dc, Lc = (
+    sizes["collapse_tokens"],
+    sizes["collapse_d_model"],
+    sizes["collapse_depth"],
+)
+gen = torch.Generator().manual_seed(1)
+# drawn on the CPU, the networks run on dev
+X = torch.randn(1, nc, dc, generator=gen).to(dev)
+curves = {}
+torch.manual_seed(1)
+for name, kw in {"SAN": dict(skip=False), "SAN+skip": dict(skip=True)}.items():
+    net = gaussian_init_(
+        SelfAttentionNetwork(Lc, dc, H, mlp=False, layernorm=None, **kw)
+    ).to(dev)
+    with torch.no_grad():
+        _, hidden, _ = net(X)
+    curves[f"{name} (random)"] = torch.tensor(
+        [norm_1_inf(res(h[0])).item() for h in hidden]
+    )
+construction = gaussian_init_(
+    SelfAttentionNetwork(Lc, dc, H, skip=True, mlp=False, layernorm=None)
+)
+with torch.no_grad():
+    for block in construction.blocks:
+        for lin in (block.attn.q, block.attn.k):
+            lin.weight.zero_()
+            lin.bias.zero_()
+        block.attn.v.bias.normal_()  # non-zero value bias: the shared row drifts
+    _, hidden, _ = construction.to(dev)(X)
+curves["SAN+skip (W_Q = W_K = 0)"] = torch.tensor(
+    [norm_1_inf(res(h[0])).item() for h in hidden]
+)
+preserved = (
+    (curves["SAN+skip (W_Q = W_K = 0)"] / curves["SAN+skip (W_Q = W_K = 0)"][0] - 1)
+    .abs()
+    .max()
+    .item()
+)
+drift = (hidden[-1][0].mean(0) - X[0].mean(0)).norm().item()
+print(
+    f"construction: largest relative change of ||res(X^l)|| over {Lc} layers "
+    f"{preserved:.1e}; "
+    f"the shared row moved by {drift:.1f}"
+)
+
+fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
+styles = {
+    "SAN (random)": variant_color("SAN"),
+    "SAN+skip (random)": variant_color("SAN+skip"),
+    "SAN+skip (W_Q = W_K = 0)": "black",
+}
+for name, c in curves.items():
+    ax.semilogy(
+        c.clamp(min=1e-17) / c[0],
+        color=styles[name],
+        ls="--" if "W_Q" in name else "-",
+        label=name,
+    )
+ax.set_xlabel("layer $l$")
+ax.set_ylabel("$\\|res(X^l)\\|_{1,\\infty} / \\|res(X)\\|_{1,\\infty}$")
+ax.set_title("With skip connections the residual need not shrink at all")
+fig.legend(loc="outside lower center", ncol=2)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+[
+    attnbook.check(
+        "skip construction: residual preserved to 1e-10 relative at every layer (1 = "
+        "yes)",
+        int(preserved <= 1e-10),
+        close_to=1,
+        tol=0,
+    ),
+    attnbook.check(
+        "random SAN: residual after the last layer below 1e-12 of the input's (1 = "
+        "yes)",
+        int((curves["SAN (random)"][-1] / curves["SAN (random)"][0]).item() <= 1e-12),
+        close_to=1,
+        tol=0,
+    ),
+    attnbook.check(
+        "random SAN+skip: residual after the last layer / input residual, at least",
+        (curves["SAN+skip (random)"][-1] / curves["SAN+skip (random)"][0]).item(),
+        at_least=0.5,
+        digits=2,
+    ),
+]
+
+# %% [markdown]
+# ## MLPs: collapse slowed by the Lipschitz constant
+#
+# A token-wise MLP $f(u) = \operatorname{relu}(uW_1 + b_1)W_2 + b_2$ acts on every row. What the proof needs is how
+# much $f$ can enlarge a residual.
+#
+# ```{prf:lemma} MLP Lipschitz constant for the residual
+# :label: lem-mlp
+#
+# For any centring $x$ with $R = X - \mathbf{1}x^\top$, $F = f(X) - \mathbf{1}f(x)^\top$ satisfies
+# $|F| \le |R|\,|W_1|\,|W_2|$ entrywise, so $\|F\|_1 \le \|W_1\|_1\|W_2\|_1\|R\|_1$, $\|F\|_\infty \le \|W_1\|_\infty\|W_2\|_\infty\|R\|_\infty$ and
+#
+# $$
+# \|\operatorname{res}(f(X))\|_{1,\infty} \le \lambda\,\|R\|_{1,\infty}, \qquad \lambda = \|W_1\|_{1,\infty}\|W_2\|_{1,\infty}.
+# $$ (eq-mlp-lipschitz)
+# ```
+#
+# ```{prf:proof}
+# Row $i$ of $F$ is $(\operatorname{relu}(x_i^\top W_1 + b_1^\top) - \operatorname{relu}(x^\top W_1 + b_1^\top))W_2$, and
+# $\operatorname{relu}$ is 1-Lipschitz entrywise, so $|F_{ij}| \le \sum_k |(RW_1)_{ik}||(W_2)_{kj}| \le (|R||W_1||W_2|)_{ij}$.
+# The entrywise absolute value does not change $\|\cdot\|_1$ or $\|\cdot\|_\infty$; use submultiplicativity.
+# ```
+#
+# So an MLP after each attention layer replaces $\beta$ by $\lambda\beta$ in {eq}`eq-deep-bound`. Check the lemma on random MLPs
+# and inputs, then measure $\lambda$ of MLPs with growing weight scale and watch collapse slow down.
+
+# %% tags=["nbval-check-output"]
+gen = torch.Generator().manual_seed(2)
+worst_mlp = 0.0
+for trial in range(200):
+    w = 10 ** (torch.rand(1, generator=gen).item() * 2 - 1)
+    W1, W2 = (
+        w * torch.randn(dc, 4 * dc, generator=gen) / dc**0.5,
+        w * torch.randn(4 * dc, dc, generator=gen) / dc**0.5,
+    )
+    b1, b2 = torch.randn(4 * dc, generator=gen), torch.randn(dc, generator=gen)
+    Xm = torch.randn(1, dc, generator=gen) + 10 ** (
+        torch.rand(1, generator=gen).item() * 3 - 2
+    ) * torch.randn(nc, dc, generator=gen)
+    # drawn on the CPU, used on dev
+    W1, W2, b1, b2, Xm = (t.to(dev) for t in (W1, W2, b1, b2, Xm))
+    f = lambda Z: torch.relu(Z @ W1 + b1) @ W2 + b2
+    lam = (norm_1_inf(W1) * norm_1_inf(W2)).item()
+    worst_mlp = max(
+        worst_mlp, (norm_1_inf(res(f(Xm))) / (lam * norm_1_inf(res(Xm)))).item()
+    )
+print(
+    "worst ratio ||res(f(X))|| / (lambda ||res(X)||) over 200 random MLPs and "
+    f"inputs: {worst_mlp:.3f}"
+)
+attnbook.check("MLP lemma: worst ratio found", worst_mlp, at_most=1.0, digits=2)
+
+# %% tags=["hide-input"]
+mlp_curves, lambdas = {}, {}
+for gain in (1.0, 2.0):
+    torch.manual_seed(3)
+    net = gaussian_init_(
+        SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=True, layernorm=None)
+    )
+    with torch.no_grad():
+        for block in net.blocks:
+            for lin in (block.mlp[0], block.mlp[2]):
+                lin.weight.mul_(gain)
+        _, hidden, _ = net.to(dev)(X)
+    lambdas[gain] = max(
+        (norm_1_inf(b.mlp[0].weight.T) * norm_1_inf(b.mlp[2].weight.T)).item()
+        for b in net.blocks
+    )
+    mlp_curves[gain] = torch.tensor([relative_residual(h[0]).item() for h in hidden])
+torch.manual_seed(3)
+san = gaussian_init_(
+    SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=False, layernorm=None)
+).to(dev)
+with torch.no_grad():
+    _, hidden, _ = san(X)
+san_curve = torch.tensor([relative_residual(h[0]).item() for h in hidden])
+depth_below = {
+    g: int((c < 1e-8).nonzero()[0]) if (c < 1e-8).any() else Lc + 1
+    for g, c in mlp_curves.items()
+}
+depth_below_san = int((san_curve < 1e-8).nonzero()[0])
+print("lambda per MLP weight scale:", {g: round(v, 1) for g, v in lambdas.items()})
+print(
+    "first layer with relative residual < 1e-8: SAN",
+    depth_below_san,
+    "| SAN+MLP",
+    depth_below,
+)
+
+fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
+ax.semilogy(san_curve.clamp(min=1e-17), color=variant_color("SAN"), label="SAN")
+for i, (g, c) in enumerate(mlp_curves.items()):
+    ax.semilogy(
+        c.clamp(min=1e-17),
+        color=variant_color("SAN+MLP"),
+        alpha=0.4 + 0.3 * i,
+        label=f"SAN+MLP, measured $\\lambda$ = {lambdas[g]:.0f}",
+    )
+ax.set_xlabel("layer $l$")
+ax.set_ylabel("relative residual")
+ax.set_title("A larger MLP Lipschitz constant slows collapse,\nbut does not stop it")
+fig.legend(loc="outside lower center", ncol=2)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+[
+    attnbook.check(
+        "SAN+MLP: extra layers to relative residual < 1e-8, lambda x4 vs lambda x1",
+        depth_below[2.0] - depth_below[1.0],
+        at_least=1,
+    ),
+    attnbook.check(
+        "SAN+MLP (larger lambda): layers to relative residual < 1e-8 minus SAN's",
+        depth_below[2.0] - depth_below_san,
+        at_least=1,
+    ),
+]
+
+# %% [markdown]
+# ## LayerNorm: matrix multiplications that do not stop collapse
+#
+# LayerNorm acts on each token (row) $x_i$: $\operatorname{LN}(x_i) = \frac{x_i - \bar x_i\mathbf{1}}{\sigma_i} \odot g + b$
+# with $\sigma_i = \sqrt{\operatorname{var}(x_i) + \epsilon}$. As matrices:
+#
+# $$
+# \operatorname{LN}(X) = \operatorname{diag}(\sigma)^{-1}\, X\, C\, \operatorname{diag}(g) + \mathbf{1}b^\top, \qquad C = I - \tfrac1d\mathbf{1}\mathbf{1}^\top .
+# $$ (eq-layernorm)
+#
+# The centring $C$ and the gain are fixed **right** multiplications; the input-dependent diagonal
+# $\operatorname{diag}(\sigma)^{-1}$ multiplies from the **left**, one scale per token. (The paper describes
+# LayerNorm as right multiplication by an input-dependent diagonal; that reads normalisation per feature.
+# With the per-token normalisation of real LayerNorm the argument needs one more remark:) for a nearly
+# collapsed $X = \mathbf{1}x^\top + R$ all tokens have nearly the same $\sigma_i$, so the left factor is nearly a
+# scalar, which rescales the residual and the shared row alike: the **relative** residual changes by at most
+# a factor close to one, and collapse proceeds.
+
+# %% tags=["hide-input"]
+ln = torch.nn.LayerNorm(dc)
+with torch.no_grad():
+    ln.weight.normal_(1.0, 0.2)
+    ln.bias.normal_()
+    ln.to(dev)
+    Xl = X[0]
+    sigma = (Xl.var(-1, unbiased=False) + ln.eps).sqrt()
+    C = torch.eye(dc, device=dev) - torch.ones(dc, dc, device=dev) / dc
+    by_matrices = torch.diag(1 / sigma) @ Xl @ C @ torch.diag(ln.weight) + ln.bias
+    ln_error = (ln(Xl) - by_matrices).abs().max().item()
+    # relative residual before / after LN, for inputs at several distances from rank one
+    ratios = []
+    for s in torch.logspace(-6, 0, 7):
+        Xs = (
+            torch.randn(1, dc, generator=gen) + s * torch.randn(nc, dc, generator=gen)
+        ).to(dev)
+        ratios.append((relative_residual(ln(Xs)) / relative_residual(Xs)).item())
+print(f"largest |LN(X) - diag(1/sigma) X C diag(g) - 1 b^T| = {ln_error:.1e}")
+print(
+    "relative residual after LN / before, residual scale 1e-6 .. 1:",
+    [f"{r:.2f}" for r in ratios],
+)
+
+torch.manual_seed(4)
+san_ln = gaussian_init_(
+    SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=False, layernorm="post")
+).to(dev)
+with torch.no_grad():
+    _, hidden, _ = san_ln(X)
+ln_curve = torch.tensor([relative_residual(h[0]).item() for h in hidden])
+fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
+ax.semilogy(san_curve.clamp(min=1e-17), color=variant_color("SAN"), label="SAN")
+ax.semilogy(
+    ln_curve.clamp(min=1e-17), color=variant_color("SAN+LN"), label="SAN+LN (post-LN)"
+)
+ax.set_xlabel("layer $l$")
+ax.set_ylabel("relative residual")
+ax.set_title("LayerNorm does not prevent collapse")
+fig.legend(loc="outside lower center", ncol=2)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+[
+    attnbook.check(
+        "LayerNorm as matrix products: instances off by more than 1e-12",
+        int(ln_error > 1e-12),
+        close_to=0,
+        tol=0,
+    ),
+    attnbook.check(
+        "relative residual after LN / before, largest over scales 1e-6..1",
+        max(ratios),
+        at_most=3.0,
+        digits=2,
+    ),
+    attnbook.check(
+        "SAN+LN: relative residual at the last layer below 1e-10 (1 = yes)",
+        int(ln_curve[-1].item() <= 1e-10),
+        close_to=1,
+        tol=0,
+    ),
+]
+
+# %% [markdown]
+# ## Summary
+#
+# * Over $L$ layers of $H$ heads the one-layer cubic bound compounds into the doubly exponential
+#   {prf:ref}`thm-deep-bound`; simulated SANs stay below it wherever float64 can tell, and collapse even faster.
+#   The bound is informative only for inputs already close to rank one ($a\,r_0^2 < 1$).
+# * Skip connections break the argument: the identity path survives, and with $W_Q = W_K = 0$ the residual is
+#   preserved exactly at every depth.
+# * An MLP multiplies the per-layer constant by its Lipschitz constant $\lambda = \|W_1\|_{1,\infty}\|W_2\|_{1,\infty}$
+#   ({prf:ref}`lem-mlp`): larger $\lambda$, slower collapse, but still collapse. The measured $\lambda$ is large
+#   (tens to hundreds) while the actual slow-down is a couple of layers, so the bound is loose here too; and
+#   much larger MLP weights (without LayerNorm) blow up the activations and saturate the softmax, which
+#   can make collapse abrupt rather than slower.
+# * LayerNorm is a per-token rescaling on the left and fixed matrices on the right; near rank one it barely
+#   changes the relative residual, and a SAN with LayerNorm still collapses.
+#
+# ## Exercises
+#
+# 1. Use the recursion $b_l = a_l b_{l-1}^3$ to find, for one random SAN, the largest input residual $r_0$ for which
+#    the bound after $L = 5$ layers is below $r_0$.
+# 2. Show that with skips and $W_V = 0$ the network is the identity, and find a parameterisation with non-zero
+#    $W_Q$, $W_K$, $W_V$ whose residual still never shrinks. (Hint: make $W_V$ map the residual to itself.)
+# 3. Replace the post-LN SAN by a pre-LN SAN with skips and compare its residual with the SAN+skip curve above.

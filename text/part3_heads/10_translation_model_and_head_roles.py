@@ -1,0 +1,946 @@
+# %% tags=["remove-cell"]
+# Colab set-up: install the book's library when it is not importable (hidden in the book).
+try:
+    import attnbook
+except ImportError:
+    # %pip install --quiet "attnbook @ git+https://github.com/attnbook/attnbook"
+    try:
+        import attnbook
+    except ImportError:
+        raise RuntimeError("attnbook could not be installed from https://github.com/attnbook/attnbook: the repository must be "
+                           "published there (README, 'Running the chapters on Colab'), or upload "
+                           "the project folder and run %pip install <folder>") from None
+
+# %% [markdown]
+# # A translation model and what its heads do
+#
+# Part III asks what the many heads of a trained Transformer actually do. {cite:t}`voita2019analyzing`
+# trained English-Russian translation models (Transformer-base: 6 layers, 8 heads per attention) and looked
+# at every head of the encoder self-attention, the decoder self-attention and the encoder-decoder
+# attention. They found that a few heads are **confident** (they put most of their weight on one token) and
+# **relevant** (the prediction depends on them), and that these heads have interpretable roles: they attend
+# to the neighbouring token (*positional* heads), follow a dependency relation (*syntactic* heads), or point
+# to the rarest word of the sentence (*rare-token* heads). The next chapter prunes the rest.
+#
+# This chapter builds the same analysis on a model trained to convergence on a CPU, an English-to-Spanish
+# Transformer with the paper's 48 encoder heads, and on a real pretrained encoder, all-MiniLM-L6-v2
+# {cite:p}`wang2020minilm`. Because the training script recorded every head's statistics as it trained, it
+# also shows something the paper could not: **when** each role appears during training.
+#
+# **In this chapter you will**
+#
+# * load the shipped converged model and check that it has learned its task (three gates),
+# * measure its BLEU with greedy decoding and beam search, with confidence intervals,
+# * measure each head's confidence (against the right chance level) and its relevance,
+# * find positional, syntactic and rare-token heads, in the translation model and in MiniLM,
+# * watch the roles emerge during training.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from IPython.display import Markdown, display
+
+import attnbook
+from attnbook import heads as hd
+from attnbook import hf
+from attnbook.head_masks import ATTENTION_KINDS
+from attnbook.tasks import translation as tr
+
+dev = attnbook.setup(seed=0)
+sizes = attnbook.preset("translation")
+torch.set_num_threads(2)
+KIND_NAMES = {
+    "enc_self": "encoder self-attention",
+    "dec_self": "decoder self-attention",
+    "dec_cross": "encoder-decoder attention",
+}
+
+# %% [markdown]
+# ## The data: 31,000 verse pairs
+#
+# Standard translation benchmarks (WMT, OpenSubtitles) are large and not freely redistributable. The Bible
+# is: the King James Version (1611/1769) and the Spanish Reina-Valera (1909) are in the public domain and
+# are numbered by the same verse keys, so every verse is a sentence pair. The script
+# `scripts/make_translation_data.py` exports both from Debian's SWORD packages, pairs them by key, holds out
+# 1000 verses for development and 1000 for test, trains one byte-pair-encoding vocabulary
+# {cite:p}`sennrich2016neural` of 8000 tokens for both languages, and ships the result with the library.
+# The Bible repeats itself: some verses ("And the LORD spake unto Moses, saying,") occur many times, so
+# `load_pairs` drops from dev and test every verse whose English or Spanish text also occurs in train; no
+# score below rewards memorising the training set.
+
+# %% tags=["nbval-check-output"]
+train_pairs, dev_pairs, test_pairs = (
+    tr.load_pairs(s) for s in ("train", "dev", "test")
+)
+print(f"pairs: train {len(train_pairs)}, dev {len(dev_pairs)}, test {len(test_pairs)}")
+train_text = {e for e, _ in train_pairs} | {s for _, s in train_pairs}
+leaked = sum(e in train_text or s in train_text for e, s in dev_pairs + test_pairs)
+tok = tr.load_tokenizer()
+en, es = dev_pairs[3]
+print("EN:", en)
+print("ES:", es)
+print("BPE:", tok.encode(en).tokens[:16], "...")
+attnbook.check("dev and test verses whose text occurs in train", leaked, at_most=0)
+
+# %% [markdown]
+# The language is archaic on both sides ("thou", "hath"; "crió", "á"), verses are long (a median of 30
+# source tokens) and formulaic. That makes the task both easier (repetitive) and harder (little data: 29k
+# pairs against WMT's millions) than the paper's.
+#
+# ## The model and how it was trained
+#
+# The model {cite:p}`vaswani2017attention` has three kinds of attention, and we use the paper's names for them:
+# the encoder self-attention (`enc_self`), the decoder's causal self-attention (`dec_self`) and the
+# encoder-decoder attention (`dec_cross`), in which the decoder's states ask the questions and the encoder's
+# states give the keys and values. All three are the book's `MultiHeadSelfAttention`; cross-attention is
+# the same module called with `context=`:
+#
+# $$
+# \begin{gathered}
+# \operatorname{head}_h(Y, X) = \operatorname{softmax}\!\Big(\frac{(Y W_{Q,h})(X W_{K,h})^\top}{\sqrt{d_h}} + M\Big) X W_{V,h}, \\
+# \operatorname{MHA}(Y, X) = \sum_h g_h \operatorname{head}_h(Y, X) W_{O,h},
+# \end{gathered}
+# $$ (eq-mha-gated)
+#
+# with $X = Y$ for self-attention, $M$ the mask ($-\infty$ at padding keys, and at future positions in the
+# decoder) and $g_h$ a **head gate**, 1 by default. [Chapter 11](11_pruning_heads.ipynb) learns these gates
+# to prune heads; here a gate of 0 switches a head off. The layers are pre-LayerNorm, with sinusoidal
+# positions and one embedding matrix shared by source, target and output.
+#
+# The encoder has the paper's 48 heads (6 layers of 8) at width 128; the decoder has 3 layers. The recipe
+# follows what works for small parallel corpora (fairseq's IWSLT recipe and the low-resource studies
+# summarised in the project's notes): dropout and attention dropout, label smoothing 0.1, token-based
+# batches, linear warm-up then cosine decay, dev BLEU measured as it trains, and the average of the last
+# five evaluated checkpoints. Where it departs from the paper (width 128 instead of 512, a 3-layer decoder,
+# pre-LN) the reason is the CPU: the model must converge on one thread in about two hours. The chapter
+# **loads the shipped checkpoint**; its record says how it was made.
+
+# %%
+model, meta = tr.load_translation_model(tr.CONVERGED, device=dev)
+cfg = model.cfg
+print(cfg)
+print(f"parameters: {meta['params']:,}; heads per kind: {model.n_heads_total()}")
+print(
+    f"trained for {meta['train_steps']} steps ({meta['epochs']:.1f} epochs) in "
+    f"{meta['train_wall_seconds'] / 60:.0f} min on {meta['threads']} thread(s) of "
+    f"{meta['machine']}"
+)
+print("recipe:", meta["recipe"])
+print(
+    "command:",
+    meta["command"],
+    "| shipped weights: average of",
+    meta["averaged_checkpoints"],
+    "checkpoints",
+)
+
+# %% tags=["hide-input"]
+ev = meta["evals"]
+steps_ev = [e["step"] for e in ev]
+fig, (ax1, ax2) = plt.subplots(
+    2, 1, figsize=(6.4, 6.4), sharex=True, layout="constrained"
+)
+curve = meta["loss_curve"]
+ax1.plot(
+    curve["step"], curve["loss"], color="0.6", lw=1, label="training (label-smoothed)"
+)
+ax1.plot(steps_ev, [e["dev_loss"] for e in ev], "o-", label="dev cross-entropy")
+ax1.set(
+    ylabel="loss (nats)",
+    ylim=(1, 8),
+    title="Training converges: dev BLEU levels off (precomputed)",
+)
+ax1.legend()
+ax2.plot(steps_ev, [e["dev_bleu"] for e in ev], "o-", color="#2ca02c")
+ax2.set(
+    xlabel="optimiser step", ylabel=f"dev BLEU (greedy, {sizes['n_eval_bleu']} verses)"
+)
+plt.show()
+
+# %% [markdown]
+# ### Gate 1: training has converged
+#
+# A head analysis of a model that is still learning describes the learning, not the model (an earlier
+# version of this chapter analysed a checkpoint trained for 1.3 epochs and found no positional, syntactic or
+# rare-token heads at all). The first of three must-hold gates reads the training record: over the last fifth
+# of training, dev BLEU must have gained less than 0.3 points.
+
+# %% tags=["nbval-check-output"]
+last = ev[-1]["step"]
+tail = [e["dev_bleu"] for e in ev if e["step"] >= 0.8 * last]
+gain = max(tail) - tail[0]
+print(
+    f"dev BLEU over the last fifth of training (steps {0.8 * last:.0f}-{last}): {tail}"
+)
+attnbook.check(
+    "gate: dev BLEU gained over the last fifth of training",
+    gain,
+    at_most=0.3,
+    digits=2,
+    band=0.01,
+    precomputed="training record in converged_quick.json",
+)
+
+# %% [markdown]
+# ### BLEU with greedy decoding and beam search
+#
+# We translate held-out test verses and score them with sacreBLEU {cite:p}`post2018call` on detokenised
+# text, with its bootstrap 95% interval. The official code of {cite:t}`voita2019analyzing` decodes with
+# beam search (beam 4, length penalty 0.6, the GNMT penalty $((5 + m)/6)^{0.6}$ for a hypothesis of $m$
+# tokens); greedy decoding takes the most likely token at each step. The chapter decodes the first test
+# verses live and reads the whole test split's scores from the shipped evaluation
+# (`scripts/evaluate_translation.py`), which it checks against the live greedy score on the same verses.
+
+# %%
+evaluation = tr.converged_evaluation()
+test_n = test_pairs[: sizes["n_bleu"]]
+src_n, refs_n = [e for e, _ in test_n], [s for _, s in test_n]
+greedy = tr.translate(model, src_n, max_len=cfg.max_len)
+live = tr.bleu_interval(greedy, refs_n)
+beam_n = sizes["n_beam"]
+beam = tr.translate(
+    model, src_n[:beam_n], max_len=cfg.max_len, beam=4, length_penalty=0.6
+)
+beam_bleu, greedy_same = tr.bleu(beam, refs_n[:beam_n]), tr.bleu(
+    greedy[:beam_n], refs_n[:beam_n]
+)
+copy_bleu = tr.bleu(src_n, refs_n)  # "translate" by copying the English
+print(
+    f"live, first {len(test_n)} test verses: greedy BLEU {live['bleu']:.1f} "
+    f"(95% interval {live['low']:.1f}-{live['high']:.1f}); copying the source: "
+    f"{copy_bleu:.1f}"
+)
+print(
+    f"live, first {beam_n} verses: beam 4 {beam_bleu:.1f} vs greedy {greedy_same:.1f}"
+)
+for name in ("greedy", "beam4"):
+    r = evaluation[name]
+    print(
+        f"precomputed, all {evaluation['test_sentences']} test verses, {name}: BLEU "
+        f"{r['bleu']:.1f} "
+        f"({r['low']:.1f}-{r['high']:.1f})"
+    )
+
+# %% tags=["nbval-check-output"]
+first_n = evaluation["greedy_first_n"]
+[
+    attnbook.check(
+        "live greedy BLEU on the first test verses = precomputed",
+        live["bleu"],
+        close_to=first_n["bleu"],
+        tol=0.5,
+        digits=3,
+        band=0.6,
+        precomputed="converged_quick_eval.json",
+    ),
+    attnbook.check(
+        "greedy BLEU above copying the source",
+        live["bleu"] - copy_bleu,
+        at_least=10,
+        digits=3,
+        band=1.0,
+    ),
+]
+
+# %% [markdown]
+# On the whole test split the converged model scores about 30 BLEU with greedy decoding and about 31.5 with
+# beam search (the intervals are printed above); the 1.3-epoch checkpoint of this chapter's first version
+# scored 15. Copying the English scores below 1: only names and numbers survive. The Bible is easier than WMT
+# news (formulaic, repetitive), so the number is not comparable with the paper's 29.6 on EN-RU; what matters
+# here is that the model has learned its task.
+
+# %% [markdown]
+# ### Gates 2 and 3: the encoder's attention matters, and the output does not loop
+#
+# A head analysis of the encoder is only worth doing if the model uses its encoder self-attention. The
+# second gate switches off all 48 encoder self-attention heads (gate 0 in {eq}`eq-mha-gated`) and requires
+# a loss of at least 5 BLEU; the third requires that greedy output no longer repeats itself ("te te te ...",
+# the signature of the under-trained model), on the verses shown and on the first test verses.
+
+# %% tags=["nbval-check-output"]
+no_enc = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
+ablated = tr.translate(model, src_n, max_len=cfg.max_len, head_gates=no_enc)
+drop = live["bleu"] - tr.bleu(ablated, refs_n)
+shown = 4
+loops_shown = sum(tr.repeats_a_phrase(h) for h in greedy[:shown])
+print(
+    f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} (drop "
+    f"{drop:.1f}); "
+    f"looping outputs: {sum(map(tr.repeats_a_phrase, greedy))} of {len(greedy)} "
+    f"(without encoder self-attention {sum(map(tr.repeats_a_phrase, ablated))})"
+)
+[
+    attnbook.check(
+        "gate: BLEU lost when all encoder self-attention heads are off",
+        drop,
+        at_least=5,
+        digits=2,
+        band=1.0,
+    ),
+    attnbook.check(
+        "gate: looping greedy outputs among the verses shown", loops_shown, at_most=0
+    ),
+]
+
+# %% [markdown]
+# Switching off all 48 encoder self-attention heads now costs about 8 BLEU (the 1.3-epoch model lost 1.5):
+# the encoder's attention carries information the decoder uses, so its heads are worth analysing. A few
+# greedy outputs still repeat a phrase (counted above; beam search halves them on the whole test split).
+
+# %%
+rows = ["| | |", "|---|---|"]
+for (e, s), h in list(zip(test_n, greedy))[:shown]:
+    rows += [
+        f"| **EN** | {e} |",
+        f"| **reference** | {s} |",
+        f"| **model** | {h} |",
+        "| | |",
+    ]
+display(Markdown("\n".join(rows)))
+
+# %% [markdown]
+# The translations follow the source clause by clause and get most of the archaic frame right; the errors are
+# mostly in words the model has seen rarely. These are the translations of a small model on 29k pairs, so the
+# analysis below is of a model that has learned its task but is far from the paper's WMT systems.
+#
+# ## Every head's statistics in one call
+#
+# Every head analysis below reads attention maps of the model on dev verses with the reference translation
+# fed to the decoder (teacher forcing), as the paper does. `hd.head_roles` walks the model over the verses
+# once and returns, for every head of every kind, the statistics the paper defines; the parser's words let it
+# also build the encoder's word-level maps for the syntactic analysis.
+
+# %%
+analysis = dev_pairs[: sizes["n_analysis"]]
+parses = tr.load_dev_parses()[: sizes["n_analysis"]]
+src_ids = tr.encode([e for e, _ in analysis], cfg.max_len)
+tgt_ids = tr.encode([s for _, s in analysis], cfg.max_len, bos=True)
+fits = [
+    i for i in range(len(analysis)) if len(tok.encode(analysis[i][0]).ids) < cfg.max_len
+]
+roles = hd.head_roles(
+    model,
+    [src_ids[i] for i in fits],
+    [tgt_ids[i] for i in fits],
+    token_counts=tr.source_token_counts(),
+    parses=[parses[i] for i in fits],
+)
+print(
+    f"{len(fits)} dev verses; statistics per kind:",
+    {k: sorted(v) for k, v in roles.items() if k != "word_maps"},
+)
+
+
+# %% [markdown]
+# ## Confident heads
+#
+# The **confidence** of a head is the mean, over query tokens, of its largest attention weight
+# {cite:p}`voita2019analyzing`:
+#
+# $$
+# \operatorname{conf}(h) = \frac{1}{|\mathcal Q|}\sum_{q \in \mathcal Q} \max_{k} P_h[q, k],
+# $$ (eq-confidence)
+#
+# where $\mathcal Q$ runs over the tokens of the dev verses and $k$ over the keys. Like the paper, we exclude
+# EOS (and the decoder's BOS) as queries and as keys: a head that parks its weight on EOS is doing nothing,
+# not something confidently. Those **sink heads** are counted separately. A head that spreads its weight
+# evenly has confidence $1/n$ over $n$ keys; in the causal decoder self-attention query $t$ sees only $t$
+# keys, so the chance level there is the mean of $1/t$, much higher.
+
+# %% tags=["hide-input"]
+def head_grid(values, title, vmax=None, fmt="{:.2f}"):
+    fig, axes = plt.subplots(
+        3,
+        1,
+        figsize=(6.4, 9.0),
+        layout="constrained",
+        gridspec_kw=dict(
+            height_ratios=[cfg.enc_layers, cfg.dec_layers, cfg.dec_layers]
+        ),
+    )
+    vmax = vmax or max(float(values[k].max()) for k in ATTENTION_KINDS)
+    for ax, k in zip(axes, ATTENTION_KINDS):
+        v = values[k].numpy()
+        im = ax.imshow(v, vmin=0, vmax=vmax, cmap="viridis", aspect="auto")
+        ax.set(
+            title=KIND_NAMES[k],
+            ylabel="layer",
+            xticks=range(cfg.n_heads),
+            xticklabels=range(1, cfg.n_heads + 1),
+            yticks=range(v.shape[0]),
+            yticklabels=range(1, v.shape[0] + 1),
+        )
+        ax.grid(False)
+    axes[-1].set_xlabel("head")
+    fig.colorbar(im, ax=axes, shrink=0.6)
+    fig.suptitle(title)
+    plt.show()
+
+
+head_grid(
+    {k: roles[k]["confidence"] for k in ATTENTION_KINDS},
+    "Confidence (EOS/BOS excluded): a few confident heads per kind",
+)
+
+# %% tags=["nbval-check-output"]
+for k in ATTENTION_KINDS:
+    c, ch = roles[k]["confidence"], roles[k]["chance"]
+    print(
+        f"{KIND_NAMES[k]:27s} chance {ch:.3f}; heads with confidence > 5x chance: "
+        f"{int((c > 5 * ch).sum())} of {c.numel()}; most confident "
+        f"{float(c.max()):.2f}; "
+        "sink heads (>50% of queries on EOS/BOS): "
+        f"{int((roles[k]['sink'] > 0.5).sum())}"
+    )
+enc_conf = roles["enc_self"]["confidence"]
+attnbook.compare(
+    "most confident encoder self-attention head",
+    float(enc_conf.max()),
+    paper=0.8,
+    same_side_of=0.5,
+    digits=2,
+    band=0.03,
+    reason=f"the most confident encoder head puts {float(enc_conf.max()):.2f} of its "
+        "weight on "
+    "its favourite token on average, "
+    f"{float(enc_conf.max()) / roles['enc_self']['chance']:.0f} "
+    "times chance but not most of it",
+    source="Voita et al. Sec. 4.1, Fig. 1: the most confident encoder heads put most "
+        "of their "
+    "weight (0.8 and more) on one token",
+)
+
+# %% [markdown]
+# Almost every encoder head is far more confident than uniform attention (chance about 0.03), and the most
+# confident ones put about 0.6 of their weight on one token on average. Causal attention's chance level is
+# much higher (the mean of $1/t$, about 0.12 on these verses), and by that yardstick only one decoder
+# self-attention head stands out. No head of the translation model parks more than half of its queries on
+# EOS; MiniLM, below, has many such sink heads.
+
+# %% [markdown]
+# ## Relevance
+#
+# The paper's second lens is **relevance**: how much the model's top-1 prediction depends on a head,
+# measured with layer-wise relevance propagation (LRP), which divides the top-1 logit backwards over every
+# neuron, and normalised over the heads of a layer. The book does not implement the paper's LRP rule yet
+# (the official rule propagates through every layer with an alpha-beta rule; see the exercises). It uses
+# the direct counterpart of "the prediction depends on this head": **leave-one-out relevance**, the drop of
+# the top-1 logit when one head is switched off, averaged over target tokens, reported in raw logit units
+# (negative where switching a head off *raises* the logit). To know whether a ranking of heads by this
+# measure means anything, we compute it on two disjoint halves of the relevance verses and report the rank
+# correlation between them (split-half reliability).
+
+# %%
+from scipy.stats import spearmanr
+
+n_rel = sizes["n_relevance"]
+rel_src = tr.pad(src_ids[:n_rel]).to(dev)
+rel_tgt = tr.pad(tgt_ids[:n_rel])[:, :-1].to(dev)
+half = n_rel // 2
+halves = [
+    hd.ablation_relevance(model, rel_src[s], rel_tgt[s], normalise=False)
+    for s in (slice(0, half), slice(half, n_rel))
+]
+relevance = {k: (halves[0][k] + halves[1][k]) / 2 for k in ATTENTION_KINDS}
+split_half = {
+    k: float(spearmanr(halves[0][k].flatten(), halves[1][k].flatten())[0])
+    for k in ATTENTION_KINDS
+}
+print(
+    "split-half rank correlation of leave-one-out relevance:",
+    {k: round(v, 2) for k, v in split_half.items()},
+)
+head_grid(
+    {k: relevance[k].clamp(min=0) for k in ATTENTION_KINDS},
+    "Leave-one-out relevance (drop of the top-1 logit)",
+)
+
+# %% tags=["nbval-check-output"]
+rho_enc = float(spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten())[0])
+top_layer1 = int(relevance["enc_self"][0].argmax())
+print(
+    f"encoder: rank correlation of confidence with relevance {rho_enc:.2f}; most "
+    "relevant layer-1 head: "
+    f"head {top_layer1 + 1}, confidence {float(enc_conf[0, top_layer1]):.2f}, "
+    f"relevance {float(relevance['enc_self'][0, top_layer1]):.2f}"
+)
+[
+    attnbook.check(
+        "split-half reliability of encoder-decoder relevance (Spearman)",
+        split_half["dec_cross"],
+        at_least=0.5,
+        digits=2,
+        band=0.1,
+    ),
+    attnbook.compare(
+        "rank correlation of confidence and relevance, encoder heads",
+        rho_enc,
+        paper=0.5,
+        same_side_of=0.25,
+        digits=2,
+        band=0.1,
+        reason="leave-one-out relevance of the encoder heads is noise-limited "
+            "(split-half "
+        f"{split_half['enc_self']:.2f}) and unrelated to confidence; the paper ranks "
+        "by LRP "
+        "relevance over its whole dev set, which the book does not implement yet",
+        source="Voita et al. Sec. 4: the most confident heads are also the most "
+            "relevant (Fig. 1)",
+    ),
+]
+
+# %% [markdown]
+# Leave-one-out relevance ranks the encoder-decoder heads reliably (split-half correlation printed above),
+# but not the 48 encoder heads: each changes the top-1 logit so little that two halves of the relevance
+# verses disagree on their order. The encoder's relevance ranking, and everything read from it below (the
+# "most relevant first-layer head"), is therefore noise-limited at this sample size; the paper averaged LRP
+# over its whole dev set. With that caveat, relevance does not follow confidence here, so the paper's
+# "confident heads are the relevant heads" is not reproduced by this lens; whether LRP, the paper's lens,
+# would agree is open until it is implemented.
+
+# %% [markdown]
+# ## Positional heads
+#
+# A head is **positional** if its largest weight falls on the same relative position, the previous or the
+# next token, for at least 90% of the tokens {cite:p}`voita2019analyzing`.
+
+# %% tags=["hide-input"]
+prev_share, next_share = roles["enc_self"]["prev"], roles["enc_self"]["next"]
+fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.8), layout="constrained")
+for ax, v, name in zip(
+    axes, (prev_share, next_share), ("previous token (-1)", "next token (+1)")
+):
+    im = ax.imshow(v.numpy(), vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    for (l, h), x in np.ndenumerate(v.numpy()):
+        if x >= 0.5:
+            ax.text(
+                h, l, f"{x:.2f}", ha="center", va="center", fontsize=12, color="black"
+            )
+    ax.set(
+        title=f"Share of tokens whose top key is the {name}",
+        ylabel="layer",
+        xticks=range(cfg.n_heads),
+        xticklabels=range(1, cfg.n_heads + 1),
+        yticks=range(cfg.enc_layers),
+        yticklabels=range(1, cfg.enc_layers + 1),
+    )
+    ax.grid(False)
+axes[-1].set_xlabel("encoder head")
+fig.colorbar(im, ax=axes, shrink=0.6)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+best_prev, best_next = float(prev_share.max()), float(next_share.max())
+trace_pos = [
+    max(np.max(r["enc_self"]["prev"]), np.max(r["enc_self"]["next"]))
+    for r in meta["roles"]
+]
+late = [
+    v
+    for r, v in zip(meta["roles"], trace_pos)
+    if r["step"] >= 0.8 * meta["roles"][-1]["step"]
+]
+n_positional = int(((prev_share >= 0.9) | (next_share >= 0.9)).sum())
+print(
+    f"best previous-token share {best_prev:.2f}, best next-token share "
+    f"{best_next:.2f}; "
+    f"positional heads (>= 90%): {n_positional}"
+)
+POSITIONAL = (
+    "Voita et al. Sec. 5.1: positional heads exist (max weight on -1 or +1 for at "
+    "least 90% of "
+    "tokens by definition)"
+)
+attnbook.compare(
+    "best positional share of an encoder head (-1 or +1)",
+    max(best_prev, best_next),
+    paper=0.9,
+    same_side_of=0.9 - 1e-9,
+    digits=2,
+    band=0.03,
+    source=POSITIONAL,
+    reason=f"the best neighbour share rose from {trace_pos[0]:.2f} at initialisation "
+        "to "
+    f"{trace_pos[-1]:.2f} and moved by {late[-1] - late[0]:+.2f} over the last fifth "
+    "of "
+    "training: this recipe converges with its neighbour heads short of 90% (role "
+    "figure)",
+)
+
+# %% [markdown]
+# The best encoder head points at the previous token for a little under 60% of the tokens: a strong
+# neighbour head, in a model where a uniform head would do so for 3%, but short of the paper's 90%
+# criterion, so by the paper's definition this model has no positional head. The role-emergence figure
+# below shows why more training of this recipe would not get there: the share stopped growing during the
+# last fifth of training. MiniLM has two heads above 0.97.
+
+# %% [markdown]
+# ## Syntactic heads
+#
+# A head is **syntactic** for a dependency relation if, at the word level, its largest weight points from
+# one word of the relation to the other clearly more often (the paper asks for 10 points more) than the
+# trivial baseline "the answer is at the most frequent relative position". We use spaCy's silver parses of
+# the English dev verses; a word's attention is the sum over its subwords as keys and the mean over its
+# subwords as queries.
+
+# %%
+RELATIONS = [
+    ("nsubj", "dep->head", "subject -> verb"),
+    ("nsubj", "head->dep", "verb -> subject"),
+    ("dobj", "head->dep", "verb -> object"),
+    ("dobj", "dep->head", "object -> verb"),
+    ("amod", "dep->head", "adjective -> noun"),
+    ("amod", "head->dep", "noun -> adjective"),
+    ("advmod", "dep->head", "adverb -> head"),
+    ("advmod", "head->dep", "head -> adverb"),
+]
+PAPER_SYNTAX = {
+    "subject -> verb": (52, 35),
+    "verb -> object": (78, 41),
+    "adjective -> noun": (82, 72),
+}
+
+
+def syntax_table(word_maps, arcs):
+    rows = []
+    for rel, direction, label in RELATIONS:
+        acc, n = hd.dependency_accuracy(word_maps, arcs, rel, direction)
+        base, offset = hd.positional_baseline(arcs, rel, direction)
+        l, h = divmod(int(acc.argmax()), acc.shape[1])
+        rows.append(
+            dict(
+                label=f"{rel}: {label}",
+                n=n,
+                best=float(acc.max()),
+                head=(l + 1, h + 1),
+                base=base,
+                offset=offset,
+                paper=PAPER_SYNTAX.get(label),
+            )
+        )
+    return rows
+
+
+def show_syntax(rows, who):
+    lines = [
+        f"| relation ({who}) | arcs | best head | accuracy | baseline (offset) | "
+        "paper acc / base |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        paper = f"{r['paper'][0]} / {r['paper'][1]}" if r["paper"] else ""
+        lines.append(
+            f"| {r['label']} | {r['n']} | {r['head']} | {100 * r['best']:.0f} | "
+            f"{100 * r['base']:.0f} ({r['offset']:+d}) | {paper} |"
+        )
+    display(Markdown("\n".join(lines)))
+
+
+arcs = [parses[i]["arcs"] for i in fits]
+mt_syntax = syntax_table(roles["word_maps"], arcs)
+show_syntax(mt_syntax, "translation encoder")
+
+# %% tags=["nbval-check-output"]
+mt_gain = max(100 * (r["best"] - r["base"]) for r in mt_syntax)
+SYNTAX = (
+    "Voita et al. Sec. 5.2: syntactic heads beat the positional baseline "
+    "by at least 10 points"
+)
+attnbook.compare(
+    "translation encoder: largest gain of a best head over the positional baseline "
+    "(points)",
+    mt_gain,
+    paper=10,
+    same_side_of=10 - 1e-9,
+    digits=2,
+    band=1.0,
+    source=SYNTAX,
+    reason="for no relation does the best head beat the most-frequent-offset "
+        "baseline by 10 "
+    f"points (largest gain {mt_gain:+.1f}); MiniLM's heads do, on the same verses and "
+    "parses",
+)
+
+# %% [markdown]
+# For no relation does the translation encoder's best head beat the baseline "the answer is at the most
+# frequent offset" by the paper's 10 points; for most it is well below it. MiniLM's heads, on the same
+# verses and parses, clear it for object -> verb and adverb -> head (table below).
+
+# %% [markdown]
+# ## Rare-token heads
+#
+# A **rare-token** head points to the rarest token of the sentence, whatever the query. The paper reports
+# it for the most relevant head of the first layer, on sentences whose rarest token is outside the 500 most
+# frequent (Sec. 5.3): it points there for 66% of the tokens (OpenSubtitles). We rank the source tokens by
+# their frequency in the training data, keep the verses that meet the paper's condition, and count how often
+# each head's largest weight falls on the rarest token; chance is $1/n$ for a verse of $n$ tokens.
+
+# %% tags=["nbval-check-output"]
+rare = roles["enc_self"]["rare"]
+chance = roles["enc_self"]["rare_chance"]
+print(
+    f"{roles['enc_self']['rare_sentences']:.0f} verses whose rarest token is outside "
+    "the top 500; chance "
+    f"{chance:.3f}"
+)
+print(
+    f"best rare-token share: {float(rare.max()):.2f} (layer "
+    f"{int(rare.argmax()) // cfg.n_heads + 1}); "
+    f"most relevant layer-1 head: {float(rare[0, top_layer1]):.2f}"
+)
+[
+    attnbook.check(
+        "best rare-token share / chance",
+        float(rare.max()) / chance,
+        at_least=2.0,
+        digits=2,
+        band=0.5,
+    ),
+    attnbook.compare(
+        "rare-token share of the most relevant layer-1 encoder head",
+        float(rare[0, top_layer1]),
+        paper=0.66,
+        tol=0.15,
+        digits=2,
+        band=0.03,
+        source="Voita et al. Sec. 5.3, OpenSubtitles EN-RU",
+        reason=f"the most relevant layer-1 head points at the rarest token for "
+        f"{float(rare[0, top_layer1]):.0%} of tokens; the best head anywhere for "
+        f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)",
+    ),
+]
+
+# %% [markdown]
+# The rarest token of a verse attracts attention (the best head points at it for about 10% of the tokens,
+# several times chance), but the most relevant first-layer head is not a rare-token head: the paper's 66% is
+# not reproduced.
+
+# %% [markdown]
+# ## When the roles appear
+#
+# The training script recorded every head's statistics on 100 fixed dev verses at log-spaced steps, from
+# initialisation to the end. For each role we plot the best head's value against the step, beside dev BLEU.
+# No published analysis shows this for these roles; {cite:t}`voita2021language` describe NMT training as
+# target-side language modelling first, then word-by-word translation, then reordering, with the encoder's
+# use of context coming late, and the figure lets the reader test that picture on the encoder's heads.
+
+# %% tags=["hide-input"]
+trace = meta["roles"]
+steps_r = np.array([max(r["step"], 1) for r in trace])
+
+
+def best(kind, stat):
+    return np.array([np.max(r[kind][stat]) for r in trace])
+
+
+fig, ax = plt.subplots(figsize=(6.4, 5.6), layout="constrained")
+ax.plot(
+    steps_r, best("enc_self", "prev"), "o-", label="encoder: best previous-token share"
+)
+ax.plot(steps_r, best("enc_self", "next"), "s-", label="encoder: best next-token share")
+ax.plot(steps_r, best("enc_self", "confidence"), "^-", label="encoder: best confidence")
+ax.plot(steps_r, best("enc_self", "sink"), "v-", label="encoder: best EOS-sink share")
+ax.plot(
+    steps_r, best("dec_cross", "confidence"), "d-", label="enc-dec: best confidence"
+)
+ax.axhline(0.9, color="0.5", ls=":", lw=1, label="positional criterion (0.9)")
+ax2 = ax.twinx()
+ax2.plot(
+    [max(e["step"], 1) for e in ev],
+    [e["dev_bleu"] for e in ev],
+    color="0.3",
+    lw=2,
+    label="dev BLEU",
+)
+ax2.set_ylabel("dev BLEU")
+ax2.grid(False)
+ax.set(
+    xscale="log",
+    xlabel="training step",
+    ylabel="best head's value",
+    ylim=(0, 1),
+    title="Heads specialise while BLEU rises (precomputed)",
+)
+fig.legend(
+    *[
+        a + b
+        for a, b in zip(ax.get_legend_handles_labels(), ax2.get_legend_handles_labels())
+    ],
+    loc="outside lower center",
+    ncol=1
+)
+plt.show()
+
+# %% tags=["nbval-check-output"]
+prev_trace = best("enc_self", "prev")
+half_step = int(steps_r[np.argmax(prev_trace >= 0.5 * prev_trace[-1])])
+print(
+    f"best previous-token share at initialisation {prev_trace[0]:.2f}, at the end "
+    f"{prev_trace[-1]:.2f}; "
+    f"half of its final value first reached at step {half_step}"
+)
+attnbook.check(
+    "best previous-token share, end of training minus initialisation",
+    prev_trace[-1] - prev_trace[0],
+    at_least=0.2,
+    digits=2,
+    band=0.01,
+    precomputed="training record in converged_quick.json",
+)
+
+# %% [markdown]
+# The roles appear in an order. First, within about a hundred steps, encoder heads park their weight on EOS
+# (the sink share peaks near step 130, while BLEU is still zero); then the encoder heads become confident
+# (around step 200) and the encoder-decoder attention follows (around step 400), as dev BLEU starts to rise;
+# the previous-token head comes last, growing over steps 1000-5000 while BLEU climbs from about 15 to 30, and
+# it levels off with BLEU. This matches the picture of {cite:t}`voita2021language`, in which the encoder's use
+# of context comes late in training, and it says why the 1.3-epoch checkpoint had no such head.
+
+# %% [markdown]
+# ## The same detectors on a pretrained encoder: all-MiniLM-L6-v2
+#
+# A real pretrained model shows what the detectors find in an encoder trained on far more text. MiniLM is a
+# 6-layer, 12-head BERT-style sentence encoder; we run it on the same English dev verses, exclude [CLS] and
+# [SEP] as queries and content keys (heads that park their weight on them are counted as sink heads, as
+# {cite:t}`clark2019what` found many in BERT), and map its word pieces to the parser's words by character
+# offsets.
+
+# %%
+lm, lm_tok = hf.load_pretrained(hf.minilm_source(), device=dev)
+n_lm = sizes["n_minilm"]
+lm_roles = hf.encoder_head_roles(
+    lm, lm_tok, [e for e, _ in dev_pairs[:n_lm]], parses=parses[:n_lm]
+)
+lm_syntax = syntax_table(lm_roles["word_maps"], [p["arcs"] for p in parses[:n_lm]])
+show_syntax(lm_syntax, "MiniLM")
+
+
+# %% tags=["nbval-check-output"]
+def role_row(name, r, syntax):
+    pos = (r["prev"] >= 0.9) | (r["next"] >= 0.9)
+    gain = max(100 * (s["best"] - s["base"]) for s in syntax)
+    return (
+        f"| {name} | {r['prev'].numel()} | {float(r['prev'].max()):.2f} | "
+        f"{float(r['next'].max()):.2f} | "
+        f"{int(pos.sum())} | {int((r['sink'] > 0.5).sum())} | {gain:+.0f} |"
+    )
+
+
+display(
+    Markdown(
+        "\n".join(
+            [
+                "| encoder | heads | best prev | best next | positional (>= 0.9) | "
+                "sink heads | best syntactic gain (points) |",
+                "|---|---|---|---|---|---|---|",
+                role_row("EN-ES translation model", roles["enc_self"], mt_syntax),
+                role_row("all-MiniLM-L6-v2", lm_roles, lm_syntax),
+            ]
+        )
+    )
+)
+lm_pos = max(float(lm_roles["prev"].max()), float(lm_roles["next"].max()))
+lm_gain = max(100 * (s["best"] - s["base"]) for s in lm_syntax)
+CLARK = (
+    "Clark et al. 2019 (BERT): heads that attend to the previous or next "
+    "token for most tokens"
+)
+[
+    attnbook.compare(
+        "MiniLM: best positional share of a head",
+        lm_pos,
+        paper=0.9,
+        same_side_of=0.9 - 1e-9,
+        digits=2,
+        band=0.02,
+        source=POSITIONAL + "; " + CLARK,
+        reason=f"MiniLM's best neighbour head reaches {lm_pos:.2f}",
+    ),
+    attnbook.compare(
+        "MiniLM: largest gain of a best head over the positional baseline (points)",
+        lm_gain,
+        paper=10,
+        same_side_of=10 - 1e-9,
+        digits=2,
+        band=1.0,
+        source=SYNTAX,
+        reason=f"MiniLM's largest gain is {lm_gain:+.1f} points",
+    ),
+]
+
+# %% [markdown]
+# ## What reproduces, and what does not
+#
+# The table collects the chapter's findings beside the paper's. Every row is a comparison claim above, with
+# its verdict; what differs is said with its measured reason.
+
+# %%
+table = [
+    (
+        "data",
+        "WMT / OpenSubtitles, English-Russian",
+        f"{len(train_pairs):,} Bible verse pairs, English-Spanish",
+    ),
+    (
+        "model",
+        "Transformer-base: 6+6 layers, 8 heads, d=512",
+        f"{cfg.enc_layers}+{cfg.dec_layers} layers, {cfg.n_heads} heads, "
+        f"d={cfg.d_model}",
+    ),
+    (
+        "BLEU (test, beam 4)",
+        "29.6 (WMT EN-RU)",
+        f"{evaluation['beam4']['bleu']:.1f} (Bible EN-ES)",
+    ),
+    (
+        "positional heads (encoder)",
+        ">= 90%",
+        f"{max(best_prev, best_next):.2f} (MiniLM {lm_pos:.2f})",
+    ),
+    (
+        "syntactic gain over baseline",
+        ">= 10 points",
+        f"{mt_gain:+.0f} (MiniLM {lm_gain:+.0f})",
+    ),
+    (
+        "rare-token head (layer 1, most relevant)",
+        "0.66",
+        f"{float(rare[0, top_layer1]):.2f}",
+    ),
+]
+display(
+    Markdown(
+        "\n".join(
+            ["| | paper | this chapter |", "|---|---|---|"]
+            + [f"| {a} | {b} | {c} |" for a, b, c in table]
+        )
+    )
+)
+
+# %% [markdown]
+# ## Summary
+#
+# * The book's translation model is an encoder-decoder built from the same attention module as every other
+#   chapter, with a gate per head ({eq}`eq-mha-gated`), trained to convergence on a CPU with a recipe for
+#   small corpora. Three gates check that it has learned its task before any head is analysed.
+# * Confidence needs the right chance level: $1/n$ for the encoder, the mean of $1/t$ for causal attention.
+#   Sink heads (weight on EOS) are a role of their own.
+# * Leave-one-out relevance is reported with its split-half reliability; the paper's LRP is not implemented yet.
+# * The converged model (about 30 BLEU greedy, 31.5 with beam search) uses its encoder attention (8 BLEU
+#   without it). Its encoder develops a strong previous-token head (about 0.6 of tokens) during training,
+#   which stops short of the paper's 90% positional criterion; it has no syntactic head by the paper's 10-point
+#   rule and no rare-token head. Which recipe or size would reach 90% is not established by this run.
+# * The roles appear during training, and the figure of their emergence turns the earlier negative result
+#   (no roles in an under-trained model) into a result about learning.
+# * MiniLM, trained on far more text, has clean positional heads (0.97), a syntactic head by the paper's rule,
+#   and many heads that park their weight on [CLS]/[SEP], as Clark et al. found in BERT: the detectors find
+#   what the paper describes when a model has it.
+#
+# ## Exercises
+#
+# 1. Switch off the best positional head alone and measure the BLEU it costs; compare with the most relevant head.
+# 2. Compute confidence with EOS counted as a key. Which heads change most, and why?
+# 3. Implement the LRP rule of the official code (`lib/layers/lrp.py`: relevance $R_i = \sum_j R_j z_{ji} /
+#    \sum_i z_{ji}$ with $z_{ji}$ the Jacobian times the input, positive and negative parts normalised
+#    separately with $\alpha = \beta = 0.5$) for one encoder layer, and check conservation on a random input.

@@ -1,0 +1,115 @@
+# %% tags=["remove-cell"]
+# Colab set-up: install the book's library when it is not importable (hidden in the book).
+try:
+    import attnbook
+except ImportError:
+    # %pip install --quiet "attnbook @ git+https://github.com/attnbook/attnbook"
+    try:
+        import attnbook
+    except ImportError:
+        raise RuntimeError("attnbook could not be installed from https://github.com/attnbook/attnbook: the repository must be "
+                           "published there (README, 'Running the chapters on Colab'), or upload "
+                           "the project folder and run %pip install <folder>") from None
+
+# %% [markdown]
+# # Reproduction
+#
+# Every result this book states is a claim of one of two kinds:
+#
+# * a **must-hold check** (`attnbook.check`): an identity, a step of a proof, a control or baseline, a live
+#   recomputation that must agree with a shipped file, or a gate saying that a model is trained enough for an
+#   analysis to mean anything. It raises when it does not hold, so CI fails;
+# * a **comparison with a paper** (`attnbook.compare`): this book's value, the paper's value, an agreement
+#   rule stated with the claim (a tolerance, a side of a threshold, or an interval over seeds), and the verdict
+#   *reproduces* or *differs*. A comparison that differs says why, measured. Nothing passes *because* it
+#   differs: CI compares every verdict with the committed one, so a verdict that flips fails the build.
+#
+# This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing on it is typed in by hand: each claim a chapter displays
+# carries a machine-readable record in the notebook's outputs, and the code below reads those records from the
+# chapters' executed notebooks.
+#
+# The columns:
+#
+# * **the paper's value**: the number the paper reports for the same quantity, with where it was read off;
+#   "–" where the paper gives none (the claim is then about a property, such as a bound holding);
+# * **this book, `quick`**: the value in the committed run of the `quick` preset on a CPU, which CI
+#   re-executes and compares;
+# * **this book, `paper` (GPU)**: the value in a recorded run of the `paper` preset (the papers' own sizes),
+#   with the GPU it ran on, where one is recorded in `results/paper/`
+#   (written by `scripts/record_paper_run.py`; its README says how each run went); "machine, CPU only" when
+#   the chapter kept its tensors on the CPU of the GPU machine in that run; "not reached" when the run stopped
+#   (time limit or error) before the claim; "–" where no run is recorded;
+# * **kind**, **condition or agreement rule** and **verdict**: a check's condition and whether it holds, or a
+#   comparison's rule and whether the book reproduces the paper under it;
+# * *precomputed*: the claim is read from a file the project ships, and the command that made that file is
+#   given; every other claim is computed in the reader's run.
+#
+# This page reads the notebooks of a clone of the book's repository; on Colab, clone the repository first.
+
+# %%
+import attnbook
+from attnbook import reproduction
+
+dev = attnbook.setup(seed=0)
+root = reproduction.find_root()
+chapters = reproduction.chapter_notebooks(root)
+rows = reproduction.collect(root)
+print(f"chapter notebooks in _toc.yml: {len(chapters)}; claims collected: {len(rows)}")
+
+# %% [markdown]
+# ## Every claim of the book
+
+# %% tags=["nbval-check-output", "hide-input", "full-width"]
+from IPython.display import Markdown, display
+
+display(Markdown(reproduction.summary(rows, root)))
+display(Markdown(reproduction.per_paper_summary(rows)))
+display(Markdown(reproduction.markdown_table(rows)))
+
+# %% [markdown]
+# ## The page checks itself
+#
+# The table above is only useful if it is complete. The claims below check that every chapter in the table
+# of contents states at least one checked claim, and that every claim holds in the committed `quick` run
+# (which CI re-executes). A claim that fails in a recorded `paper` run is not hidden: it stays in the table,
+# marked ✗, and the count above says how many claims hold in every recorded run.
+
+# %% tags=["nbval-check-output"]
+with_claims = {r.notebook for r in rows}
+failing = [r.name for r in rows if not r.holds]
+unexplained = [r.name for r in rows if r.verdict == "differs" and not r.reason]
+unknown = [
+    r.name
+    for r in rows
+    if (r.kind, r.verdict)
+    not in {("check", "holds"), ("comparison", "reproduces"), ("comparison", "differs")}
+]
+[
+    attnbook.check(
+        "chapters with at least one claim",
+        len(with_claims),
+        predicate=lambda n: n == len(chapters),
+        description=f"all {len(chapters)} chapters in _toc.yml",
+    ),
+    attnbook.check(
+        "claims failing in the committed quick run", len(failing), close_to=0, tol=0
+    ),
+    attnbook.check(
+        "comparisons that differ without a measured reason",
+        len(unexplained),
+        close_to=0,
+        tol=0,
+    ),
+    attnbook.check(
+        "claims without a known kind and verdict", len(unknown), close_to=0, tol=0
+    ),
+]
+
+# %% [markdown]
+# ## Recording a `paper` run
+#
+# On a machine with a GPU, `python scripts/record_paper_run.py --all` executes every chapter at the `paper`
+# preset (on a copy: the committed notebooks keep their `quick` outputs), and writes each chapter's claim
+# records, the GPU's name and the time taken to `results/paper/<chapter>.json`. Commit those files and
+# re-execute this page (`python scripts/execute_notebooks.py book/reproduction.ipynb`) to fill the
+# `paper` column.
