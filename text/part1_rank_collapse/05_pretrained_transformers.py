@@ -39,7 +39,7 @@ import torch
 from IPython.display import Markdown
 
 import attnbook
-from attnbook import hf
+from attnbook import hf, papers
 from attnbook.paths import path_products, rank1_distance, sample_paths
 from attnbook.plotting import paper_marker, variant_color
 
@@ -155,45 +155,13 @@ for variant, r in pretrained_curves["all-MiniLM-L6-v2"].items():
 # they are a reference for the shape of the curves, not a target.
 
 # %%
-# Dong et al. (2021), Fig. 2, read off the authors' figure files:
-# r_0 of the embeddings, and (layer, r_l) points per variant.
+# Dong et al. (2021), Fig. 2 (attnbook/data/papers/dong2021.json): r_0 of the embeddings, and
+# (layer, r_l) points per variant.
+fig2 = papers.number("dong2021", "fig2_relative_residual")  # where: fig2.where
 PAPER = {
-    ("bert-base-cased", "init"): {
-        "embeddings": 0.60,
-        "SAN": [(1, 0.02), (2, 0.0)],
-        "SAN+skip": [(12, 0.45)],
-        "Transformer": [(12, 0.35)],
-    },
-    ("bert-base-cased", "pretrained"): {
-        "embeddings": 0.69,
-        "SAN": [(5, 0.0)],
-        "SAN+skip": [(6, 0.2), (12, 0.07)],
-        "Transformer": [(6, 0.39), (12, 0.31)],
-    },
-    ("albert-base-v2", "init"): {
-        "embeddings": 0.63,
-        "SAN": [(1, 0.0)],
-        "SAN+skip": [(12, 0.26)],
-        "Transformer": [(12, 0.26)],
-    },
-    ("albert-base-v2", "pretrained"): {
-        "embeddings": 0.90,
-        "SAN": [(7, 0.0)],
-        "SAN+skip": [(7, 0.0)],
-        "Transformer": [(6, 0.43), (12, 0.56)],
-    },
-    ("xlnet-base-cased", "init"): {
-        "embeddings": 1.0,
-        "SAN": [(1, 0.0)],
-        "SAN+skip": [(12, 0.93)],
-        "Transformer": [(12, 0.74)],
-    },
-    ("xlnet-base-cased", "pretrained"): {
-        "embeddings": 0.72,
-        "SAN": [(12, 0.0)],
-        "SAN+skip": [(12, 0.1)],
-        "Transformer": [(9, 0.18), (12, 0.51)],
-    },
+    (model, state): {k: v if k == "embeddings" else [tuple(p) for p in v] for k, v in d.items()}
+    for model, states in fig2.value.items()
+    for state, d in states.items()
 }
 for values in PAPER.values():  # the paper draws SAN and SAN+MLP together
     values["SAN+MLP"] = values["SAN"]

@@ -30,7 +30,7 @@ import attnbook
 import numpy as np
 import torch
 import matplotlib.pyplot as plt
-from attnbook import plotting
+from attnbook import papers, plotting
 from attnbook.stats import bootstrap_mean_difference
 from attnbook.tasks import circle
 from attnbook.train import train
@@ -110,19 +110,22 @@ def fit_book(d, variant, seed):
     return m, h
 
 
+PAPER_RECIPE = papers.number("dong2021", "training_recipe").value
+
+
 def fit_paper(d, variant, seed):
     attnbook.seed_everything(seed)
     m = circle.CircleNet(d, cfg["n_heads"], **VARIANTS[variant])
     loader = torch.utils.data.DataLoader(
-        torch.utils.data.TensorDataset(X, Y), batch_size=30
+        torch.utils.data.TensorDataset(X, Y), batch_size=PAPER_RECIPE["batch_size"]
     )
     h = train(
         m,
         loader,
         lambda m, b: ((m(b[0]) - b[1]) ** 2).sum(),
         steps=cfg["paper_recipe_epochs"] * len(loader),
-        lr=1e-5,
-        optimizer="adam",
+        lr=PAPER_RECIPE["lr"],
+        optimizer=PAPER_RECIPE["optimizer"],
         schedule="constant",
         warmup=0,
         clip=None,

@@ -36,7 +36,7 @@ import numpy as np
 from attnbook.stats import bootstrap_mean_difference
 import torch
 import matplotlib.pyplot as plt
-from attnbook import paths, plotting, tasks
+from attnbook import papers, paths, plotting, tasks
 from attnbook.train import train
 
 dev = attnbook.setup(seed=0)
@@ -89,7 +89,7 @@ print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 
 # %%
 TASKS = ("sort", "hull", "memorization")
-PAPER_FULL = {"sort": 0.98, "hull": 0.90, "memorization": 0.85}
+PAPER_FULL = papers.number("dong2021", "path_effectiveness_full_model_accuracy").value
 PAPER_CHANCE = {"sort": 0.10, "hull": 0.54, "memorization": 0.50}
 models, setups, full = {}, {}, {}
 for name in TASKS:
