@@ -14,7 +14,6 @@ the same command and the runs already in the file are kept. ``--smoke`` runs a f
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import platform
 import shlex
@@ -133,26 +132,18 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
     shapes = {k: (base.cfg.layers(k), base.cfg.n_heads) for k in s["kinds"]}
     runs = []
 
-    def task_loss(m, batch, head_gates):
-        src, tgt = batch
-        return m.loss(src, tgt, head_gates=head_gates, label_smoothing=s["label_smoothing"])
-
     for spec in specs:
         if _spec_key(spec) in done:
             runs.append(done[_spec_key(spec)])
             continue
         t0 = time.time()
-        model = copy.deepcopy(base)
-        if s["kinds"] == ["enc_self"]:
-            model.requires_grad_(False)
-            model.encoder.requires_grad_(True)
-            model.enc_norm.requires_grad_(True)
         gates = G.HeadGates(shapes, init_log_alpha=spec["init_log_alpha"], seed=s["seed"])
-        p0 = _tolist(gates.expected_open())
-        hist = GT.train_gates(model, gates, task_loss, stream, lam=spec["lam"], steps=spec["steps"],
-                             lr=spec["lr"], gate_lr=spec["gate_lr"], record_every=s["record_every"],
-                             schedule="constant", warmup=0, clip=s["clip"], seed=s["seed"], progress=True,
-                             device=DEVICE, desc=f"lambda={spec['lam']}")
+        p0 = _tolist(gates.expected_open())  # the same draw the training starts from (same seed)
+        model, gates, hist = GT.gate_translation_model(
+            base, stream, kinds=s["kinds"], lam=spec["lam"], steps=spec["steps"], lr=spec["lr"],
+            gate_lr=spec["gate_lr"], init_log_alpha=spec["init_log_alpha"], label_smoothing=s["label_smoothing"],
+            record_every=s["record_every"], clip=s["clip"], seed=s["seed"], device=DEVICE, progress=True,
+            desc=f"lambda={spec['lam']}")
         train_seconds = time.time() - t0
         g = gates()
         kept = {k: int((v > 0).sum()) for k, v in g.items()}

@@ -21,6 +21,7 @@ MAX_LINES = 30
 #: shrink: a cell that is split or moved into the library must leave it (test below), and a new long cell
 #: fails. Teaching code that should stay long is named in the closing note of issue 16.
 LONG_CELLS = {
+    ('11_pruning_heads.ipynb', 'fig, axes = plt.subplots('),
     ('01_pure_attention_loses_rank.ipynb', 'def residual_curves('),
     ('01_pure_attention_loses_rank.ipynb', 'def digit_growth(c, lo=1e-13, hi=0.5):'),
     ('01_pure_attention_loses_rank.ipynb', 'last = sizes["depth"]'),

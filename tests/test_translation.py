@@ -41,7 +41,8 @@ def brute_force_greedy(model, src_ids, gates, max_new):
 
 
 def gates(kind, layer, heads):
-    g = torch.ones(3, 4)
+    cfg = tr.load_translation_model()[0].cfg
+    g = torch.ones(cfg.layers(kind), cfg.n_heads)
     g[layer, heads] = 0.0
     return {kind: g}
 
@@ -50,7 +51,7 @@ def gates(kind, layer, heads):
 def test_greedy_decode_applies_the_gates_of_every_kind(shipped, sentences, kind):
     """Encoder gates act in ``encode``, decoder gates in every ``decode`` step."""
     src_ids = tr.encode(sentences[:1])[0]
-    g = gates(kind, 0, [0, 1, 2, 3])  # every head of the first layer of this kind
+    g = gates(kind, slice(None), list(range(8)))  # every head of this kind
     got = shipped.greedy_decode(torch.tensor([src_ids]), max_new_tokens=40, head_gates=g)[0]
     assert got == brute_force_greedy(shipped, src_ids, g, 40)
     assert got != shipped.greedy_decode(torch.tensor([src_ids]), max_new_tokens=40)[0]  # the gates matter
@@ -69,7 +70,7 @@ def test_translate_keeps_the_input_order_and_applies_the_gates(shipped, sentence
     """``translate`` sorts by length into batches and decodes with ``head_gates``; each output is the greedy
     translation of its own sentence (``translate`` allows 1.6 x the source length + 10 new tokens)."""
     order = [sentences[1], sentences[0], sentences[2]]  # not sorted by length
-    g = gates("enc_self", 0, [0, 1, 2, 3])
+    g = gates("enc_self", 0, list(range(8)))
     expected = []
     for s in order:
         src_ids = tr.encode([s])[0]

@@ -5,8 +5,9 @@ book's one training loop, recording the gates as they move.
 
 from __future__ import annotations
 
+import copy
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch import nn
@@ -92,3 +93,44 @@ def train_gates(
     history.update(task_loss=task_losses, penalty=penalties, snapshots=snapshots)
     gates.eval()
     return history
+
+
+def gate_translation_model(
+    model: nn.Module,
+    batches,
+    *,
+    kinds: Sequence[str],
+    lam: float,
+    steps: int,
+    lr: float,
+    gate_lr: float,
+    init_log_alpha: Any,
+    label_smoothing: float,
+    record_every: int,
+    clip: Optional[float],
+    seed: int,
+    device=None,
+    progress: bool = False,
+    desc: str = "gates",
+) -> tuple[nn.Module, HeadGates, dict]:
+    """Voita et al.'s recipe on a copy of a converged :class:`attnbook.seq2seq.Seq2SeqTransformer` (chapter
+    "Pruning heads"): gates on the attention ``kinds``, fine-tuned with :func:`train_gates` on the model's
+    label-smoothed loss at constant learning rates, dropout on. With only ``"enc_self"`` gated, the decoder,
+    the shared embeddings and the output layer are frozen and the encoder trains. Returns the fine-tuned
+    copy, its gates and the training history; ``model`` is left unchanged."""
+    model = copy.deepcopy(model)
+    if list(kinds) == ["enc_self"]:
+        model.requires_grad_(False)
+        model.encoder.requires_grad_(True)
+        model.enc_norm.requires_grad_(True)
+    shapes = {k: (model.cfg.layers(k), model.cfg.n_heads) for k in kinds}
+    gates = HeadGates(shapes, init_log_alpha=init_log_alpha, seed=seed)
+
+    def task_loss(m, batch, head_gates):
+        src, tgt = batch
+        return m.loss(src, tgt, head_gates=head_gates, label_smoothing=label_smoothing)
+
+    history = train_gates(model, gates, task_loss, batches, lam=lam, steps=steps, lr=lr, gate_lr=gate_lr,
+                          record_every=record_every, schedule="constant", warmup=0, clip=clip, seed=seed,
+                          progress=progress, device=device, desc=desc)
+    return model, gates, history

@@ -22,7 +22,6 @@ from ..seq2seq import load_model
 from ..train import train
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "translation"
-CHECKPOINT = DATA_DIR / "model_quick.safetensors"  # the 1.3-epoch model (before the converged one)
 CONVERGED = DATA_DIR / "converged_quick.safetensors"  # scripts/train_translation.py, to convergence
 SPLITS = ("train", "dev", "test")
 PAD, BOS, EOS = 0, 1, 2
@@ -267,9 +266,9 @@ def converged_evaluation(path=None) -> dict:
 
 
 def load_translation_model(path=None, device=None):
-    """A shipped translation model, ``(model, meta)`` (chapter "A translation model" loads :data:`CONVERGED`; by
-    default the 1.3-epoch ``model_quick.safetensors`` that chapter "Pruning heads" prunes)."""
-    return load_model(CHECKPOINT if path is None else path, device)
+    """A shipped translation model, ``(model, meta)``: by default :data:`CONVERGED`, the model chapters "A
+    translation model" and "Pruning heads" analyse and prune."""
+    return load_model(CONVERGED if path is None else path, device)
 
 
 def train_model(model, batches, *, steps: int, lr: float, weight_decay: float, warmup: float,
