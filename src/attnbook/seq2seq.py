@@ -1,5 +1,7 @@
-"""An encoder-decoder Transformer for translation, built from the book's attention block (chapter "A translation model",
-"A translation model"; chapter "Pruning heads" prunes its heads).
+"""An encoder-decoder Transformer for translation whose attention is the book's
+:class:`attnbook.attention.MultiHeadSelfAttention` (chapter "A translation model"; chapter "Pruning heads"
+prunes its heads). Its layers are its own pre-LN encoder and decoder layers, not
+:class:`attnbook.attention.Block`, which has no causal mask, cross-attention or dropout.
 
 The model is the Transformer of Vaswani et al. (2017) with pre-LayerNorm sublayers: an encoder of
 ``enc_layers`` self-attention layers, a decoder of ``dec_layers`` layers with masked (causal)
@@ -103,7 +105,7 @@ class EncoderLayer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, mask, gates=None, return_attention=False):
-        a, p = self.self_attn(self.norm1(x), return_attention, gates, mask)
+        a, p = self.self_attn(self.norm1(x), return_attention=return_attention, head_gates=gates, attn_mask=mask)
         x = x + self.drop(a)
         return x + self.drop(self.ff(self.norm2(x))), p
 
@@ -122,9 +124,14 @@ class DecoderLayer(nn.Module):
 
     def forward(self, y, memory, self_mask, cross_mask, self_gates=None, cross_gates=None,
                 return_attention=False):
-        a, p_self = self.self_attn(self.norm1(y), return_attention, self_gates, self_mask)
+        a, p_self = self.self_attn(
+            self.norm1(y), return_attention=return_attention, head_gates=self_gates, attn_mask=self_mask
+        )
         y = y + self.drop(a)
-        a, p_cross = self.cross_attn(self.norm2(y), return_attention, cross_gates, cross_mask, memory)
+        a, p_cross = self.cross_attn(
+            self.norm2(y), return_attention=return_attention, head_gates=cross_gates, attn_mask=cross_mask,
+            context=memory,
+        )
         y = y + self.drop(a)
         return y + self.drop(self.ff(self.norm3(y))), p_self, p_cross
 
