@@ -12,6 +12,7 @@ def test_kept_masks_are_binary_and_read_gates_or_masks():
     run = {"gates": {"enc_self": [[0.0, 0.6], [1.0, 0.0]]}}
     assert sweeps.kept_masks(run)["enc_self"].tolist() == [[0.0, 1.0], [1.0, 0.0]]
     assert sweeps.kept_masks({"masks": {"": [[1.0, 0.0]]}})[""].tolist() == [[1.0, 0.0]]
+    assert sweeps.kept_masks({"gates": [[0.3, 0.0]]})[""].tolist() == [[1.0, 0.0]]
     with pytest.raises(ValueError):
         sweeps.kept_masks({"lam": 0.1})
 

@@ -68,6 +68,7 @@ RECIPES: dict[str, dict[str, Any]] = {
             variants=[
                 dict(lam=0.1, init_log_alpha=3.0),
                 dict(lam=0.1, gate_lr=0.02, steps=600),
+                dict(lam=0.05, steps=600),
             ],
         ),
     ),

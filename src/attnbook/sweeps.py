@@ -32,10 +32,12 @@ def load(name: str) -> dict:
 
 def kept_masks(run: Mapping) -> HeadMask:
     """The binary masks of a run: 1 for a head whose evaluation gate is open, 0 for a closed one (runs of a
-    gate sweep store ``"gates"``, Michel runs ``"masks"``)."""
+    gate sweep store ``"gates"``, Michel runs ``"masks"``; a bare ``(layers, heads)`` list is kind ``""``)."""
     values = run.get("gates", run.get("masks"))
     if values is None:
         raise ValueError("a run must hold 'gates' or 'masks'")
+    if not isinstance(values, Mapping):
+        values = {"": values}
     return binary({k: torch.tensor(v, dtype=torch.float32) for k, v in values.items()})
 
 
