@@ -34,7 +34,7 @@ LONG_CELLS = {
     ('04_deep_bounds.ipynb', 'nc, dc, Lc = ('),
     ('04_deep_bounds.ipynb', 'mlp_curves, lambdas = {}, {}'),
     ('04_deep_bounds.ipynb', 'ln = torch.nn.LayerNorm(dc)'),
-    ('05_pretrained_transformers.ipynb', "# Dong et al. (2021), Fig. 2, read off the authors' figure files:"),
+    ('05_pretrained_transformers.ipynb', '# Dong et al. (2021), Fig. 2 (attnbook/data/papers/dong2021.json): r_0 of the embeddings, and'),
     ('05_pretrained_transformers.ipynb', 'def paper_at_last_layer(points):'),
     ('05_pretrained_transformers.ipynb', 'mini = pretrained_curves["all-MiniLM-L6-v2"]'),
     ('05_pretrained_transformers.ipynb', 'bert0, albert0, xlnet0 = (init_curves[m] for m in hf.BASE_CONFIGS)'),

@@ -93,3 +93,11 @@ def test_settling_reports_drift_and_decision_overlap():
     assert out["overlap"] == 1.0 and out["max_dp"] < 0.05
     moving = [snap(0, [0.0, 0.0]), snap(50, [1.0, 1.0]), snap(100, [1.0, -3.0])]
     assert sweeps.settling(moving, window=50)["overlap"] == 0.5
+
+
+def test_smallest_gap_compares_at_the_same_number_of_heads():
+    curve = [(10, 20.0), (20, 28.0), (30, 30.0)]
+    points = [(15, 25.0), (25, 29.5), (30, 30.0), (5, 0.0)]  # 30: the full model; 5: outside the range
+    assert sweeps.smallest_gap(points, curve) == pytest.approx(0.5)  # 25 - 24 = 1, 29.5 - 29 = 0.5
+    with pytest.raises(ValueError):
+        sweeps.smallest_gap([(40, 1.0)], curve)

@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
 #: one colour per architecture variant, used by every chapter
 VARIANT_COLORS = {
@@ -55,8 +56,6 @@ def use_style() -> None:
 
 def plain_log_ticks(ax: plt.Axes, values: Sequence[float], axis: str = "x") -> None:
     """Label a log axis at ``values`` in plain numbers, without minor labels (they collide)."""
-    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
-
     if axis not in ("x", "y"):
         raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
     a = ax.xaxis if axis == "x" else ax.yaxis

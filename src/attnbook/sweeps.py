@@ -138,3 +138,14 @@ def prunable_share(curve: Sequence[tuple[float, float]], full_bleu: float, n_tot
             break
         best = max(best, 1 - kept / n_total)
     return best
+
+
+def smallest_gap(points: Sequence[tuple[float, float]], curve: Sequence[tuple[float, float]]) -> float:
+    """The smallest ``BLEU(points) - BLEU(curve)`` at the same number of heads, over the ``(heads, BLEU)``
+    points that lie within the curve's range of heads (its upper end excluded: the full model, where both
+    agree): how much one way of choosing heads beats another everywhere they can be compared."""
+    xs = [n for n, _ in curve]
+    inside = [(n, b) for n, b in points if min(xs) <= n < max(xs)]
+    if not inside:
+        raise ValueError("no point lies within the curve's range of heads")
+    return min(b - bleu_at(n, curve) for n, b in inside)
