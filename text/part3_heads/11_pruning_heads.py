@@ -529,7 +529,8 @@ for r in enc_sweep["runs"]:
     spec = {k: v for k, v in r["spec"].items() if k != "lr"}
     print(
         f"{spec}: {r['n_kept']:2d} of 48 heads; BLEU greedy {r['bleu_greedy']:.2f}, "
-        f"beam {r['bleu_beam']:.2f} (trained gate values: {r['bleu_greedy_soft_gates']:.2f})"
+        f"beam {r['bleu_beam']:.2f} (trained gate values: "
+        f"{r['bleu_greedy_soft_gates']:.2f})"
     )
 
 # %% [markdown]
@@ -569,7 +570,8 @@ shipped_no_ft = next(
     if g["recipe"] == ENC and g["spec"] == live_run["spec"]
 )
 print(
-    f"lambda=0.05 masks, no fine-tuning: live BLEU {live_bleu:.2f}, shipped {shipped_no_ft:.2f}"
+    f"lambda=0.05 masks, no fine-tuning: live BLEU {live_bleu:.2f}, shipped "
+    f"{shipped_no_ft:.2f}"
 )
 
 # %%
@@ -591,7 +593,7 @@ keys = (
 )
 kw = dict(kinds=["enc_self"], lam=0.05, steps=20, device=dev, **{k: s[k] for k in keys})
 _, _, hist = gate_training.gate_translation_model(mt_model, stream, **kw)
-live_p = np.array(hist["snapshots"][1]["p_open"]["enc_self"])
+live_p = hist["snapshots"][1]["p_open"]["enc_self"].numpy()
 shipped_p = np.array(live_run["snapshots"][1]["p_open"]["enc_self"])
 print(
     f"P(g != 0) after {hist['snapshots'][1]['step']} steps: "
@@ -608,7 +610,8 @@ print(
         precomputed=MICHEL_CMD,
     ),
     attnbook.check(
-        "live first 20 steps of the lambda=0.05 gate training = precomputed (max |P(g != 0)| difference)",
+        "live first 20 steps of the lambda=0.05 gate training = precomputed (max |P(g "
+        "!= 0)| difference)",
         float(abs(live_p - shipped_p).max()),
         at_most=0.02,
         band=0.02,  # a round-off-level value: any value within the tolerance agrees
@@ -638,8 +641,10 @@ for r in enc_sweep["runs"]:
     )
     settle.append({"spec": r["spec"], "kept": r["n_kept"], **st, "same_as_main": same})
     print(
-        f"lambda={r['spec']['lam']}, init {r['spec']['init_log_alpha']}, gate lr {r['spec']['gate_lr']}, "
-        f"{r['spec']['steps']} steps: {r['n_kept']:2d} kept; last 60 steps: max |dP| {st['max_dp']:.2f}, "
+        f"lambda={r['spec']['lam']}, init {r['spec']['init_log_alpha']}, gate lr "
+        f"{r['spec']['gate_lr']}, "
+        f"{r['spec']['steps']} steps: {r['n_kept']:2d} kept; last 60 steps: max |dP| "
+        f"{st['max_dp']:.2f}, "
         f"decisions kept {st['overlap']:.2f}; same heads as the main run {same:.2f}"
     )
 
@@ -663,6 +668,7 @@ def kept_set(r):
     return sweeps.kept_masks(r)["enc_self"].bool()
 
 
+# %%
 open_start = find(lam=0.1, init_log_alpha=3.0)
 slow_gates = find(lam=0.1, gate_lr=0.02, steps=600)
 long_run = find(lam=0.05, steps=600)
@@ -680,34 +686,40 @@ same_long = sweeps.jaccard(
     sweeps.kept_masks(long_run), sweeps.kept_masks(main_runs[0.05])
 )
 print(
-    f"lambda=0.1, heads kept: main run {int(base.sum())}, gates starting open {open_start['n_kept']}"
+    f"lambda=0.1, heads kept: main run {int(base.sum())}, gates starting open "
+    f"{open_start['n_kept']}"
 )
 print(
-    f"lambda=0.05, heads kept: 300 steps {main_runs[0.05]['n_kept']}, 600 steps {long_run['n_kept']}"
+    f"lambda=0.05, heads kept: 300 steps {main_runs[0.05]['n_kept']}, 600 steps "
+    f"{long_run['n_kept']}"
 )
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
-        "encoder gates: heads kept at a larger lambda but pruned at the next smaller one",
+        "encoder gates: heads kept at a larger lambda but pruned at the next smaller "
+        "one",
         not_nested,
         at_most=0,
         precomputed=ENC_CMD,
     ),
     attnbook.check(
-        "lambda=0.1: gate learning rate 0.02 for 600 steps keeps the same heads (overlap)",
+        "lambda=0.1: gate learning rate 0.02 for 600 steps keeps the same heads "
+        "(overlap)",
         same_slow,
         at_least=0.8,
         precomputed=ENC_CMD,
     ),
     attnbook.check(
-        "lambda=0.1: gates that start open keep every head the glorot-initialised gates keep",
+        "lambda=0.1: gates that start open keep every head the glorot-initialised "
+        "gates keep",
         covered,
         at_least=1.0,
         precomputed=ENC_CMD,
     ),
     attnbook.check(
-        "lambda=0.05: 600 instead of 300 steps keeps the same heads (overlap of kept sets)",
+        "lambda=0.05: 600 instead of 300 steps keeps the same heads (overlap of kept "
+        "sets)",
         same_long,
         at_least=0.6,
         precomputed=ENC_CMD,
@@ -751,7 +763,8 @@ book_drop = {n: sweeps.bleu_at(n, gate_curve) - full_mt["bleu_greedy"] for n in 
 paper_at = {n: sweeps.bleu_at(n, paper_curve) - enc_only.value["bleu"][0] for n in at}
 for n in at:
     print(
-        f"{n} heads: BLEU change {book_drop[n]:+.2f} (paper, interpolated: {paper_at[n]:+.2f})"
+        f"{n} heads: BLEU change {book_drop[n]:+.2f} (paper, interpolated: "
+        f"{paper_at[n]:+.2f})"
     )
 
 # %% tags=["hide-input"]
@@ -791,12 +804,16 @@ def why_encoder_differs(
     cost = full_mt["bleu_greedy"] - dict(no_ft).get(n, float("nan"))
     st = sweeps.settling(run["snapshots"], window=60)
     return (
-        f"with {n} heads the masks cost {cost:.1f} BLEU without fine-tuning and 300 steps of fine-tuning "
-        f"win back {run['bleu_greedy'] - full_mt['bleu_greedy'] + cost:.1f}; over the last 60 steps "
-        f"{1 - st['overlap']:.0%} of the kept set still changed; the paper fine-tunes until the gates stop, "
+        f"with {n} heads the masks cost {cost:.1f} BLEU without fine-tuning and 300 "
+        "steps of fine-tuning "
+        f"win back {run['bleu_greedy'] - full_mt['bleu_greedy'] + cost:.1f}; over the "
+        "last 60 steps "
+        f"{1 - st['overlap']:.0%} of the kept set still changed; the paper fine-tunes "
+        "until the gates stop, "
         "with 64-dimensional heads (16 here)"
         + (
-            f"; 600 steps instead of 300 give {long_run['bleu_greedy'] - full_mt['bleu_greedy']:+.2f} with "
+            "; 600 steps instead of 300 give "
+            f"{long_run['bleu_greedy'] - full_mt['bleu_greedy']:+.2f} with "
             "the same heads"
             if long_run["n_kept"] == n
             else ""
@@ -856,10 +873,12 @@ kept10 = sweeps.kept_masks(about_ten)["enc_self"].bool()
 kept01 = sweeps.kept_masks(main_runs[0.1])["enc_self"].bool()
 role_gap = float(role[kept10].mean() - role[~kept10].mean())
 print(
-    f"{len(fits)} dev verses; lambda={about_ten['spec']['lam']} keeps {int(kept10.sum())} heads"
+    f"{len(fits)} dev verses; lambda={about_ten['spec']['lam']} keeps "
+    f"{int(kept10.sum())} heads"
 )
 print(
-    f"mean role share: kept {role[kept10].mean():.2f}, pruned {role[~kept10].mean():.2f}"
+    f"mean role share: kept {role[kept10].mean():.2f}, pruned "
+    f"{role[~kept10].mean():.2f}"
 )
 top = torch.argsort(role.flatten(), descending=True)[:5].tolist()
 print("the 5 most specialised heads:", [(i // 8, i % 8) for i in top])
@@ -895,7 +914,8 @@ plt.show()
 # %% tags=["nbval-check-output"]
 specialised = papers.number("voita2019", "kept_heads_are_specialised")
 attnbook.compare(
-    f"encoder heads kept at lambda={about_ten['spec']['lam']}: mean role share kept minus pruned",
+    f"encoder heads kept at lambda={about_ten['spec']['lam']}: mean role share kept "
+    "minus pruned",
     role_gap,
     paper=specialised.value,
     source=specialised.where,
@@ -935,16 +955,20 @@ kind_order = papers.number("voita2019", "kind_order")
 print("heads kept per kind:")
 for r in all_runs:
     print(
-        f"  lambda={r['spec']['lam']}: {r['kept']} (total {r['n_kept']}), BLEU greedy {r['bleu_greedy']:.2f}, beam {r['bleu_beam']:.2f}"
+        f"  lambda={r['spec']['lam']}: {r['kept']} (total {r['n_kept']}), BLEU greedy "
+        f"{r['bleu_greedy']:.2f}, beam {r['bleu_beam']:.2f}"
     )
 print("order, pruned first:", order, "| paper:", kind_order.value)
+
+# %%
 slopes = {}
 for k in ("dec_self", "dec_cross"):
     r = min(all_runs, key=lambda r: abs(r["kept"][k] / n_heads[k] - 0.5))
     per_layer = sweeps.kept_per_layer(sweeps.kept_masks(r))[k]
     slopes[k] = (sweeps.layer_slope(per_layer), r["spec"]["lam"], per_layer)
     print(
-        f"{k}: heads kept per layer at lambda={r['spec']['lam']}: {per_layer}, slope {slopes[k][0]:+.2f}"
+        f"{k}: heads kept per layer at lambda={r['spec']['lam']}: {per_layer}, slope "
+        f"{slopes[k][0]:+.2f}"
     )
 pattern = papers.number("voita2019", "layer_pattern")
 order_off = sweeps.order_disagreements(order, kind_order.value)
@@ -991,7 +1015,8 @@ plt.show()
     ),
     *[
         attnbook.compare(
-            f"all kinds, {k}: slope of heads kept against layer (lambda={slopes[k][1]})",
+            f"all kinds, {k}: slope of heads kept against layer "
+            f"(lambda={slopes[k][1]})",
             slopes[k][0],
             paper=pattern.value[k],
             source=pattern.where,
@@ -1036,7 +1061,8 @@ share_ok = sweeps.prunable_share(
     [(r["n_kept"], r["bleu"]) for r in arms["all_per_token"]], full_test, 96, 0.5
 )
 print(
-    f"share of the 96 heads pruned before BLEU falls 0.5 below {full_test:.2f}: {share_ok:.0%} (paper: {prunable.value:.0%})"
+    f"share of the 96 heads pruned before BLEU falls 0.5 below {full_test:.2f}: "
+    f"{share_ok:.0%} (paper: {prunable.value:.0%})"
 )
 
 # %% tags=["hide-input"]
@@ -1072,7 +1098,8 @@ plt.show()
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
-        "no fine-tuning: gate masks minus Michel's masks at the same number of heads (smallest gap, BLEU)",
+        "no fine-tuning: gate masks minus Michel's masks at the same number of heads "
+        "(smallest gap, BLEU)",
         min(gaps),
         at_least=0.0,
         precomputed=MICHEL_CMD,
@@ -1084,7 +1111,8 @@ plt.show()
         precomputed=MICHEL_CMD,
     ),
     attnbook.compare(
-        "Michel importance: share of heads pruned before BLEU drops by 0.5 (no fine-tuning)",
+        "Michel importance: share of heads pruned before BLEU drops by 0.5 (no "
+        "fine-tuning)",
         share_ok,
         paper=prunable.value,
         source=prunable.where,
@@ -1119,7 +1147,8 @@ single = michel_mt["single_head_ablation"]
 dev_full = michel_mt["dev_full_bleu"]
 changes = np.concatenate([np.array(single[k]).flatten() - dev_full for k in kinds])
 print(
-    f"unpruned dev BLEU {dev_full:.2f}; removing one head changes it by {changes.min():+.2f} .. {changes.max():+.2f};"
+    f"unpruned dev BLEU {dev_full:.2f}; removing one head changes it by "
+    f"{changes.min():+.2f} .. {changes.max():+.2f};"
 )
 print(
     f"{np.mean(np.abs(changes) <= 0.5):.0%} of the heads change it by at most 0.5 BLEU"
