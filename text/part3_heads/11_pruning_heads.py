@@ -550,7 +550,7 @@ attnbook.check(
 
 # %% [markdown]
 # **One point of each sweep, live.** The gates' masks applied to the unchanged model (no fine-tuning) are one
-# of Michel-file's arms; we recompute that BLEU for the $\lambda = 0.05$ masks, and rerun the first 20 steps
+# of the arms the `michel_converged` recipe evaluates; we recompute that BLEU for the $\lambda = 0.05$ masks, and rerun the first 20 steps
 # of that gate training and compare the gates with the shipped snapshot.
 
 # %%
