@@ -652,7 +652,8 @@ for r in enc_sweep["runs"]:
 # %% [markdown]
 # The larger $\lambda$ runs had settled: their kept sets did not change over the last 60 steps. At the
 # smallest $\lambda$, and at $\lambda = 0.05$ and $0.2$, one to a few heads were still being decided when
-# the 300 steps ended, so those runs are checked against a run twice as long below. The kept sets are nested:
+# the 300 steps ended; the $\lambda = 0.05$ run is checked against one twice as long below, and the other two
+# are reported as they are. The kept sets are nested:
 # every head kept at a larger $\lambda$ is also kept at every smaller one (the printed lists). The two
 # shortcut checks at $\lambda = 0.1$: a gate learning rate of 0.02 for 600 steps keeps exactly the heads
 # of the main run; gates that start open ($\log\alpha = 3$, $P(g \ne 0) = 0.98$) keep those heads and a
