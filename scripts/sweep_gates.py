@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Optional
 
 import torch
+from scipy.stats import spearmanr
 
 import attnbook
 from attnbook import gate_training as GT
@@ -132,13 +133,17 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
     shapes = {k: (base.cfg.layers(k), base.cfg.n_heads) for k in s["kinds"]}
     runs = []
 
+    def write(complete: bool) -> None:
+        kept_earlier = [] if complete else [r for r in done.values() if r not in runs]
+        payload = {"unpruned": unpruned, "kinds": s["kinds"], "shapes": {k: list(v) for k, v in shapes.items()},
+                   "n_eval": len(pairs), "complete": complete, "runs": runs + kept_earlier}
+        _write_recipe(out, name, rec, payload)
+
     for spec in specs:
         if _spec_key(spec) in done:
             runs.append(done[_spec_key(spec)])
             continue
         t0 = time.time()
-        gates = G.HeadGates(shapes, init_log_alpha=spec["init_log_alpha"], seed=s["seed"])
-        p0 = _tolist(gates.expected_open())  # the same draw the training starts from (same seed)
         model, gates, hist = GT.gate_translation_model(
             base, stream, kinds=s["kinds"], lam=spec["lam"], steps=spec["steps"], lr=spec["lr"],
             gate_lr=spec["gate_lr"], init_log_alpha=spec["init_log_alpha"], label_smoothing=s["label_smoothing"],
@@ -146,30 +151,23 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
             desc=f"lambda={spec['lam']}")
         train_seconds = time.time() - t0
         g = gates()
-        kept = {k: int((v > 0).sum()) for k, v in g.items()}
+        kept = {k: int(m.sum()) for k, m in head_masks.binary(g).items()}
         res = evaluate(model, g)
         losses = hist["task_loss"]
+        snapshots = [{"step": q["step"], "p_open": _tolist(q["p_open"])} for q in hist["snapshots"]]
         runs.append({
             "spec": spec, "kept": kept, "n_kept": sum(kept.values()), **res,
-            "gates": _tolist(g), "p_open_init": p0,
-            "snapshots": [{"step": q["step"], "p_open": _tolist(q["p_open"])} for q in hist["snapshots"]],
+            "gates": _tolist(g), "p_open_init": snapshots[0]["p_open"], "snapshots": snapshots,
             "task_loss_first_last": [round(sum(losses[:20]) / 20, 4), round(sum(losses[-20:]) / 20, 4)],
             "train_seconds": round(train_seconds, 1), "seconds": round(time.time() - t0, 1),
         })
         print(f"{spec}: kept {kept}, {res} ({time.time() - t0:.0f} s)", flush=True)
-        payload = {"unpruned": unpruned, "kinds": s["kinds"], "shapes": {k: list(v) for k, v in shapes.items()},
-                   "n_eval": len(pairs), "complete": False, "runs": runs + [r for k, r in done.items()
-                                                                           if r not in runs]}
-        _write_recipe(out, name, rec, payload)
-    payload = {"unpruned": unpruned, "kinds": s["kinds"], "shapes": {k: list(v) for k, v in shapes.items()},
-               "n_eval": len(pairs), "complete": True, "runs": runs}
-    _write_recipe(out, name, rec, payload)
+        write(complete=False)
+    write(complete=True)
 
 
 def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
-    ra = a.flatten().argsort().argsort().float()
-    rb = b.flatten().argsort().argsort().float()
-    return round(float(torch.corrcoef(torch.stack([ra, rb]))[0, 1]), 4)
+    return round(float(spearmanr(a.flatten().numpy(), b.flatten().numpy())[0]), 4)
 
 
 def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
@@ -210,12 +208,9 @@ def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -
     def mean(parts):
         return {k: sum(p[k] for p in parts) / len(parts) for k in ATTENTION_KINDS}
 
-    def layer_normalised(imp):
-        return {k: v / v.norm(dim=1, keepdim=True).clamp_min(1e-20) for k, v in imp.items()}
-
-    importance = {"per_token": layer_normalised(mean(per_token)), "whole_batch": layer_normalised(mean(whole)),
+    importance = {"per_token": P.layer_normalise(mean(per_token)), "whole_batch": P.layer_normalise(mean(whole)),
                   "per_token_unnormalised": mean(per_token)}
-    halves = [layer_normalised(mean(per_token[i::2])) for i in (0, 1)]
+    halves = [P.layer_normalise(mean(per_token[i::2])) for i in (0, 1)]
     split_half = {k: _spearman(halves[0][k], halves[1][k]) for k in ATTENTION_KINDS}
     split_half["all"] = _spearman(torch.cat([halves[0][k].flatten() for k in ATTENTION_KINDS]),
                                   torch.cat([halves[1][k].flatten() for k in ATTENTION_KINDS]))

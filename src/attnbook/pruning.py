@@ -28,7 +28,8 @@ import torch
 
 from .head_masks import as_head_mask, count_kept, full_masks
 
-__all__ = ["count_kept", "full_masks", "head_importance", "prune_least_important", "prune_step_by_step"]
+__all__ = ["count_kept", "full_masks", "head_importance", "layer_normalise", "prune_least_important",
+           "prune_step_by_step"]
 
 Masks = dict[str, torch.Tensor]
 LossFn = Callable[[Any, Masks], torch.Tensor]
@@ -83,9 +84,12 @@ def head_importance(
     if n_batches == 0:
         raise ValueError("batches is empty; expected at least one batch")
     imp = {n: t / n_batches for n, t in total.items()}
-    if normalize:
-        imp = {n: t / t.norm(dim=1, keepdim=True).clamp_min(1e-20) for n, t in imp.items()}
-    return imp
+    return layer_normalise(imp) if normalize else imp
+
+
+def layer_normalise(importance: Mapping[str, torch.Tensor]) -> Masks:
+    """Each layer's scores divided by their l2 norm, so that layers are comparable (Michel et al., Sec. 4.1)."""
+    return {n: t / t.norm(dim=1, keepdim=True).clamp_min(1e-20) for n, t in importance.items()}
 
 
 def prune_least_important(

@@ -41,16 +41,21 @@ def kept_masks(run: Mapping) -> HeadMask:
     return binary({k: torch.tensor(v, dtype=torch.float32) for k, v in values.items()})
 
 
-def gate_drift(snapshots: Sequence[Mapping], window: int) -> float:
-    """The largest change of any head's ``P(g != 0)`` over the last ``window`` training steps of a run:
-    near 0 when the gates have stopped moving (the official recipe trains "until they stop")."""
+def _snapshot_before(snapshots: Sequence[Mapping], window: int) -> Mapping:
+    """The last snapshot at least ``window`` steps before the final one."""
     if len(snapshots) < 2:
         raise ValueError("need at least two snapshots")
     last = snapshots[-1]
     earlier = [s for s in snapshots if s["step"] <= last["step"] - window]
     if not earlier:
         raise ValueError(f"no snapshot {window} steps before the last one (step {last['step']})")
-    ref = earlier[-1]
+    return earlier[-1]
+
+
+def gate_drift(snapshots: Sequence[Mapping], window: int) -> float:
+    """The largest change of any head's ``P(g != 0)`` over the last ``window`` training steps of a run:
+    near 0 when the gates have stopped moving (the official recipe trains "until they stop")."""
+    last, ref = snapshots[-1], _snapshot_before(snapshots, window)
     return max(
         float((torch.tensor(last["p_open"][k]) - torch.tensor(ref["p_open"][k])).abs().max()) for k in last["p_open"]
     )
@@ -72,11 +77,8 @@ def settling(snapshots: Sequence[Mapping], window: int) -> dict:
     """How much a gate run still moved over its last ``window`` steps: ``max_dp``, the largest change of
     any ``P(g != 0)`` (:func:`gate_drift`), and ``overlap``, the :func:`jaccard` overlap of the heads kept
     at the end and ``window`` steps earlier (1: the decisions had stopped changing)."""
-    last = snapshots[-1]
-    earlier = [s for s in snapshots if s["step"] <= last["step"] - window]
-    if not earlier:
-        raise ValueError(f"no snapshot {window} steps before the last one (step {last['step']})")
-    overlap = jaccard(kept_from_p_open(earlier[-1]["p_open"]), kept_from_p_open(last["p_open"]))
+    ref = _snapshot_before(snapshots, window)
+    overlap = jaccard(kept_from_p_open(ref["p_open"]), kept_from_p_open(snapshots[-1]["p_open"]))
     return {"max_dp": gate_drift(snapshots, window), "overlap": overlap}
 
 
