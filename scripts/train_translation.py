@@ -59,6 +59,21 @@ def log_spaced_steps(last: int, n: int = 28) -> list[int]:
     return sorted({max(1, round(math.exp(i * math.log(last) / (n - 1)))) for i in range(n)})
 
 
+def parse_overrides(items: list[str], preset: dict) -> dict:
+    """``["n_heads=4", "dropout=0.2"]`` -> ``{"n_heads": 4, "dropout": 0.2}``, keys checked against ``preset``."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in preset:
+            raise SystemExit(f"--set expects KEY=VALUE with KEY one of {sorted(preset)}, got {item!r}")
+        kind = type(preset[key])
+        try:
+            out[key] = kind(value) if kind is not int else int(value)
+        except ValueError:
+            raise SystemExit(f"--set {key} expects a {kind.__name__}, got {value!r}") from None
+    return out
+
+
 def average_state(states: list[dict]) -> dict:
     """The element-wise mean of state dicts (checkpoint averaging)."""
     return {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
@@ -73,10 +88,19 @@ def main() -> None:
     ap.add_argument("--state", type=Path, default=None, help="training-state file (default runs/...)")
     ap.add_argument("--time-limit", type=float, default=None, help="minutes of training before stopping")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--variant", default=None,
+                    help="name of a variant of the recipe (with --set): its own state and output files")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one setting of the preset (an int or float), e.g. n_heads=4")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
-    p = attnbook.preset("translation", args.preset)
+    p = dict(attnbook.preset("translation", args.preset))
+    overrides = parse_overrides(args.overrides, p)
+    if overrides and not args.variant:
+        ap.error("--set changes the recipe: name the variant with --variant NAME")
+    p.update(overrides)
+    tag = args.preset if not args.variant else f"{args.preset}_{args.variant}"
     steps = args.steps or p["train_steps"]
     attnbook.seed_everything(p["seed"])
     cfg = Seq2SeqConfig(vocab_size=tr.load_tokenizer().get_vocab_size(), d_model=p["d_model"],
@@ -96,7 +120,7 @@ def main() -> None:
     role_src, role_tgt = role_src[:, : int((role_src != 0).sum(1).max())], role_tgt[:, : int((role_tgt != 0).sum(1).max())]
     role_steps = set(log_spaced_steps(steps))
 
-    state_path = args.state or ROOT / "runs" / f"translation_{args.preset}" / "state.pt"
+    state_path = args.state or ROOT / "runs" / f"translation_{tag}" / "state.pt"
     state_path.parent.mkdir(parents=True, exist_ok=True)
     extra: dict = {"roles": [], "snapshots": [], "best_bleu": -1.0, "since_best": 0, "wall": 0.0}
     if not (args.resume and state_path.exists()):
@@ -177,6 +201,9 @@ def main() -> None:
     every = max(1, len(hist["loss"]) // 400)
     meta = {
         "preset": args.preset,
+        "variant": args.variant,
+        "overrides": overrides,
+        "config": {k: getattr(cfg, k) for k in ("d_model", "n_heads", "enc_layers", "dec_layers", "d_ff")},
         "train_steps": hist["steps_done"],
         "epochs": round(stream.epochs(hist["steps_done"]), 3),
         "stopped": hist["stopped"],
@@ -199,9 +226,11 @@ def main() -> None:
         "role_sentences": int(role_src.shape[0]),
         "torch": torch.__version__,
         "command": "python scripts/train_translation.py --resume"
-                   + ("" if args.preset == "quick" else f" --preset {args.preset}"),
+                   + ("" if args.preset == "quick" else f" --preset {args.preset}")
+                   + (f" --variant {args.variant}" if args.variant else "")
+                   + "".join(f" --set {k}={v}" for k, v in overrides.items()),
     }
-    out = args.out or tr.DATA_DIR / f"converged_{args.preset}.safetensors"
+    out = args.out or tr.DATA_DIR / f"converged_{tag}.safetensors"
     save_model(model, out, meta)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
 

@@ -133,6 +133,22 @@ def test_html_extension_writes_each_script_once():
     assert head.count("const A = 1;") == 1 and "x.js" in head and body.count("const A = 1;") == 1
 
 
+def test_html_extension_reads_the_reproduction_page_after_every_chapter():
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from attnbook_html import REPRODUCTION_PAGE, read_reproduction_last
+
+    found = {"book/intro", "book/a", "book/b", REPRODUCTION_PAGE}
+    order = ["book/intro", REPRODUCTION_PAGE, "book/a", "book/b"]
+    read_reproduction_last(order, found)
+    assert order == ["book/intro", "book/a", "book/b", REPRODUCTION_PAGE]
+    order = ["book/b"]  # an incremental build that rereads one chapter rereads the page too
+    read_reproduction_last(order, found)
+    assert order == ["book/b", REPRODUCTION_PAGE]
+    order = []
+    read_reproduction_last(order, found)
+    assert order == []
+
+
 def test_the_notebook_kernel_draws_figures():
     """A chapter's kernel, started from this environment (make book / make test export theirs), emits
     its figures as PNG outputs: an exported MPLBACKEND=Agg once left the built book with none."""
@@ -143,3 +159,45 @@ def test_the_notebook_kernel_draws_figures():
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     assert any("image/png" in o.get("data", {}) for o in nb.cells[0].outputs), nb.cells[0].outputs
+
+
+@pytest.mark.slow
+def test_an_executing_build_shows_its_own_values_on_the_reproduction_page(tmp_path):
+    """A two-page book (its chapter named to sort after the page) built with execution on, through the book's own extension: the reproduction page
+    shows the value the build computed (2.0), not the one in the committed notebook (1.0)."""
+    import shutil
+    import subprocess
+
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from attnbook.claims import Claim
+
+    book = tmp_path / "repo"
+    (book / "book").mkdir(parents=True)
+    (book / "book" / "intro.md").write_text("# Intro\n")
+    (book / "_toc.yml").write_text(
+        "format: jb-book\nroot: book/intro\nchapters:\n  - file: book/z_chapter\n  - file: book/reproduction\n")
+    committed = Claim(name="x", value=1.0, condition="> 0")._repr_mimebundle_()
+    nbformat.write(new_notebook(cells=[
+        new_markdown_cell("# A"),
+        new_code_cell("import attnbook\nattnbook.check('x', 2.0, predicate=lambda v: v > 0, "
+                      "description='> 0')", outputs=[new_output("display_data", data=committed)]),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}),
+        book / "book" / "z_chapter.ipynb")
+    page = ("from attnbook import reproduction\nroot = reproduction.find_root()\n"
+            "src, said = reproduction.quick_source(root)\n"
+            "print('QUICK', [r.value for r in reproduction.collect(root, executed=src)], said)")
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# Reproduction"), new_code_cell(page)],
+                                metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                         "language": "python"}}),
+                   book / "book" / "reproduction.ipynb")
+    (book / "_config.yml").write_text(yaml.safe_dump({
+        "title": "t", "only_build_toc_files": True,
+        "execute": {"execute_notebooks": "force", "timeout": 120},
+        "sphinx": {"local_extensions": {"attnbook_html": str(ROOT / "book" / "_ext")}},
+    }))
+    jb = shutil.which("jupyter-book") or str(Path(sys.executable).parent / "jupyter-book")
+    proc = subprocess.run([jb, "build", str(book)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    html = (book / "_build" / "html" / "book" / "reproduction.html").read_text()
+    assert "QUICK [2.0] this build of the book" in html, html[-3000:]

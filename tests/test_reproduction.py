@@ -258,3 +258,45 @@ def test_per_paper_summary_counts_verdicts_by_paper():
     dong, noci = lines[2], lines[3]
     assert "| 1 (1) | 1 | 1 | 3, 4, 5, 6, 7 |" in dong
     assert "| 1 (0) | 0 | 0 | 8, 9 |" in noci
+
+
+def build_folder(root: Path, tmp_path: Path, value: float) -> Path:
+    """A build's executed copies of the fake book's chapters, each with a claim of ``value``."""
+    folder = tmp_path / "jupyter_execute"
+    for path in reproduction.chapter_notebooks(root):
+        nb = nbformat.read(path, as_version=4)
+        nb.cells[-1].outputs = [claim_output(Claim(name="rank", value=value, condition="> 0"))]
+        out = folder / path.relative_to(root)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, out)
+    return folder
+
+
+def test_the_quick_column_is_the_build_s_when_a_build_names_its_notebooks(tmp_path):
+    root = fake_book(tmp_path / "repo", {"01_a": [claim_output(Claim(name="rank", value=1.0,
+                                                                      condition="> 0"))]})
+    folder, said = reproduction.quick_source(root, environ={})
+    assert folder is None and "committed" in said
+    assert reproduction.collect(root, executed=folder)[0].value == 1.0
+
+    built = build_folder(root, tmp_path, value=2.0)
+    folder, said = reproduction.quick_source(root, environ={reproduction.EXECUTED_ENV: str(built)})
+    assert folder == built and "this build" in said
+    assert reproduction.collect(root, executed=folder)[0].value == 2.0, "the build's value, not the committed"
+
+
+def test_a_missing_or_stale_build_copy_is_refused(tmp_path):
+    import os
+
+    root = fake_book(tmp_path / "repo", {"01_a": [], "02_b": []})
+    built = build_folder(root, tmp_path, value=2.0)
+    env = {reproduction.EXECUTED_ENV: str(built)}
+    stale = built / "book" / "part" / "01_a.ipynb"
+    source = root / "book" / "part" / "01_a.ipynb"
+    os.utime(stale, (source.stat().st_mtime - 10,) * 2)
+    with pytest.raises(ValueError, match="earlier version"):
+        reproduction.quick_source(root, environ=env)
+    (built / "book" / "part" / "02_b.ipynb").unlink()
+    os.utime(stale, (source.stat().st_mtime + 10,) * 2)
+    with pytest.raises(ValueError, match="has not executed book/part/02_b"):
+        reproduction.quick_source(root, environ=env)

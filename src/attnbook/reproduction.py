@@ -9,13 +9,21 @@ the records of recorded ``paper``-preset runs from ``results/paper/<notebook-ste
     {"gpu": "NVIDIA H200", "seconds": 812.4, "preset": "paper", "claims": [<claim records>]}
 
 A paper-run record is matched to a quick record by claim name within the same chapter.
+
+The ``quick`` column of a built book is the values of that build: the book's Sphinx extension
+(``book/_ext/attnbook_html.py``) names the folder where the build writes each executed chapter in
+:data:`EXECUTED_ENV` and reads this page after every chapter, so :func:`quick_source` finds every chapter
+as this build executed it. Elsewhere (nbval, Colab, a kernel of
+one's own) the page reads the committed notebooks and says so.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
@@ -29,6 +37,8 @@ from .claims import CHECK, COMPARISON, MIMETYPE
 PAGE = "book/reproduction"
 #: where recorded paper-preset runs live, relative to the repository root
 PAPER_RESULTS = Path("results") / "paper"
+#: environment variable set by the book's build: the folder of its executed notebooks
+EXECUTED_ENV = "ATTNBOOK_EXECUTED_NOTEBOOKS"
 #: output types that can carry a claim record
 _OUTPUT_TYPES = ("display_data", "execute_result")
 
@@ -201,13 +211,48 @@ def load_paper_runs(root: PathLike) -> dict[str, dict]:
     return runs
 
 
-def collect(root: Optional[PathLike] = None) -> list[Row]:
-    """Every claim of the book as :class:`Row`s, in book order, with recorded paper runs merged in."""
+def quick_source(root: PathLike, environ: Optional[dict] = None) -> tuple[Optional[Path], str]:
+    """Where the ``quick`` values come from: ``(folder of this build's executed notebooks, sentence)``, or
+    ``(None, sentence)`` for the committed notebooks when no build named one in ``environ`` (default
+    ``os.environ``).
+
+    A build's folder must hold every chapter of ``root/_toc.yml``, each executed after its notebook was
+    last changed; otherwise this raises ``ValueError`` naming the chapter (the page would show values
+    of another version of it).
+    """
+    environ = os.environ if environ is None else environ
+    folder = environ.get(EXECUTED_ENV)
+    if not folder:
+        return None, ("the committed `quick` run (no book build is running: this page was executed on "
+                      "its own, as nbval and Colab execute it)")
+    folder = Path(folder)
+    newest = 0.0
+    for path in chapter_notebooks(root):
+        built = folder / path.relative_to(root)
+        if not built.is_file():
+            raise ValueError(f"this build has not executed {path.relative_to(root)} (no {built}); the "
+                             "reproduction page must be read after every chapter")
+        if built.stat().st_mtime < path.stat().st_mtime:
+            raise ValueError(f"{built} is older than {path.relative_to(root)}: an execution of an earlier "
+                             "version of the chapter")
+        newest = max(newest, built.stat().st_mtime)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(newest))
+    return folder, f"this build of the book (every chapter executed by the build, the last at {when})"
+
+
+def collect(root: Optional[PathLike] = None, executed: Optional[PathLike] = None) -> list[Row]:
+    """Every claim of the book as :class:`Row`s, in book order, with recorded paper runs merged in.
+
+    The claims are read from the committed notebooks, or from ``executed`` (a folder holding the executed
+    notebooks at the same relative paths, as :func:`quick_source` returns for a build)."""
     root = find_root() if root is None else Path(root)
     runs = load_paper_runs(root)
     rows = []
     for path in chapter_notebooks(root):
-        nb = nbformat.read(path, as_version=4)
+        source = path if executed is None else Path(executed) / path.relative_to(root)
+        if not source.is_file():
+            raise ValueError(f"expected an executed copy of {path.relative_to(root)} at {source}")
+        nb = nbformat.read(source, as_version=4)
         title = chapter_title(nb, fallback=path.stem)
         number = re.match(r"^(\d+)_", path.stem)
         if number:
