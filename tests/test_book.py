@@ -122,6 +122,16 @@ def test_chapters_link_the_chapters_they_mention(path):
     assert not bare_chapter_mentions(text, int(path.name[:2])), f"{path.name}: link these mentions"
 
 
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name[:2].isdigit()], ids=lambda p: p.name)
+def test_the_prose_refers_to_every_figure_by_its_number(path):
+    nb = nbformat.read(path, as_version=4)
+    names = [c.metadata.get("mystnb", {}).get("figure", {}).get("name") for c in nb.cells
+             if c.cell_type == "code"]
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    missing = [n for n in names if n and "{numref}`" + n + "`" not in prose]
+    assert not missing, f"{path.name}: no {{numref}} to {missing}"
+
+
 def test_html_extension_writes_each_script_once():
     sys.path.insert(0, str(ROOT / "book" / "_ext"))
     from attnbook_html import dedupe_scripts

@@ -198,7 +198,7 @@ all_ratios = [x for r in ratios.values() for x in r]
 # | Transformer | $Z = \operatorname{LN}(X + \operatorname{SA}(X))$, $X \mapsto \operatorname{LN}(Z + \operatorname{MLP}(Z))$ (post-LN, like BERT) |
 #
 # We compute in float64, because the pure SAN reaches the limit of float32 (about $10^{-7}$) within a few
-# layers.
+# layers ({numref}`fig-ch01-1`).
 
 # %%
 def residual_curves(
@@ -271,7 +271,7 @@ plt.show()
 # $\log r_{\ell+1} / \log r_\ell \to 1$. The paper's bound (chapters 3 and 4) says the residual contracts
 # *cubically*, $r_{\ell+1} \lesssim C r_\ell^3$: the number of digits (at least) triples per layer, and
 # $\log r_{\ell+1} / \log r_\ell \to 3$. Plotting $\log_{10}(-\log_{10} r_\ell)$ makes the difference
-# visible: a doubly exponential decay is a straight line with slope $\log_{10} 3$.
+# visible: a doubly exponential decay is a straight line with slope $\log_{10} 3$ ({numref}`fig-ch01-2`).
 
 # %% tags=["hide-input"]
 def digit_growth(c, lo=1e-13, hi=0.5):

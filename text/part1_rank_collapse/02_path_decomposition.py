@@ -230,7 +230,7 @@ attnbook.check(
 # $$ (eq-path-count)
 #
 # `path_decomposition(..., skip=True)` enumerates these paths (a skipped layer is marked `SKIP` $=-1$); check
-# the sum and the count:
+# the sum and the count ({numref}`fig-ch02-1`):
 
 # %%
 with_skip = {}
@@ -314,7 +314,7 @@ plt.show()
 # uniformly drawn path is binomial, $\operatorname{Bin}(L, H/(H+1))$, with mean $LH/(H+1)$. Almost all paths are
 # long; {cite:t}`dong2021attention` show it as a histogram peaking at lengths 11 and 12. A 6-layer model with 12
 # heads (the shape of the MiniLM model used in [chapter 5](05_pretrained_transformers.ipynb)) and a 6-layer, 2-head model shift the mass to shorter
-# lengths:
+# lengths ({numref}`fig-ch02-2`):
 
 # %% tags=["hide-input"]
 models = {
@@ -385,7 +385,7 @@ bert_mode = max(range(13), key=lambda k: (bert[k], -k))  # smallest k among ties
 # (`rank1_distance`). We take the attention matrices of a randomly initialised Transformer of BERT-base's
 # shape (skips, MLPs and LayerNorm keep its deep layers' attention matrices from degenerating; the
 # next chapter is about why that matters) and sample paths like the paper: for each layer draw a head
-# uniformly, then choose the $L - k$ layers to skip (`sample_paths`).
+# uniformly, then choose the $L - k$ layers to skip (`sample_paths`; {numref}`fig-ch02-3`).
 
 # %% tags=["hide-input"]
 L, H = sizes["rank1_depth"], sizes["rank1_heads"]

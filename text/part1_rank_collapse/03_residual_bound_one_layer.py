@@ -615,7 +615,7 @@ print(
 # %% [markdown]
 # Every step at a glance: the worst ratio left/right found on random instances and by gradient ascent
 # (adversarial). A bar at 1 means the inequality is tight somewhere (for example step 8 is attained by
-# rank-one-like matrices and step 4 by aligned vectors); none exceeds 1.
+# rank-one-like matrices and step 4 by aligned vectors); none exceeds 1 ({numref}`fig-ch03-1`).
 
 # %% tags=["hide-input"]
 names = list(report)
@@ -672,7 +672,7 @@ attnbook.check(
 #
 # How tight is {eq}`eq-one-layer`? Fix random weights, fix a direction $R_0$ and sweep $X = \mathbf{1}x^\top + sR_0$
 # over $s$, for three weight scales (so three values of $\beta$). Observed: $\|\operatorname{res}_{\text{mean}}(\operatorname{SA}(X))\|$;
-# bound: the mean-centred version ($8\gamma\beta/\sqrt{d_{qk}}$).
+# bound: the mean-centred version ($8\gamma\beta/\sqrt{d_{qk}}$) ({numref}`fig-ch03-2`).
 
 # %% tags=["hide-input"]
 gen = torch.Generator().manual_seed(11)

@@ -79,7 +79,7 @@ print(dict(sizes))
 #
 # The bound only says something when $a\,r_0^2 < 1$; for inputs far from rank one it is vacuous (it exceeds
 # $r_0$). Simulate random SANs on inputs with a small residual and compare, layer by layer, with the recursion
-# $b_l = a_l b_{l-1}^3$ (each layer's own $\beta$ and $\gamma$, computed in log space, since $b_l$ underflows).
+# $b_l = a_l b_{l-1}^3$ (each layer's own $\beta$ and $\gamma$, computed in log space, since $b_l$ underflows) ({numref}`fig-ch04-1`).
 
 # %% tags=["hide-input"]
 def head_matrices(block):
@@ -199,7 +199,7 @@ plt.show()
 # \operatorname{res}_{\text{mean}}(X^l) = \operatorname{res}_{\text{mean}}(X^{l-1} + \mathbf{1}(\cdot)^\top) = \operatorname{res}_{\text{mean}}(X^{l-1})
 # $$
 #
-# for every layer and any value weights: the residual is preserved exactly, while the shared row drifts.
+# for every layer and any value weights: the residual is preserved exactly, while the shared row drifts ({numref}`fig-ch04-2`).
 
 # %% tags=["hide-input"]
 nc, dc, Lc = (
@@ -314,7 +314,7 @@ plt.show()
 # ```
 #
 # So an MLP after each attention layer replaces $\beta$ by $\lambda\beta$ in {eq}`eq-deep-bound`. Check the lemma on random MLPs
-# and inputs, then measure $\lambda$ of MLPs with growing weight scale and watch collapse slow down.
+# and inputs, then measure $\lambda$ of MLPs with growing weight scale and watch collapse slow down ({numref}`fig-ch04-3`).
 
 # %% tags=["nbval-check-output"]
 gen = torch.Generator().manual_seed(2)
@@ -424,7 +424,7 @@ plt.show()
 # With the per-token normalisation of real LayerNorm the argument needs one more remark:) for a nearly
 # collapsed $X = \mathbf{1}x^\top + R$ all tokens have nearly the same $\sigma_i$, so the left factor is nearly a
 # scalar, which rescales the residual and the shared row alike: the **relative** residual changes by at most
-# a factor close to one, and collapse proceeds.
+# a factor close to one, and collapse proceeds ({numref}`fig-ch04-4`).
 
 # %% tags=["hide-input"]
 ln = torch.nn.LayerNorm(dc)

@@ -152,7 +152,7 @@ for variant, r in pretrained_curves["all-MiniLM-L6-v2"].items():
 # The values the paper's Figure 2 shows, read off the authors' figure files (approximate, so they are drawn
 # as hollow markers, never as lines), sit beside the book's curves. For a pretrained model offline, the
 # markers are the paper's **pretrained BERT-base**, a model twice as deep and twice as wide as MiniLM, so
-# they are a reference for the shape of the curves, not a target.
+# they are a reference for the shape of the curves, not a target ({numref}`fig-ch05-1`).
 
 # %%
 # Dong et al. (2021), Fig. 2 (attnbook/data/papers/dong2021.json): r_0 of the embeddings, and
@@ -225,7 +225,7 @@ plt.show()
 # 768; ALBERT with its 128-dimensional embeddings and one shared layer). All three read the same token ids,
 # those of the MiniLM tokenizer; with a random embedding table only which tokens repeat matters, not which
 # tokenizer produced them. At the `quick` preset the batch is smaller than the paper's 32 sequences (see
-# the preset above); the sequences keep the paper's length of 128 tokens.
+# the preset above); the sequences keep the paper's length of 128 tokens ({numref}`fig-ch05-2`).
 
 # %%
 init_batch = hf.text_batch(minilm_tok, sizes["init_sequences"], sizes["init_tokens"])
@@ -567,7 +567,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # (`path_products`), and measures the distance to the best rank-one approximation by SVD,
 # $\|P - P_1\|_F / \|P\|_F$ (`rank1_distance`; the paper used the composite norm, which changes the scale,
 # not the trend). The paper used BERT-base; here: pretrained MiniLM (6 layers) and BERT-base at
-# initialisation (12 layers).
+# initialisation (12 layers) ({numref}`fig-ch05-3`).
 
 # %%
 gen = torch.Generator().manual_seed(0)

@@ -47,7 +47,7 @@ print({k: v for k, v in cfg.items()})
 #
 # $N = 1000$ points $p_j = r(\cos 2\pi j/N, \sin 2\pi j/N)$ lie evenly on a circle of radius $r = 0.3$. An item
 # is the two-token sequence $X = (p_i, p_{i+499})$ and its target the next points $Y = (p_{i+1}, p_{i+500})$,
-# for $i = 0, \dots, 498$: one token walks along the upper half of the circle, the other along the lower half.
+# for $i = 0, \dots, 498$: one token walks along the upper half of the circle, the other along the lower half ({numref}`fig-ch06-1`).
 
 # %% tags=["hide-input"]
 X, Y = circle.circle_dataset(cfg["n_points"])
@@ -236,7 +236,7 @@ for d in cfg["widths"]:
 
 # %% [markdown]
 # The grid below is the book's version of the paper's Figure 3: one seed per panel (seed 0), token 1 in
-# blue and token 2 in orange, lighter at the start; the grey circle is the data.
+# blue and token 2 in orange, lighter at the start; the grey circle is the data ({numref}`fig-ch06-2`).
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(
@@ -269,7 +269,7 @@ fig.suptitle("Recursive predictions, 300 steps\n(o: start, x: end; seed 0)")
 plt.show()
 
 # %% [markdown]
-# Over all seeds, the fraction of trajectories that have collapsed by step $t$ ($g_t < 0.05$):
+# Over all seeds, the fraction of trajectories that have collapsed by step $t$ ($g_t < 0.05$) ({numref}`fig-ch06-3`):
 
 # %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.4, 5.0), layout="constrained")

@@ -148,7 +148,7 @@ DIFFERS = {
 # ## Accuracy against path length
 #
 # For every length $k = 0, \dots, 6$ and $n \in \{5, 20\}$ paths, sample the paths afresh several times and
-# score the path-restricted model on the evaluation set (memorization: the training sentences).
+# score the path-restricted model on the evaluation set (memorization: the training sentences) ({numref}`fig-ch07-1`).
 
 # %%
 acc = {}

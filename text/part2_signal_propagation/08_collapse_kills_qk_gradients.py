@@ -188,7 +188,7 @@ kappa_mc = (u.relu() * v.relu()).mean().item()
 # ```
 #
 # Now the simulation: for each depth $L$ we draw `n_nets` fresh stacks (attention + MLP, 4 heads) and
-# measure the cosine of the output tokens, with $\alpha = 1$ and with $\alpha = 1/\sqrt L$.
+# measure the cosine of the output tokens, with $\alpha = 1$ and with $\alpha = 1/\sqrt L$ ({numref}`fig-ch08-1`).
 
 # %%
 configs = [(ln, scaled) for ln in ("pre", "post") for scaled in (False, True)]
@@ -363,7 +363,7 @@ GA = torch.randn(n, n, dtype=torch.float64)
 # query/key gradients are only *nearly* zero. We take one stack of depth `grad_depth` of each kind, a loss
 # $\langle R, Y\rangle$ with a fixed Gaussian readout $R$ (its squared gradient is, on average over $R$, the
 # squared Frobenius norm of the Jacobian that [chapter 9](09_unequal_gradients_and_adam.ipynb) computes), and read the gradient norms of every
-# layer's $W_Q$, $W_K$, $W_V$ (all heads together).
+# layer's $W_Q$, $W_K$, $W_V$ (all heads together) ({numref}`fig-ch08-2`).
 
 # %% tags=["hide-input"]
 L = sizes["grad_depth"]
@@ -435,7 +435,7 @@ def ratio(key, layer):
 
 # %% [markdown]
 # The picture matches the theorem's continuity argument: in the unscaled post-LN stack, whose tokens are
-# collapsed to within float32 precision after a few dozen layers (figure above), the query/key gradients of
+# collapsed to within float32 precision after a few dozen layers ({numref}`fig-ch08-1`), the query/key gradients of
 # the deep layers are many orders of magnitude below the value gradients; in the unscaled pre-LN stack they
 # fall steadily with depth, as the cosine creeps towards 1. With $\alpha = 1/\sqrt L$ the ratio stays of order
 # one across all layers. Optimisers see these numbers: a plain SGD step moves $W_Q$ and $W_K$ of the deep

@@ -192,7 +192,7 @@ for key in "qkv":
 # while the query norm saturates; and correlation ($\rho \to 1$) kills the query norm, which is [chapter 8](08_collapse_kills_qk_gradients.ipynb)
 # again. We check the powers by log-log slopes: the input scale with exact uniform attention and with real
 # random $W_Q$ at small scales (where the scores, of size $s^2$, leave attention nearly uniform), and the
-# width at a fixed $\sigma$.
+# width at a fixed $\sigma$ ({numref}`fig-ch09-1`).
 
 # %%
 scales = [0.1, 0.14, 0.2, 0.28, 0.4]
@@ -363,7 +363,7 @@ length_dev = max(abs(mc_[key] / f_[key] - 1) for mc_, f_ in by_length for key in
 # $\tau_*^2 = (1-\rho)^2 (n-1) / (n (1 + (n-1)\rho)) < 1$: the **query/key** gradients are the *smaller*
 # ones, and balancing them needs $\tau_* < 1$, i.e. logits multiplied by $1/\tau_* > 1$. Inputs of a larger
 # scale $s$ multiply $\tau_*$ by $s^2$. We find the balancing temperature in the book's setting (normalised
-# tokens, cosine $\rho$, real random $W_Q$) by simulation and compare with {eq}`ch09-tau-star`.
+# tokens, cosine $\rho$, real random $W_Q$) by simulation and compare with {eq}`ch09-tau-star` ({numref}`fig-ch09-2`).
 
 # %% tags=["hide-input"]
 Xn = prop.tokens_with_cosine(n, d, rho, gen)
@@ -449,7 +449,7 @@ plt.show()
 # (momentum 0.9) and with Adam, with $\alpha = 1$ or $\alpha = 1/\sqrt L$, with $\tau = 1$ or the
 # temperature $\tau_*$ that balances the per-layer gradient norms of $W_Q$ and $W_V$ of the scaled model at
 # initialisation (measured below). The loop is the book's `attnbook.train.train`, without clipping or
-# warm-up so that the optimisers see the raw gradients.
+# warm-up so that the optimisers see the raw gradients ({numref}`fig-ch09-3`).
 
 # %%
 V, T, D, H, L = (

@@ -114,7 +114,7 @@ attnbook.check("dev and test verses whose text occurs in train", leaked, at_most
 # batches, linear warm-up then cosine decay, dev BLEU measured as it trains, and the average of the last
 # five evaluated checkpoints. Where it departs from the paper (width 128 instead of 512, a 3-layer decoder,
 # pre-LN) the reason is the CPU: the model must converge on one thread in about two hours. The chapter
-# **loads the shipped checkpoint**; its record says how it was made.
+# **loads the shipped checkpoint**; its record says how it was made ({numref}`fig-ch10-1`).
 
 # %%
 model, meta = tr.load_translation_model(tr.CONVERGED, device=dev)
@@ -346,7 +346,7 @@ print(
 # EOS (and the decoder's BOS) as queries and as keys: a head that parks its weight on EOS is doing nothing,
 # not something confidently. Those **sink heads** are counted separately. A head that spreads its weight
 # evenly has confidence $1/n$ over $n$ keys; in the causal decoder self-attention query $t$ sees only $t$
-# keys, so the chance level there is the mean of $1/t$, much higher.
+# keys, so the chance level there is the mean of $1/t$, much higher ({numref}`fig-ch10-2`).
 
 # %% tags=["hide-input"]
 def head_grid(values, title, vmax=None, fmt="{:.2f}"):
@@ -429,7 +429,7 @@ attnbook.compare(
 # the top-1 logit when one head is switched off, averaged over target tokens, reported in raw logit units
 # (negative where switching a head off *raises* the logit). To know whether a ranking of heads by this
 # measure means anything, we compute it on two disjoint halves of the relevance verses and report the rank
-# correlation between them (split-half reliability).
+# correlation between them (split-half reliability) ({numref}`fig-ch10-3`).
 
 # %%
 from scipy.stats import spearmanr
@@ -503,7 +503,7 @@ print(
 # ## Positional heads
 #
 # A head is **positional** if its largest weight falls on the same relative position, the previous or the
-# next token, for at least 90% of the tokens {cite:p}`voita2019analyzing`.
+# next token, for at least 90% of the tokens {cite:p}`voita2019analyzing` ({numref}`fig-ch10-4`).
 
 # %% tags=["hide-input"]
 prev_share, next_share = roles["enc_self"]["prev"], roles["enc_self"]["next"]
@@ -723,7 +723,7 @@ print(
 # initialisation to the end. For each role we plot the best head's value against the step, beside dev BLEU.
 # No published analysis shows this for these roles; {cite:t}`voita2021language` describe NMT training as
 # target-side language modelling first, then word-by-word translation, then reordering, with the encoder's
-# use of context coming late, and the figure lets the reader test that picture on the encoder's heads.
+# use of context coming late, and {numref}`fig-ch10-5` lets the reader test that picture on the encoder's heads.
 
 # %% tags=["hide-input"]
 trace = meta["roles"]

@@ -92,7 +92,7 @@ print(dict(sizes))
 # \end{gathered}
 # $$ (eq-p-closed)
 #
-# Let us sample and compare.
+# Let us sample and compare ({numref}`fig-ch11-1`).
 
 # %%
 log_alphas = torch.tensor([-2.0, 0.0, 2.0])
@@ -371,7 +371,7 @@ for run in sweep["runs"]:
 
 # %% [markdown]
 # How do the gates close during training? Each row below is one head (layer by layer), each column a
-# training step, and the colour is $P(g_h \ne 0)$ from the shipped snapshots of the middle $\lambda$:
+# training step, and the colour is $P(g_h \ne 0)$ from the shipped snapshots of the middle $\lambda$ ({numref}`fig-ch11-2`):
 
 # %% tags=["hide-input"]
 run = sweep["runs"][len(sweep["runs"]) // 2]
@@ -451,7 +451,7 @@ fig.legend(loc="outside lower center", ncol=1)
 plt.show()
 
 # %% [markdown]
-# Two things stand out. First, Michel et al.'s importance beats a random order only modestly, and only once
+# Two things stand out in {numref}`fig-ch11-3`. First, Michel et al.'s importance beats a random order only modestly, and only once
 # a third or more of the heads are gone: with one small batch the estimate is noisy, and it measures the
 # sensitivity of the *contrastive* loss, not of the embedding distance we report. Second, the gates keep the
 # embeddings much closer at the same number of heads. That comparison favours the gates: they are trained on
@@ -852,7 +852,7 @@ def why_encoder_differs(
 # every encoder head live, on the same 200 dev verses: the share of tokens whose largest weight is on the
 # previous or next token (positional) and on the verse's rarest token (rare-token), and mark the heads each
 # $\lambda$ keeps. The agreement rule: the heads kept by the run that keeps about 10 heads have a larger mean
-# role share than the heads it prunes (the sign of the difference is the paper's).
+# role share than the heads it prunes (the sign of the difference is the paper's) ({numref}`fig-ch11-5`).
 
 # %%
 from attnbook import heads as hd
@@ -944,7 +944,7 @@ attnbook.compare(
 # upper layers first, encoder-decoder attention its lower layers. The rules, stated before the result: the
 # book's order of the kinds (by the share of heads kept, averaged over $\lambda$) has no pair the other way
 # round; and the slope of heads kept against the layer, at the $\lambda$ that keeps closest to half of that
-# kind's heads, has the paper's sign.
+# kind's heads, has the paper's sign ({numref}`fig-ch11-6`).
 
 # %%
 kinds = list(head_masks.ATTENTION_KINDS)
@@ -1036,7 +1036,7 @@ plt.show()
 # head's output times the gradient there, on 40 training batches (about 96,000 tokens), layer-normalised,
 # ranked once, and the heads pruned 10%, 20%, ... from that ranking with no fine-tuning. Three variants
 # separate the choices: the whole-batch estimator of HuggingFace's bertology example, re-scoring before every
-# step (the authors' `--exact_pruning`), and no layer-wise normalisation. A ranking is worth reporting only if
+# step (the authors' `--exact_pruning`), and no layer-wise normalisation ({numref}`fig-ch11-7` sets them beside the gates). A ranking is worth reporting only if
 # it is reliable, so first the split-half rank correlation: the importance from the even batches against the
 # odd ones.
 
