@@ -1,0 +1,123 @@
+"""Tests of attnbook.lrp (chapter "A translation model"): the official alpha-beta rule on cases with a known
+answer, the analytic Jacobians against autograd, conservation through the whole model, and a head that
+provably carries nothing."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.func import jacrev
+
+from attnbook import lrp
+from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+
+def small_model(seed: int = 0) -> Seq2SeqTransformer:
+    torch.manual_seed(seed)
+    cfg = Seq2SeqConfig(vocab_size=23, d_model=16, n_heads=2, enc_layers=2, dec_layers=2, d_ff=32,
+                        dropout=0.0, attention_dropout=0.0, max_len=16)
+    model = Seq2SeqTransformer(cfg).double().eval()
+    with torch.no_grad():  # trained-looking LayerNorms and biases, not the init's ones and zeros
+        for mod in model.modules():
+            if isinstance(mod, (torch.nn.LayerNorm, torch.nn.Linear)) and mod.bias is not None:
+                mod.bias.normal_(0, 0.1)
+            if isinstance(mod, torch.nn.LayerNorm):
+                mod.weight.uniform_(0.5, 1.5)
+    return model
+
+
+SRC, TGT = [5, 9, 7, 11, 2], [1, 8, 6, 14, 2]
+
+
+def test_positive_linear_layer_gives_the_z_rule():
+    """With positive inputs and weights and no bias every impact is positive, and alpha-beta plus the
+    rescaling is the plain z-rule R_i = sum_j R_j w_ji x_i / sum_i w_ji x_i."""
+    torch.manual_seed(1)
+    w, x = torch.rand(3, 4, dtype=torch.double), torch.rand(4, dtype=torch.double)
+    R = torch.tensor([[1.0, 2.0, 0.5]], dtype=torch.double)
+    got = lrp.relprop_jacobian(R, x, w, torch.zeros(3, dtype=torch.double))
+    z = w * x
+    expected = (R[0][:, None] * z / z.sum(1, keepdim=True)).sum(0)
+    assert torch.allclose(got[0], expected, atol=1e-4)
+
+
+def test_alpha_beta_splits_positive_and_negative_impacts_half_and_half():
+    impact = torch.tensor([[3.0, 1.0, -2.0]])
+    t = lrp.transition(impact)
+    assert torch.allclose(t, torch.tensor([[0.375, 0.125, 0.5]]), atol=1e-5)
+
+
+def test_residual_sum_splits_by_the_terms():
+    a = torch.tensor([[1.0, 3.0]], dtype=torch.double)
+    b = torch.tensor([[3.0, 1.0]], dtype=torch.double)
+    Ra, Rb = lrp.relprop_add(torch.ones(1, 1, 2, dtype=torch.double), a, b)
+    assert torch.allclose(Ra, torch.tensor([[[0.25, 0.75]]], dtype=torch.double), atol=1e-4)
+    assert torch.allclose(Ra + Rb, torch.ones(1, 1, 2, dtype=torch.double), atol=1e-4)
+
+
+def test_layer_norm_jacobian_is_autograd_s():
+    torch.manual_seed(2)
+    norm = torch.nn.LayerNorm(6).double()
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 2.0)
+    x = torch.randn(3, 6, dtype=torch.double)
+    auto = torch.stack([jacrev(norm)(row) for row in x])
+    assert torch.allclose(lrp.layer_norm_jacobian(x, norm), auto, atol=1e-10)
+
+
+def test_attention_rule_without_the_dense_jacobian_is_the_dense_rule():
+    torch.manual_seed(3)
+    n, m, d = 4, 6, 3
+    q, k, v = (torch.randn(s, d, dtype=torch.double) for s in (n, m, m))
+    mask = torch.ones(n, m, dtype=torch.bool).tril(1)
+    R = torch.randn(2, n, d, dtype=torch.double)
+    fast = lrp.relprop_attention(R, q, k, v, 0.7, mask)
+    jq, jk, jv = jacrev(lambda a, b, c: lrp.attention_core(a, b, c, 0.7, mask), argnums=(0, 1, 2))(q, k, v)
+    jac = torch.cat([jq.reshape(n * d, n * d), jk.reshape(n * d, m * d), jv.reshape(n * d, m * d)], 1)
+    x = torch.cat([q.flatten(), k.flatten(), v.flatten()])
+    dense = lrp.relprop_jacobian(R.reshape(2, -1), x, jac, torch.zeros(n * d, dtype=torch.double))
+    for got, want in zip(fast, dense.split([n * d, m * d, m * d], 1)):
+        assert torch.allclose(got.reshape(2, -1), want, atol=1e-12)
+
+
+def test_relevance_is_conserved_through_the_whole_model():
+    src_rel, tgt_rel = lrp.token_relevance(small_model(), SRC, TGT)
+    assert src_rel.shape == (len(TGT) - 1, len(SRC)) and tgt_rel.shape == (len(TGT) - 1, len(TGT) - 1)
+    total = src_rel.sum(1) + tgt_rel.sum(1)
+    assert torch.allclose(total, torch.ones_like(total), atol=1e-3)
+    assert (tgt_rel.triu(1).abs() < 1e-6).all(), "a target token's logit cannot depend on later tokens"
+
+
+def test_a_head_that_carries_nothing_has_no_relevance():
+    """Head 1 of the encoder's first layer writes zeros (value weights and bias zero) and the output
+    projection has no bias to share out: its relevance is exactly zero, while the other head's is not."""
+    model = small_model()
+    attn = model.encoder[0].self_attn
+    with torch.no_grad():
+        attn.v.weight[8:].zero_()
+        attn.v.bias[8:].zero_()
+        attn.out.bias.zero_()
+    rel = lrp.sentence_head_relevance(model, SRC, TGT)
+    assert rel["enc_self"].shape == (len(TGT) - 1, 2, 2)
+    assert rel["enc_self"][:, 0, 1].abs().max() == 0
+    assert rel["enc_self"][:, 0, 0].abs().min() > 1e-4
+
+
+def test_head_relevance_is_a_share_of_each_layer():
+    model = small_model()
+    shares = lrp.head_relevance(model, [SRC, SRC[1:]], [TGT, TGT])
+    assert set(shares) == {"enc_self", "dec_self", "dec_cross"}
+    assert shares["dec_cross"].shape == (2, 2)
+    per_token = lrp.layer_shares(lrp.sentence_head_relevance(model, SRC, TGT)["enc_self"])
+    assert torch.allclose(per_token.abs().sum(-1), torch.ones(len(TGT) - 1, 2, dtype=per_token.dtype),
+                          atol=1e-3)
+
+
+def test_bad_input_is_refused():
+    model = small_model()
+    with pytest.raises(ValueError, match="unpadded"):
+        lrp.sentence_head_relevance(model, [5, 0, 2], TGT)
+    with pytest.raises(ValueError, match="bos and eos"):
+        lrp.sentence_head_relevance(model, SRC, [1])
+    with pytest.raises(ValueError, match="as many sources"):
+        lrp.head_relevance(model, [SRC], [])
