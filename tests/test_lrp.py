@@ -121,3 +121,14 @@ def test_bad_input_is_refused():
         lrp.sentence_head_relevance(model, SRC, [1])
     with pytest.raises(ValueError, match="as many sources"):
         lrp.head_relevance(model, [SRC], [])
+
+
+def test_shipped_relevance_file_loads():
+    from attnbook.tasks import translation as tr
+
+    path = tr.DATA_DIR / "lrp_relevance_quick.json"
+    rec = lrp.load_relevance(path)
+    assert rec["relevance"]["enc_self"].shape == (6, 8) and len(rec["halves"]["dec_cross"]) == 2
+    assert rec["command"].startswith("python scripts/head_relevance.py")
+    with pytest.raises(ValueError, match="expected the relevance file"):
+        lrp.load_relevance(path.with_name("nothing.json"))

@@ -1,10 +1,12 @@
 import itertools
+import math
 
 import numpy as np
 import pytest
 import torch
 from torch.testing import assert_close
 
+from attnbook import norms
 from attnbook.norms import (
     _argmin_center_certified,
     norm_1,
@@ -123,3 +125,24 @@ def test_argmin_is_exact_when_the_common_row_dominates():
     X = 5.0 + torch.randn(1, 2, generator=gen, dtype=torch.float64) + 1e-7 * R
     brute = _brute_force_min_product(R.numpy())  # the residual does not depend on the common row
     assert norm_1_inf(res(X, "argmin")).item() == pytest.approx(1e-7 * brute**0.5, rel=1e-7)
+
+
+def test_collapse_order_recovers_the_exponent_and_the_constant():
+    """r_{l+1} = C r_l^p, for p = 3 (the paper's cubic rate) and p = 2, from several starting residuals."""
+    for p, C in ((3.0, 40.0), (2.0, 0.5)):
+        rows = []
+        for r in (0.05, 0.1, 0.2):
+            row = [r]
+            for _ in range(4):
+                row.append(C * row[-1] ** p)
+            rows.append(row)
+        fit = norms.collapse_order(torch.tensor(rows), lo=1e-300)
+        assert abs(fit["order"] - p) < 1e-5 and abs(fit["log_C"] - math.log(C)) < 1e-4
+
+
+def test_collapse_order_ignores_pairs_at_round_off_and_refuses_too_few():
+    geometric = torch.tensor([[0.4 * 0.5**k for k in range(8)] + [1e-17, 1e-17]])
+    fit = norms.collapse_order(geometric)
+    assert abs(fit["order"] - 1.0) < 1e-9 and fit["pairs"] == 7, "the round-off pairs must be left out"
+    with pytest.raises(ValueError, match="need 3"):
+        norms.collapse_order(torch.tensor([[0.9, 0.8, 0.7]]))

@@ -251,3 +251,24 @@ def test_build_stack_and_readout_on_the_gpu():
     g_cpu = prop.qkv_grad_norms(cpu, X, generator=torch.Generator().manual_seed(1))
     for k in "qkv":  # float32 on two devices: kernels differ, so only 1e-4 relative agreement is expected
         assert_close(g[k].cpu(), g_cpu[k], rtol=1e-4, atol=1e-6)
+
+
+def test_xavier_uniform_std_is_torch_s():
+    w = torch.empty(512, 512)
+    torch.manual_seed(0)
+    torch.nn.init.xavier_uniform_(w, gain=2**-0.5)
+    assert abs(float(w.std()) - prop.xavier_uniform_std(512, 512, gain=2**-0.5)) < 2e-4
+    assert prop.xavier_uniform_std(512, 512, gain=2**-0.5) ** 2 == pytest.approx(1 / 1024)
+    with pytest.raises(ValueError):
+        prop.xavier_uniform_std(0, 5)
+
+
+def test_balancing_temperature_in_fairseq_s_setting_is_a_logit_multiplier_near_8_5():
+    """Chapter "Unequal gradients": the closed form tau*^2 = s_k^2 s_v^2 d^2 (1-rho)^2 (n-1) / (n (1 + (n-1) rho))
+    at d = 512, sigma^2 = 1/(2d), rho = 0.3, n = 25 gives 1/tau* = 8.35."""
+    gen = torch.Generator().manual_seed(0)
+    X = prop.tokens_with_cosine(25, 512, 0.3, gen)
+    s = prop.xavier_uniform_std(512, 512, gain=2**-0.5)
+    by_hand = (0.25 * 0.7**2 * 24 / (25 * (1 + 24 * 0.3))) ** 0.5
+    assert prop.balancing_temperature(X, s, s) == pytest.approx(by_hand, rel=1e-9)
+    assert 1 / by_hand == pytest.approx(8.35, abs=0.01)

@@ -28,6 +28,8 @@ averages relevance over its dev set.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -369,3 +371,20 @@ def head_relevance(model, src_ids, tgt_ids) -> dict[str, torch.Tensor]:
         sums = part if sums is None else {k: sums[k] + part[k] for k in sums}
         count += len(t) - 1
     return {k: v / count for k, v in sums.items()}
+
+
+def load_relevance(path) -> dict:
+    """A file written by ``scripts/head_relevance.py``, with its relevance tables as tensors:
+    ``relevance`` (kind -> (layers, heads)), ``halves`` (kind -> [even verses, odd verses]) and
+    ``first_verses`` (a list of kind -> (layers, heads)), plus its record (command, verses, time)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"expected the relevance file of scripts/head_relevance.py at {path}")
+    rec = json.loads(path.read_text())
+    missing = {"relevance", "halves", "first_verses", "command"} - set(rec)
+    if missing:
+        raise ValueError(f"{path}: not a head-relevance file (missing {sorted(missing)})")
+    rec["relevance"] = {k: torch.tensor(v) for k, v in rec["relevance"].items()}
+    rec["halves"] = {k: [torch.tensor(h) for h in v] for k, v in rec["halves"].items()}
+    rec["first_verses"] = [{k: torch.tensor(v) for k, v in d.items()} for d in rec["first_verses"]]
+    return rec

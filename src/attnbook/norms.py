@@ -204,3 +204,24 @@ def relative_residual(X: torch.Tensor, center: str = "mean") -> torch.Tensor:
     matrix with identical rows. With ``center="mean"`` this is the measure of the paper's Figure 2 and its code."""
     X = _check_matrix(X)
     return norm_1_inf(res(X, center)) / norm_1_inf(X)
+
+
+def collapse_order(curves: torch.Tensor, lo: float = 1e-13, hi: float = 0.5) -> dict:
+    """The order of convergence of residual curves (chapter "Pure attention loses rank"): the least-squares
+    fit of ``log r_{l+1} = log C + p log r_l`` over every consecutive pair of layers (rows of ``curves``
+    ``(runs, layers + 1)``) whose residuals both lie in ``(lo, hi)``, above round-off and below order one.
+
+    The paper's bound ``r_{l+1} <= C r_l^3`` is the line ``p = 3``; a quadratic contraction gives ``p = 2``
+    and a geometric one ``p = 1`` (with ``log C`` the log of the ratio). Returns ``{"order": p,
+    "log_C": log C, "pairs": number of pairs used}``; raises ``ValueError`` with fewer than 3 pairs."""
+    c = torch.as_tensor(curves, dtype=torch.float64)
+    if c.ndim != 2 or c.shape[1] < 2:
+        raise ValueError(f"expected curves of shape (runs, layers + 1) with at least 2 layers, got {tuple(c.shape)}")
+    r0, r1 = c[:, :-1], c[:, 1:]
+    ok = (r0 > lo) & (r0 < hi) & (r1 > lo) & (r1 < hi)
+    if int(ok.sum()) < 3:
+        raise ValueError(f"only {int(ok.sum())} layer pairs with residuals in ({lo:g}, {hi:g}); need 3")
+    x, y = r0[ok].log(), r1[ok].log()
+    xc = x - x.mean()
+    order = float((xc * (y - y.mean())).sum() / (xc**2).sum())
+    return {"order": order, "log_C": float(y.mean() - order * x.mean()), "pairs": int(ok.sum())}

@@ -314,6 +314,15 @@ def balancing_temperature(
     return math.sqrt(norms["q"] / norms["v"])
 
 
+def xavier_uniform_std(fan_in: int, fan_out: int, gain: float = 1.0) -> float:
+    """The standard deviation of ``torch.nn.init.xavier_uniform_`` weights, ``gain sqrt(2 / (fan_in +
+    fan_out))`` (chapter "Unequal gradients": fairseq initialises the query, key and value projections with
+    ``gain = 1/sqrt(2)``, so ``sigma^2 = 1/(2d)`` for a ``d x d`` projection)."""
+    if fan_in <= 0 or fan_out <= 0 or gain <= 0:
+        raise ValueError(f"expected positive fan_in, fan_out and gain, got {fan_in}, {fan_out}, {gain}")
+    return gain * math.sqrt(2.0 / (fan_in + fan_out))
+
+
 def log_log_slope(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of ``log y`` against ``log x`` (chapter "Unequal gradients": measured powers of a scaling
     law)."""

@@ -421,10 +421,14 @@ plt.show()
 # The centring $C$ and the gain are fixed **right** multiplications; the input-dependent diagonal
 # $\operatorname{diag}(\sigma)^{-1}$ multiplies from the **left**, one scale per token. (The paper describes
 # LayerNorm as right multiplication by an input-dependent diagonal; that reads normalisation per feature.
-# With the per-token normalisation of real LayerNorm the argument needs one more remark:) for a nearly
-# collapsed $X = \mathbf{1}x^\top + R$ all tokens have nearly the same $\sigma_i$, so the left factor is nearly a
-# scalar, which rescales the residual and the shared row alike: the **relative** residual changes by at most
-# a factor close to one, and collapse proceeds ({numref}`fig-ch04-4`).
+# With the per-token normalisation of real LayerNorm the argument needs more care.) What holds in general:
+# identical rows stay identical, since every token gets the same $\sigma_i$ and the right factors are fixed.
+# For a nearly collapsed $X = \mathbf{1}x^\top + R$ all tokens have nearly the same $\sigma_i$, so the left factor
+# is nearly a scalar; but the centring $C$ acts on the shared row and the residual differently. To first order
+# in $R$ the relative residual is multiplied by about $\frac{\|x\|}{\|Cx\|}\cdot\frac{\|RC\|}{\|R\|}$, which stays
+# near one when the shared row is far from the all-ones direction and is unbounded when $x$ is close to a
+# multiple of $\mathbf 1$: centring then removes most of the shared row and keeps the residual. For generic
+# weights the shared row is not of that kind, and a SAN with LayerNorm still collapses ({numref}`fig-ch04-4`).
 
 # %% tags=["hide-input"]
 ln = torch.nn.LayerNorm(dc)
@@ -491,6 +495,45 @@ plt.show()
 ]
 
 # %% [markdown]
+# ### When LayerNorm undoes collapse
+#
+# The exception is real, and {cite:t}`wu2024role` build on it to show that self-attention with LayerNorm
+# need not collapse to rank one. A counterexample in numbers: $n = 16$ tokens of width $d = 32$ whose shared
+# row is $x = \mathbf 1 + 10^{-7} u$ (almost a multiple of the all-ones vector) and whose residual is
+# $10^{-12}$ times a Gaussian matrix, in float64, through a LayerNorm with unit gain and zero bias.
+
+# %% tags=["nbval-check-output"]
+g_ce = torch.Generator().manual_seed(7)
+n_ce, d_ce = 16, 32
+shared = 1 + 1e-7 * torch.randn(d_ce, generator=g_ce, dtype=torch.float64)
+X_ce = shared + 1e-12 * torch.randn(n_ce, d_ce, generator=g_ce, dtype=torch.float64)
+ln_ce = torch.nn.LayerNorm(d_ce, dtype=torch.float64)  # gain 1, bias 0
+with torch.no_grad():
+    before, after = float(relative_residual(X_ce)), float(relative_residual(ln_ce(X_ce)))
+growth = after / before
+centre = torch.eye(d_ce, dtype=torch.float64) - 1 / d_ce
+first_order = float(shared.norm() / (centre @ shared).norm())
+print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied by "
+      f"{growth:.1e}; ||x|| / ||Cx|| = {first_order:.1e}")
+[
+    attnbook.check(
+        "LayerNorm counterexample: relative residual after / before",
+        growth,
+        at_least=1e5,
+        digits=2,
+        band=0.3,
+    ),
+    attnbook.check(
+        "counterexample: growth / first-order factor ||x|| / ||Cx||",
+        growth / first_order,
+        at_least=0.5,
+        at_most=2.0,
+        digits=2,
+        band=0.1,
+    ),
+]
+
+# %% [markdown]
 # ## Summary
 #
 # * Over $L$ layers of $H$ heads the one-layer cubic bound compounds into the doubly exponential
@@ -503,8 +546,10 @@ plt.show()
 #   (tens to hundreds) while the actual slow-down is a couple of layers, so the bound is loose here too; and
 #   much larger MLP weights (without LayerNorm) blow up the activations and saturate the softmax, which
 #   can make collapse abrupt rather than slower.
-# * LayerNorm is a per-token rescaling on the left and fixed matrices on the right; near rank one it barely
-#   changes the relative residual, and a SAN with LayerNorm still collapses.
+# * LayerNorm is a per-token rescaling on the left and fixed matrices on the right; identical rows stay
+#   identical, and with generic weights a SAN with LayerNorm still collapses. It is not a general law: when the
+#   shared row is close to a multiple of the all-ones vector, centring removes it and the relative residual can
+#   grow by orders of magnitude ({cite:t}`wu2024role`).
 #
 # ## Exercises
 #
