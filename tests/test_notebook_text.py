@@ -23,7 +23,7 @@ MAX_LINES = 30
 LONG_CELLS = {
     ('11_pruning_heads.ipynb', 'fig, axes = plt.subplots('),
     ('01_pure_attention_loses_rank.ipynb', 'def residual_curves('),
-    ('01_pure_attention_loses_rank.ipynb', 'def digit_growth(c, lo=1e-13, hi=0.5):'),
+    ('01_pure_attention_loses_rank.ipynb', 'san = curves["SAN"]'),
     ('01_pure_attention_loses_rank.ipynb', 'last = sizes["depth"]'),
     ('01_pure_attention_loses_rank.ipynb', 'controls = dict('),
     ('02_path_decomposition.ipynb', 'L, H = sizes["rank1_depth"], sizes["rank1_heads"]'),

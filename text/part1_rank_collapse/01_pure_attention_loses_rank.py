@@ -410,9 +410,11 @@ def slowest_layer_ratio(c):
 # The explorer below redraws the relative residual for any architecture. Try: a larger weight scale (the
 # attention becomes peakier, closer to a permutation, and collapse is delayed: the paper's bound only bites
 # when $\beta$, the size of the weights, is small enough relative to the residual); more heads or width; a
-# skip connection with and without LayerNorm. The grey curve is always the pure SAN with the same sizes. In
-# the rendered book the controls show the figure for the default settings; launch the chapter on Colab or
-# locally to move them.
+# skip connection with and without LayerNorm. The grey curve is always the pure SAN with the same sizes. The
+# controls need a running kernel: in the rendered book they show the figure for the default settings only,
+# so launch the chapter on Colab or locally to move them. For a reader without a kernel,
+# {numref}`fig-ch01-3` below the explorer shows a precomputed grid of its settings: three weight scales for
+# each of four architectures.
 
 # %%
 controls = dict(
@@ -459,6 +461,23 @@ def explore(depth, n_heads, width, gain, skip, mlp, layernorm):
 output = widgets.interactive_output(explore, controls)
 sliders, switches = list(controls.values())[:4], list(controls.values())[4:]
 widgets.VBox([widgets.HBox([widgets.VBox(sliders), widgets.VBox(switches)]), output])
+
+# %% tags=["hide-input"]
+grid_variants = ("SAN", "SAN+LN", "SAN+skip", "Transformer")
+grid_gains = (0.5, 1.0, 2.0)
+fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.4), sharex=True, sharey=True,
+                         layout="constrained")
+for ax, name in zip(axes.flat, grid_variants):
+    for gain, shade in zip(grid_gains, ("0.65", "C0", "0.1")):
+        c = residual_curves(VARIANTS[name], depth=12, n_heads=4, d_model=64, gain=gain)
+        ax.plot(c.clamp_min(FLOOR).median(0).values, color=shade, label=f"scale {gain:g}")
+    ax.set(yscale="log", ylim=(1e-17, 3), title=name)
+for ax in axes[1]:
+    ax.set_xlabel("layer")
+for ax in axes[:, 0]:
+    ax.set_ylabel("relative residual")
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
+plt.show()
 
 # %% [markdown]
 # ## Summary

@@ -163,8 +163,6 @@ PAPER = {
     for model, states in fig2.value.items()
     for state, d in states.items()
 }
-for values in PAPER.values():  # the paper draws SAN and SAN+MLP together
-    values["SAN+MLP"] = values["SAN"]
 
 
 def plot_panel(ax, curves, paper, title, paper_depth=12):
@@ -304,8 +302,11 @@ last_layer_table()
 # The paper saw pretrained BERT-base at about zero by layers 4 to 5, and there the MLPs *speed* collapse up
 # by a layer (the authors' figure files): a comparison below records that this book differs on that point. At initialisation, a single layer of any of
 # the three models brings $r_l$ from about 0.6 (1.0 for XLNet) to 0.02 or less, and the next layers to zero
-# within float32 precision, exactly as the doubly exponential bound of [chapter 4](04_deep_bounds.ipynb) predicts once the attention
-# matrices are nearly uniform.
+# within float32 precision. That is not evidence for the doubly exponential bound of
+# [chapter 4](04_deep_bounds.ipynb): the bound speaks about inputs already close to rank one ($a\,r_0^2 < 1$ for
+# its constant $a$), and these embeddings start far from it; the one-layer collapse is the near-uniform
+# averaging of random attention matrices, whose rows are all close to $\mathbf 1^\top/n$ (the book does
+# not compute $a$ for these weights).
 
 # %% tags=["nbval-check-output"]
 mini = pretrained_curves["all-MiniLM-L6-v2"]

@@ -277,8 +277,8 @@ bound = {"pre": 1 - (1 - rho0) / 2.5, "post": 1 - (1 - rho0) * math.exp(-1.5)}
 # The recursion tracks the simulation to within a few hundredths at every depth; it slightly
 # *overestimates* the cosine because real attention at initialisation is not uniform: rows of $A$ that
 # differ also add differences between tokens, which uniform attention never does. Without scaling, post-LN
-# collapses completely within a few dozen layers (the paper's Figure 1 shows the same rise of the cosine
-# with depth for a post-LN translation model), and pre-LN approaches 1 more slowly, like $1 - O(n/L)$. With
+# collapses completely within a few dozen layers (the paper's Figure 1 shows a rise of the cosine with depth
+# too, but during *training* of a post-LN translation model, not at initialisation as here), and pre-LN approaches 1 more slowly, like $1 - O(n/L)$. With
 # $\alpha = 1/\sqrt L$ the cosine stays below the bounds of {prf:ref}`ch08-prop-scaling` whatever the depth.
 #
 # ## Collapsed tokens give zero query and key gradients
