@@ -1,0 +1,64 @@
+"""Tests of attnbook.tasks.reverser (chapter "Unequal gradients, temperature and adaptive optimisers")."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnbook.tasks import reverser as rv
+
+SIZE = rv.ReverserSize(vocab=5, seq_len=4, d_model=8, heads=2, depth=3, batch=16)
+
+
+def test_batches_reverse_their_inputs_and_the_model_shapes():
+    x, y = rv.batches(SIZE)(0)
+    assert x.shape == (16, 4) and torch.equal(y, x.flip(1))
+    model = rv.Reverser(SIZE, scaled=True, temperature=0.5)
+    assert model(x).shape == (16, 4, 5)
+    assert model.stack.blocks[0].alpha == pytest.approx(3 ** -0.5)
+
+
+def test_accuracy_is_one_for_a_perfect_reverser():
+    class Perfect(rv.Reverser):
+        def forward(self, x):
+            return torch.nn.functional.one_hot(x.flip(1), SIZE.vocab).float()
+
+    x = torch.randint(0, 5, (10, 4))
+    assert rv.accuracy(Perfect(SIZE, False, 1.0), x) == 1.0
+    assert rv.accuracy(rv.Reverser(SIZE, False, 1.0), x) < 1.0
+
+
+def test_a_lower_temperature_raises_the_query_value_gradient_ratio():
+    batch = rv.batches(SIZE)(0)
+    ratios = []
+    for tau in (1.0, 0.25):
+        torch.manual_seed(0)
+        ratios.append(rv.qv_ratio(rv.Reverser(SIZE, True, tau), batch))
+    assert ratios[1] > 1.5 * ratios[0], "dividing the logits by tau scales the W_Q gradient up"
+
+
+def test_train_run_logs_gradients_and_cosine_and_learns_with_adam():
+    x_eval = torch.randint(0, 5, (64, 4), generator=torch.Generator().manual_seed(1))
+    r = rv.train_run(SIZE, optimizer="adam", scaled=True, temperature=1.0, lr=3e-3, seed=0, steps=60,
+                     x_eval=x_eval, log_every=20)
+    assert [e["step"] for e in r["log"]] == [20, 40, 60]
+    assert all(e["qk_grad"] > 0 and e["v_grad"] > 0 and -1 <= e["cosine"] <= 1 for e in r["log"])
+    assert r["log"][-1]["loss"] < r["log"][0]["loss"]
+    with pytest.raises(ValueError, match="optimizer"):
+        rv.train_run(SIZE, optimizer="lbfgs", scaled=True, temperature=1.0, lr=1.0, seed=0, steps=1,
+                     x_eval=x_eval)
+
+
+def test_shipped_sweep_loads_and_gives_seed_accuracies_at_the_best_learning_rate():
+    from pathlib import Path
+
+    path = Path(rv.__file__).resolve().parents[1] / "data" / "signal" / "optimiser_sweep_quick.json"
+    sweep = rv.load_sweep(path)
+    arm = sweep["by_name"]["sgd, alpha=1/sqrt(L), tau=1"]
+    assert len(rv.seed_accuracies(arm)) == len(sweep["seeds"])
+    best = max(sweep["learning_rates"]["sgd"], key=lambda lr: sum(rv.seed_accuracies(arm, lr)))
+    assert arm["best_lr"] == best
+    with pytest.raises(ValueError, match="no runs"):
+        rv.seed_accuracies(arm, lr=123.0)
+    with pytest.raises(ValueError, match="expected the optimiser sweep"):
+        rv.load_sweep(path.with_name("missing.json"))
