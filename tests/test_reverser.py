@@ -62,3 +62,14 @@ def test_shipped_sweep_loads_and_gives_seed_accuracies_at_the_best_learning_rate
         rv.seed_accuracies(arm, lr=123.0)
     with pytest.raises(ValueError, match="expected the optimiser sweep"):
         rv.load_sweep(path.with_name("missing.json"))
+
+
+def test_learnable_residual_scales_start_at_alpha_and_move():
+    x_eval = torch.randint(0, 5, (32, 4), generator=torch.Generator().manual_seed(2))
+    r = rv.train_run(SIZE, optimizer="adam", scaled=True, temperature=1.0, lr=1e-2, seed=0, steps=20,
+                     x_eval=x_eval, log_every=10, learnable_alpha=True)
+    alphas = r["log"][-1]["alphas"]
+    assert len(alphas) == SIZE.depth
+    assert any(abs(a - 3 ** -0.5) > 1e-3 for a in alphas), "trained scales must move from 1/sqrt(L)"
+    fixed = rv.Reverser(SIZE, True, 1.0)
+    assert not any("alpha" in n for n, _ in fixed.named_parameters())

@@ -3,6 +3,8 @@ sampled paths)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -279,3 +281,22 @@ def test_rollout_and_accuracy_follow_the_model_device():
     assert tasks.full_accuracy(t["model"], t["eval"]) == pytest.approx(acc, abs=0.2)
     accs = tasks.path_accuracy(t["model"], t["eval"], 1, 2, 2, g)
     assert len(accs) == 2
+
+
+def test_collapse_step_is_sustained_merging_not_a_first_crossing():
+    assert circle.collapse_step([1.0, 0.5, 0.01, 0.5, 0.02, 0.01]) == 4, "the dip at step 2 is not a collapse"
+    assert circle.collapse_step([1.0, 0.5, 0.01, 0.5]) is None
+    assert circle.collapse_step([0.01, 0.02]) == 0
+    with pytest.raises(ValueError):
+        circle.collapse_step([])
+
+
+def test_token_gaps_and_baselines():
+    x, y = circle.circle_dataset(1000)
+    b = circle.baselines(x, y)
+    step = 2 * circle.RADIUS * math.sin(math.pi / 1000)
+    assert b["stay_put"] == pytest.approx(step**2, rel=1e-3)
+    assert b["origin"] == pytest.approx(circle.RADIUS**2, rel=1e-4)
+    p = torch.tensor([circle.RADIUS, 0.0])
+    traj = torch.stack([torch.stack([p, -p]), torch.stack([p, p])])  # opposite, then merged
+    assert torch.allclose(circle.token_gaps(traj), torch.tensor([1.0, 0.0]))

@@ -171,13 +171,17 @@ class Block(nn.Module):
         temperature: float = 1.0,
         d_ff: Optional[int] = None,
         bias: bool = True,
+        learnable_alpha: bool = False,
     ) -> None:
         super().__init__()
         if layernorm not in LAYERNORM_PLACEMENTS:
             raise ValueError(f"layernorm must be one of {LAYERNORM_PLACEMENTS}, got {layernorm!r}")
         if alpha <= 0:
             raise ValueError(f"alpha must be positive, got {alpha}")
-        self.skip, self.layernorm, self.alpha = skip, layernorm, float(alpha)
+        self.skip, self.layernorm = skip, layernorm
+        # learnable_alpha: one trainable residual scale per block, starting at alpha (chapter "Unequal
+        # gradients": how the scales move in training)
+        self.alpha = nn.Parameter(torch.tensor(float(alpha))) if learnable_alpha else float(alpha)
         self.attn = MultiHeadSelfAttention(d_model, n_heads, bias=bias, temperature=temperature)
         self.mlp = (
             nn.Sequential(

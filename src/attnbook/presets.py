@@ -103,9 +103,9 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
     # chapter "The circle task": one attention layer run recursively (Dong et al. 2021, Fig. 3).
     # Training: the book's recipe (AdamW, warm-up + cosine, clipping); the paper's recipe is shown once.
     "circle": {
-        "quick": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=150, lr=5e-3, batch=128,
-                      n_seeds=8, rollout=300, paper_recipe_epochs=70),
-        "paper": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=400, lr=5e-3, batch=128,
+        "quick": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=1000, lr=5e-3, batch=128,
+                      n_seeds=6, rollout=300, paper_recipe_epochs=70),
+        "paper": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=3000, lr=3e-3, batch=128,
                       n_seeds=16, rollout=300, paper_recipe_epochs=70),
     },
     # chapter "Path effectiveness": accuracy of sampled paths of each length (Dong et al. 2021, Fig. 4).

@@ -95,13 +95,14 @@ def tokens_with_cosine(
 def build_stack(
     depth: int, d_model: int, n_heads: int, *, layernorm: Optional[str] = "pre", scaled: bool = False,
     mlp: bool = True, temperature: float = 1.0, gain: float = 1.0, dtype: torch.dtype = torch.float32,
-    device: Optional[torch.device | str] = None,
+    device: Optional[torch.device | str] = None, learnable_alpha: bool = False,
 ) -> SelfAttentionNetwork:
     """A ``depth``-layer stack of :class:`attnbook.attention.Block` at Gaussian initialisation (chapter "Rank collapse
     at initialisation").
 
     ``scaled=True`` sets the residual scale ``alpha = 1 / sqrt(depth)`` (Noci et al. 2022); otherwise
-    ``alpha = 1``. Skip connections are on; ``layernorm`` is ``"pre"`` or ``"post"``.
+    ``alpha = 1``; ``learnable_alpha=True`` makes each block's ``alpha`` a parameter starting there.
+    Skip connections are on; ``layernorm`` is ``"pre"`` or ``"post"``.
     ``device``: build and initialise the weights there, drawing from that device's random generator
     (``None`` or the CPU: the CPU generator, as before). Deep, wide stacks are much faster to initialise
     on a GPU, but a GPU draws different weights than the CPU for the same seed.
@@ -114,7 +115,7 @@ def build_stack(
     with torch.device(device) if device is not None else contextlib.nullcontext():
         net = SelfAttentionNetwork(
             depth, d_model, n_heads, skip=True, mlp=mlp, layernorm=layernorm, alpha=alpha,
-            temperature=temperature,
+            temperature=temperature, learnable_alpha=learnable_alpha,
         )
     return gaussian_init_(net.to(dtype), gain=gain)
 

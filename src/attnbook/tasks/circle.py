@@ -106,3 +106,31 @@ def token_gap(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> flo
     if traj.ndim != 3 or traj.shape[1:] != (2, 2):
         raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
     return float((traj[-last:, 0] - traj[-last:, 1]).norm(dim=-1).mean() / radius)
+
+
+def token_gaps(traj: torch.Tensor, radius: float = RADIUS) -> torch.Tensor:
+    """The token gap ``g_t = ||x1_t - x2_t|| / (2 r)`` at every step of a rollout (chapter "The circle task", eq.
+    ``token-gap``): about 1 at the start, 0 when the two tokens have merged."""
+    if traj.ndim != 3 or traj.shape[1:] != (2, 2):
+        raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
+    return (traj[:, 0] - traj[:, 1]).norm(dim=-1) / (2 * radius)
+
+
+def collapse_step(gaps, threshold: float = 0.05):
+    """The step from which the tokens stay merged: the first ``t`` with ``gaps[s] < threshold`` for every
+    ``s >= t`` to the end of the rollout (sustained merging, not a first crossing), or ``None`` when the
+    last gap is not below the threshold (chapter "The circle task")."""
+    g = torch.as_tensor(gaps, dtype=torch.float64).flatten()
+    if g.numel() == 0:
+        raise ValueError("expected a non-empty sequence of gaps")
+    above = torch.nonzero(g >= threshold).flatten()
+    if len(above) and int(above[-1]) == len(g) - 1:
+        return None
+    return int(above[-1]) + 1 if len(above) else 0
+
+
+def baselines(X: torch.Tensor, Y: torch.Tensor) -> dict:
+    """The one-step errors a model must beat to have learned anything (chapter "The circle task"): predicting
+    "stay put" (``Y = X``) and predicting the origin, in the chapter's MSE (squared error summed over the
+    plane, mean over tokens and items)."""
+    return {"stay_put": float(((X - Y) ** 2).sum(-1).mean()), "origin": float((Y ** 2).sum(-1).mean())}

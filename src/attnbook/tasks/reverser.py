@@ -42,12 +42,12 @@ class ReverserSize:
 class Reverser(nn.Module):
     """Embeddings, a post-LN stack of ``depth`` blocks and a linear read-out (chapter "Unequal gradients")."""
 
-    def __init__(self, size: ReverserSize, scaled: bool, temperature: float) -> None:
+    def __init__(self, size: ReverserSize, scaled: bool, temperature: float, learnable_alpha: bool = False) -> None:
         super().__init__()
         self.size = size
         self.tok, self.pos = nn.Embedding(size.vocab, size.d_model), nn.Embedding(size.seq_len, size.d_model)
         self.stack = prop.build_stack(size.depth, size.d_model, size.heads, layernorm="post", scaled=scaled,
-                                      temperature=temperature)
+                                      temperature=temperature, learnable_alpha=learnable_alpha)
         self.out = nn.Linear(size.d_model, size.vocab)
 
     def hidden(self, x: torch.Tensor) -> torch.Tensor:
@@ -113,16 +113,18 @@ def balancing_temperature(size: ReverserSize, scaled: bool, grid=(0.1, 0.15, 0.2
 
 
 def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: float, lr: float, seed: int,
-              steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None) -> dict:
+              steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
+              learnable_alpha: bool = False) -> dict:
     """Train one :class:`Reverser` (chapter "Unequal gradients"): ``optimizer`` ``"sgd"`` (momentum 0.9) or
     ``"adam"``, constant learning rate, no clipping, no warm-up. Returns the final loss and accuracy on
     ``x_eval`` and a log every ``log_every`` steps of the loss, the query/key and value gradient norms
     (:func:`gradient_norms`) and the mean cosine between the output tokens of ``x_eval``, and the loss of
-    every step (``losses``)."""
+    every step (``losses``). With ``learnable_alpha`` each block's residual scale is trained too and the
+    log holds their values (``alphas``)."""
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
     torch.manual_seed(seed)
-    model = Reverser(size, scaled, temperature)
+    model = Reverser(size, scaled, temperature, learnable_alpha)
     log: list = []
     losses: list = []
 
@@ -136,8 +138,11 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
             grads = gradient_norms(m)
             with torch.no_grad():
                 cos = float(prop.token_cosine(m.hidden(x_eval.to(next(m.parameters()).device))).mean())
-            log.append({"step": step, "loss": round(losses[-1], 4), "qk_grad": grads["qk"], "v_grad": grads["v"],
-                        "cosine": round(cos, 4)})
+            entry = {"step": step, "loss": round(losses[-1], 4), "qk_grad": grads["qk"], "v_grad": grads["v"],
+                     "cosine": round(cos, 4)}
+            if learnable_alpha:
+                entry["alphas"] = [round(float(b.alpha), 4) for b in m.stack.blocks]
+            log.append(entry)
 
     hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=0,
                  schedule="constant", clip=None, seed=seed, progress=False, device=device, step_fn=step_fn)
