@@ -141,7 +141,7 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
             entry = {"step": step, "loss": round(losses[-1], 4), "qk_grad": grads["qk"], "v_grad": grads["v"],
                      "cosine": round(cos, 4)}
             if learnable_alpha:
-                entry["alphas"] = [round(float(b.alpha), 4) for b in m.stack.blocks]
+                entry["alphas"] = [round(float(torch.as_tensor(b.alpha).detach()), 4) for b in m.stack.blocks]
             log.append(entry)
 
     hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=0,
