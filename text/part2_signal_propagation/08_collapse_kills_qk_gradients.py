@@ -162,31 +162,72 @@ kappa_mc = (u.relu() * v.relu()).mean().item()
     ),
 ]
 
+
 # %% [markdown]
 # Two consequences follow directly from {eq}`ch08-mf-pre`.
 #
 # ```{prf:proposition} Collapse without scaling, a bound with $\alpha = 1/\sqrt L$
 # :label: ch08-prop-scaling
 #
-# Under the lemma's assumptions, with $\rho_0 < 1$:
+# Under the lemma's assumptions, with $0 \le \rho_0 < 1$:
 #
-# * $\alpha = 1$: pre-LN has $1 - \rho_l = (1-\rho_0)/q_l$ with $q_l \ge 1 + l/n$, so $\rho_l \to 1$
-#   polynomially; post-LN has $1 - \rho_{l+1} \le (1-\rho_l)/(1 + 1/n)$, so $\rho_l \to 1$ geometrically.
+# * $\alpha = 1$, pre-LN: without the MLP, $1 - \rho_l = (1-\rho_0)/q_l$ with $1 + l/n \le q_l \le 1 + l$, so
+#   $1 - \rho_l = \Theta(1/l)$; with the MLP, $1 - \rho_l \to 0$ like $l^{-2/3}$.
+# * $\alpha = 1$, post-LN: $1 - \rho_{l+1} \le (1-\rho_l)/(1 + 1/n)$, so $\rho_l \to 1$ geometrically.
 # * $\alpha = 1/\sqrt L$, attention and MLP: pre-LN has $\rho_L \le 1 - (1-\rho_0)/2.5$ and post-LN has
 #   $\rho_L \le 1 - (1 - \rho_0)\, e^{-3/2}$, for every depth $L$.
 # ```
 #
 # ```{prf:proof}
-# Pre-LN: attention adds the same amount to $q$ and $c$ and the MLP adds at least as much to $q$ as to $c$
-# ($\kappa(r) \le 1/2$), so $q_l - c_l \ge 1 - \rho_0$ and $1-\rho_l \ge (1-\rho_0)/q_l$ (with equality
-# without MLP). Since $1/n \le \mu \le 1$ and $\kappa \le 1/2$, each layer adds between $\alpha^2/n$ and
-# $\alpha^2 (1 + 1/2)$ to $q$: with $\alpha = 1$, $q_l \ge 1 + l/n$ (and $q_l$ grows without bound); with
-# $\alpha^2 = 1/L$, $q_L \le 1 + 1.5 = 2.5$. Post-LN: $1 - \rho' = (1-\rho)/(1 + \alpha^2\mu)$ for attention
-# and $1 - \rho' = (1 - \rho + \alpha^2(1/2 - \kappa))/(1 + \alpha^2/2) \ge (1-\rho)/(1+\alpha^2/2)$ for the
-# MLP; with $\alpha^2 = 1/L$ the product over $L$ layers is at least
-# $(1 + 1/L)^{-L} (1 + 1/(2L))^{-L} \ge e^{-1} e^{-1/2}$.
+# Write $D = q - c$, so $1 - \rho = D/q$. *Pre-LN without MLP*: attention adds $\alpha^2\mu$ to $q$ and to $c$,
+# so $D_l = D_0 = 1 - \rho_0$, and since $1/n \le \mu \le 1$, $1 + \alpha^2 l/n \le q_l \le 1 + \alpha^2 l$; with
+# $\alpha = 1$ this is $\Theta(1/l)$ for $1 - \rho_l$. *Pre-LN with MLP*, $\alpha = 1$: the MLP adds $1/2$ to $q$ and
+# $\kappa(r)$ to $c$ at its input cosine $r$. The arc-cosine kernel satisfies $r/2 \le \kappa(r) \le 1/2$: the
+# function $f(r) = \sqrt{1-r^2} - r\arccos r = 2\pi(\kappa(r) - r/2)$ has $f(1) = 0$ and $f'(r) = -\arccos r \le 0$.
+# So each layer adds $a_l = 1/2 - \kappa \in [0, \varepsilon_l/2]$ to $D$ (with $\varepsilon_l = 1 - \rho_l$, and the
+# cosine after attention no lower than before) and $b_l = \mu_l + 1/2 \in [1/2, 3/2]$ to $q$. Then
+# $\varepsilon_{l+1} - \varepsilon_l = (a_l - \varepsilon_l b_l)/q_{l+1} \le -\varepsilon_l \mu_l / q_{l+1}$ (the cosine
+# never falls), and with $\mu_l \ge \rho_l \ge \rho_0$ and $q_{l+1} \le 1 + 3(l+1)/2$,
+#
+# $$
+# \varepsilon_L \le \varepsilon_0 \prod_{l=1}^{L}\Big(1 - \frac{\rho_0}{1 + 3l/2}\Big) \le C\,\varepsilon_0\, L^{-2\rho_0/3} \to 0
+# $$
+#
+# (for $\rho_0 = 0$ start from the first layer, after which $\rho > 0$).
+#
+# As $\rho_l \to 1$ the exponent tends to $2/3$: near $r = 1$,
+# $\kappa(1-\varepsilon) = \tfrac12 - \tfrac{\varepsilon}{2} + \tfrac{\sqrt2}{3\pi}\varepsilon^{3/2} + O(\varepsilon^{5/2})$, so
+# $a_l = \varepsilon_l/2 + o(\varepsilon_l)$, $\mu_l \to 1$, $q_l \sim 3l/2$, and
+# $\varepsilon_{l+1} = \varepsilon_l(1 - \tfrac{2}{3l} + o(1/l))$, which is $\varepsilon_l \sim C l^{-2/3}$. *Post-LN*:
+# $1 - \rho' = (1-\rho)/(1 + \alpha^2\mu)$ for attention and
+# $1 - \rho' = (1 - \rho + \alpha^2(1/2 - \kappa))/(1 + \alpha^2/2) \ge (1-\rho)/(1+\alpha^2/2)$ for the MLP; with
+# $\alpha = 1$ the attention step alone gives the geometric rate, and with $\alpha^2 = 1/L$ the product over $L$
+# layers is at least $(1 + 1/L)^{-L} (1 + 1/(2L))^{-L} \ge e^{-1} e^{-1/2}$. *Pre-LN with* $\alpha^2 = 1/L$: $D$
+# never decreases and each layer adds at most $\alpha^2(1 + 1/2)$ to $q$, so $q_L \le 2.5$ and
+# $1 - \rho_L \ge (1-\rho_0)/2.5$.
 # ```
 #
+# The rates can be read off the recursion itself: iterating {eq}`ch08-mf-pre` for $10^4$ layers and fitting
+# the slope of $\log(1 - \rho_l)$ against $\log l$ over the last decade.
+
+# %% tags=["nbval-check-output"]
+def late_slope(mlp):
+    eps = 1 - prop.meanfield_cosine(10_000, 0.3, n, layernorm="pre", mlp=mlp).double()
+    layers = torch.arange(1000, 10_001, dtype=torch.float64)
+    return prop.log_log_slope(layers, eps[1000:])
+
+
+slopes = {mlp: late_slope(mlp) for mlp in (False, True)}
+print("pre-LN, alpha = 1: slope of log(1 - rho_l) against log l over layers 1000-10000:",
+      {("attention + MLP" if k else "attention only"): round(v, 3) for k, v in slopes.items()})
+[
+    attnbook.check("pre-LN recursion without MLP: rate exponent of 1 - rho_l (theory -1)",
+                   slopes[False], close_to=-1.0, tol=0.02, digits=3),
+    attnbook.check("pre-LN recursion with MLP: rate exponent of 1 - rho_l (theory -2/3)",
+                   slopes[True], close_to=-2 / 3, tol=0.03, digits=3),
+]
+
+# %% [markdown]
 # Now the simulation: for each depth $L$ we draw `n_nets` fresh stacks (attention + MLP, 4 heads) and
 # measure the cosine of the output tokens, with $\alpha = 1$ and with $\alpha = 1/\sqrt L$ ({numref}`fig-ch08-1`).
 
@@ -278,7 +319,7 @@ bound = {"pre": 1 - (1 - rho0) / 2.5, "post": 1 - (1 - rho0) * math.exp(-1.5)}
 # *overestimates* the cosine because real attention at initialisation is not uniform: rows of $A$ that
 # differ also add differences between tokens, which uniform attention never does. Without scaling, post-LN
 # collapses completely within a few dozen layers (the paper's Figure 1 shows a rise of the cosine with depth
-# too, but during *training* of a post-LN translation model, not at initialisation as here), and pre-LN approaches 1 more slowly, like $1 - O(n/L)$. With
+# too, but during *training* of a post-LN translation model, not at initialisation as here), and pre-LN approaches 1 more slowly, like $1 - O(L^{-2/3})$ with its MLPs ({prf:ref}`ch08-prop-scaling`). With
 # $\alpha = 1/\sqrt L$ the cosine stays below the bounds of {prf:ref}`ch08-prop-scaling` whatever the depth.
 #
 # ## Collapsed tokens give zero query and key gradients
@@ -444,7 +485,7 @@ def ratio(key, layer):
 # ## Summary
 #
 # * Token cosine measures rank collapse. At initialisation it rises to 1 with depth without residual
-#   scaling (geometrically for post-LN, polynomially for pre-LN), and stays bounded with $\alpha = 1/\sqrt L$.
+#   scaling (geometrically for post-LN; for pre-LN $1 - \rho_L$ falls like $1/L$ without MLPs and like $L^{-2/3}$ with them), and stays bounded with $\alpha = 1/\sqrt L$.
 # * A mean-field recursion under uniform attention, {eq}`ch08-mf-pre`, predicts the simulated cosine to
 #   within 0.1 at every depth, and gives depth-independent bounds ({prf:ref}`ch08-prop-scaling`).
 # * {prf:ref}`ch08-thm-collapse`: collapsed tokens make the attention matrix independent of $W_Q, W_K$, so
