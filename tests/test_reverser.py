@@ -73,3 +73,20 @@ def test_learnable_residual_scales_start_at_alpha_and_move():
     assert any(abs(a - 3 ** -0.5) > 1e-3 for a in alphas), "trained scales must move from 1/sqrt(L)"
     fixed = rv.Reverser(SIZE, True, 1.0)
     assert not any("alpha" in n for n, _ in fixed.named_parameters())
+
+
+def test_the_chapter_s_figures_draw_from_runs():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from attnbook import reverser_figures
+
+    sweep = rv.load_sweep()
+    fig = reverser_figures.optimiser_sweep(sweep)
+    assert len(fig.axes) == 4 and len(fig.legends) == 1
+    assert len(fig.axes[0].containers) == sum(a["optimizer"] == "sgd" for a in sweep["arms"])
+    x_eval = torch.randint(0, 5, (16, 4), generator=torch.Generator().manual_seed(3))
+    runs, learned = rv.by_depth(SIZE, (2, 3), lr=1e-3, steps=4, x_eval=x_eval, learnable_depth=3)
+    assert set(runs) == {(2, False), (2, True), (3, False), (3, True)} and set(learned) == {False, True}
+    fig = reverser_figures.cosine_during_training(runs, learned)
+    assert len(fig.axes[0].lines) == 4 and len(fig.axes[1].lines) == 2 * 3

@@ -356,7 +356,8 @@ def slowest_layer_ratio(c):
         band=0.05,
     ),
     attnbook.check(
-        "SAN+MLP and SAN+LN: smaller order of collapse (the bound keeps the cubic order)",
+        "SAN+MLP and SAN+LN: smaller order of collapse (the bound keeps the cubic "
+        "order)",
         min(order["SAN+MLP"]["order"], order["SAN+LN"]["order"]),
         at_least=2.5,
         digits=2,
@@ -465,12 +466,15 @@ widgets.VBox([widgets.HBox([widgets.VBox(sliders), widgets.VBox(switches)]), out
 # %% tags=["hide-input"]
 grid_variants = ("SAN", "SAN+LN", "SAN+skip", "Transformer")
 grid_gains = (0.5, 1.0, 2.0)
-fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.4), sharex=True, sharey=True,
-                         layout="constrained")
+fig, axes = plt.subplots(
+    2, 2, figsize=(6.4, 6.4), sharex=True, sharey=True, layout="constrained"
+)
 for ax, name in zip(axes.flat, grid_variants):
     for gain, shade in zip(grid_gains, ("0.65", "C0", "0.1")):
         c = residual_curves(VARIANTS[name], depth=12, n_heads=4, d_model=64, gain=gain)
-        ax.plot(c.clamp_min(FLOOR).median(0).values, color=shade, label=f"scale {gain:g}")
+        ax.plot(
+            c.clamp_min(FLOOR).median(0).values, color=shade, label=f"scale {gain:g}"
+        )
     ax.set(yscale="log", ylim=(1e-17, 3), title=name)
 for ax in axes[1]:
     ax.set_xlabel("layer")

@@ -502,19 +502,26 @@ plt.show()
 # row is $x = \mathbf 1 + 10^{-7} u$ (almost a multiple of the all-ones vector) and whose residual is
 # $10^{-12}$ times a Gaussian matrix, in float64, through a LayerNorm with unit gain and zero bias.
 
-# %% tags=["nbval-check-output"]
+# %%
 g_ce = torch.Generator().manual_seed(7)
 n_ce, d_ce = 16, 32
 shared = 1 + 1e-7 * torch.randn(d_ce, generator=g_ce, dtype=torch.float64)
 X_ce = shared + 1e-12 * torch.randn(n_ce, d_ce, generator=g_ce, dtype=torch.float64)
 ln_ce = torch.nn.LayerNorm(d_ce, dtype=torch.float64)  # gain 1, bias 0
 with torch.no_grad():
-    before, after = float(relative_residual(X_ce)), float(relative_residual(ln_ce(X_ce)))
+    before, after = (
+        float(relative_residual(X_ce)),
+        float(relative_residual(ln_ce(X_ce))),
+    )
 growth = after / before
 centre = torch.eye(d_ce, dtype=torch.float64) - 1 / d_ce
 first_order = float(shared.norm() / (centre @ shared).norm())
-print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied by "
-      f"{growth:.1e}; ||x|| / ||Cx|| = {first_order:.1e}")
+print(
+    f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied by "
+    f"{growth:.1e}; ||x|| / ||Cx|| = {first_order:.1e}"
+)
+
+# %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "LayerNorm counterexample: relative residual after / before",

@@ -159,7 +159,9 @@ for variant, r in pretrained_curves["all-MiniLM-L6-v2"].items():
 # (layer, r_l) points per variant.
 fig2 = papers.number("dong2021", "fig2_relative_residual")  # where: fig2.where
 PAPER = {
-    (model, state): {k: v if k == "embeddings" else [tuple(p) for p in v] for k, v in d.items()}
+    (model, state): {
+        k: v if k == "embeddings" else [tuple(p) for p in v] for k, v in d.items()
+    }
     for model, states in fig2.value.items()
     for state, d in states.items()
 }

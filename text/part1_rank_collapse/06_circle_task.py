@@ -247,7 +247,10 @@ for d in cfg["widths"]:
 
 # %% tags=["nbval-check-output"]
 worst = max(r["mse"] for out in runs.values() for r in out) / base["stay_put"]
-print(f"one-step MSE / stay put, worst of {sum(map(len, runs.values()))} models: {worst:.2f}")
+print(
+    f"one-step MSE / stay put, worst of {sum(map(len, runs.values()))} models: "
+    f"{worst:.2f}"
+)
 attnbook.check(
     "gate: worst one-step MSE of the trained models / stay-put MSE",
     worst,
@@ -452,7 +455,8 @@ print(paper_steps)
 
 # %% tags=["nbval-check-output"]
 attnbook.compare(
-    "circle, paper recipe (untrained models): collapse step of d=128 SAN+MLP minus that "
+    "circle, paper recipe (untrained models): collapse step of d=128 SAN+MLP minus "
+    "that "
     "of d=32 SAN (seed 0)",
     (paper_steps["d=128 SAN+MLP"] or cfg["rollout"] + 1) - paper_steps["d=32 SAN"],
     digits=2,

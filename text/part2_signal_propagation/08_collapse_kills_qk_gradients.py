@@ -218,13 +218,28 @@ def late_slope(mlp):
 
 
 slopes = {mlp: late_slope(mlp) for mlp in (False, True)}
-print("pre-LN, alpha = 1: slope of log(1 - rho_l) against log l over layers 1000-10000:",
-      {("attention + MLP" if k else "attention only"): round(v, 3) for k, v in slopes.items()})
+print(
+    "pre-LN, alpha = 1: slope of log(1 - rho_l) against log l over layers 1000-10000:",
+    {
+        ("attention + MLP" if k else "attention only"): round(v, 3)
+        for k, v in slopes.items()
+    },
+)
 [
-    attnbook.check("pre-LN recursion without MLP: rate exponent of 1 - rho_l (theory -1)",
-                   slopes[False], close_to=-1.0, tol=0.02, digits=3),
-    attnbook.check("pre-LN recursion with MLP: rate exponent of 1 - rho_l (theory -2/3)",
-                   slopes[True], close_to=-2 / 3, tol=0.03, digits=3),
+    attnbook.check(
+        "pre-LN recursion without MLP: rate exponent of 1 - rho_l (theory -1)",
+        slopes[False],
+        close_to=-1.0,
+        tol=0.02,
+        digits=3,
+    ),
+    attnbook.check(
+        "pre-LN recursion with MLP: rate exponent of 1 - rho_l (theory -2/3)",
+        slopes[True],
+        close_to=-2 / 3,
+        tol=0.03,
+        digits=3,
+    ),
 ]
 
 # %% [markdown]

@@ -42,6 +42,7 @@ from IPython.display import Markdown, display
 
 import attnbook
 from attnbook import propagation as prop
+from attnbook import reverser_figures
 from attnbook import stats
 from attnbook import plotting
 from attnbook.plotting import paper_line
@@ -458,25 +459,36 @@ def fairseq_multiplier(n_tokens, cosine):
     return 1 / prop.balancing_temperature(X, fairseq_sigma, fairseq_sigma)
 
 
-print("1/tau* with fairseq's initialisation at d = 512 (rows: cosine; columns: n = 25, 27, 30)")
+print(
+    "1/tau* with fairseq's initialisation at d = 512 (rows: cosine; columns: n = 25, "
+    "27, 30)"
+)
 for cosine in (0.2, 0.3, 0.4):
-    print(f"  rho = {cosine}:", [round(fairseq_multiplier(m, cosine), 2) for m in (25, 27, 30)])
+    print(
+        f"  rho = {cosine}:",
+        [round(fairseq_multiplier(m, cosine), 2) for m in (25, 27, 30)],
+    )
 multiplier = fairseq_multiplier(27, 0.3)
 multiplier_range = (fairseq_multiplier(25, 0.3), fairseq_multiplier(30, 0.3))
 near_uniform = ratios[-1] / (tau_formula / taus[-1]) ** 2
-print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention near uniform): "
-      f"{near_uniform:.2f}")
+print(
+    f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention near "
+    "uniform): "
+    f"{near_uniform:.2f}"
+)
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare(
-        "balancing logit multiplier 1/tau*, the paper's setting (fairseq init, d = 512, "
+        "balancing logit multiplier 1/tau*, the paper's setting (fairseq init, d = "
+        "512, "
         "rho = 0.3, n = 25-30)",
         multiplier,
         paper=8.5,
         interval=multiplier_range,
         digits=2,
-        source="the review's tau = 8.5, read as a multiplier of the logits (a hypothesis: "
+        source="the review's tau = 8.5, read as a multiplier of the logits (a "
+               "hypothesis: "
         "the review does not say which)",
         reason="the range over IWSLT lengths does not contain 8.5",
     ),
@@ -636,8 +648,11 @@ acc = {k: r["acc"] for k, r in results.items()}
 # %% tags=["hide-input"]
 sweep = rv.load_sweep()  # precomputed: rv.SWEEP
 arm = sweep["by_name"]
-shipped_run = next(r for r in arm["sgd, alpha=1, tau=1"]["runs"]
-                   if r["lr"] == sizes["sgd_lr"] and r["seed"] == 0)
+shipped_run = next(
+    r
+    for r in arm["sgd, alpha=1, tau=1"]["runs"]
+    if r["lr"] == sizes["sgd_lr"] and r["seed"] == 0
+)
 live_gap = abs(shipped_run["acc"] - acc["sgd", False, 1.0])
 rows = ["| arm | learning rate: accuracy, mean (min-max over seeds) |", "|---|---|"]
 for name, a in arm.items():
@@ -645,52 +660,37 @@ for name, a in arm.items():
     for lr in sweep["learning_rates"][a["optimizer"]]:
         s = rv.seed_accuracies(a, lr)
         mark = "**" if lr == a["best_lr"] else ""
-        cells_.append(f"{mark}{lr:g}: {sum(s) / len(s):.2f} ({min(s):.2f}-{max(s):.2f}){mark}")
+        cells_.append(
+            f"{mark}{lr:g}: {sum(s) / len(s):.2f} ({min(s):.2f}-{max(s):.2f}){mark}"
+        )
     rows.append(f"| {name} | " + "; ".join(cells_) + " |")
 display(Markdown("\n".join(rows)))
 print(f"the live run above against the shipped one: accuracy gap {live_gap:.3f}")
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.6), layout="constrained")
-styles = {name: dict(color="#d62728" if a["optimizer"] == "sgd" else "#1f77b4",
-                     ls="--" if a["scaled"] else "-", alpha=1.0 if a["temperature"] == 1 else 0.5)
-          for name, a in arm.items()}
-for name, a in arm.items():
-    ax = axes[0, 0] if a["optimizer"] == "sgd" else axes[0, 1]
-    lrs = sweep["learning_rates"][a["optimizer"]]
-    accs = [rv.seed_accuracies(a, lr) for lr in lrs]
-    mean = [sum(s) / len(s) for s in accs]
-    ax.errorbar(lrs, mean, yerr=[[m - min(s) for m, s in zip(mean, accs)],
-                                 [max(s) - m for m, s in zip(mean, accs)]],
-                marker="o", ms=4, capsize=2, label=name, **styles[name])
-    log = next(r["log"] for r in a["runs"] if r["lr"] == a["best_lr"] and r["seed"] == 0)
-    steps = [e["step"] for e in log]
-    axes[1, 0].plot(steps, [e["qk_grad"] / e["v_grad"] for e in log], **styles[name])
-    axes[1, 1].plot(steps, [e["cosine"] for e in log], **styles[name])
-for ax, title in zip(axes[0], ("SGD", "Adam")):
-    ax.set(xscale="log", xlabel="learning rate", ylabel="accuracy", title=title, ylim=(0, 1.05))
-axes[1, 0].set(yscale="log", xlabel="step", ylabel="|grad W_QK| / |grad W_V|",
-               title="best learning rate, seed 0")
-axes[1, 1].set(xlabel="step", ylabel="output token cosine", title="best learning rate, seed 0",
-               ylim=(-0.05, 1.05))
-handles, labels = zip(*(hl for ax in axes[0] for hl in zip(*ax.get_legend_handles_labels())))
-fig.legend(handles, labels, loc="outside lower center", ncol=1)
+reverser_figures.optimiser_sweep(sweep)
 plt.show()
 
 
 # %%
 def difference(a, b):
     est, lo, hi = stats.bootstrap_mean_difference(
-        rv.seed_accuracies(arm[a]), rv.seed_accuracies(arm[b]))
+        rv.seed_accuracies(arm[a]), rv.seed_accuracies(arm[b])
+    )
     return est, (lo, hi)
 
 
 adam_gain, adam_ci = difference("adam, alpha=1, tau=1", "sgd, alpha=1, tau=1")
 scale_gain, scale_ci = difference("sgd, alpha=1/sqrt(L), tau=1", "sgd, alpha=1, tau=1")
-tau_name = next(n for n, a in arm.items() if a["optimizer"] == "sgd" and a["temperature"] != 1)
+tau_name = next(
+    n for n, a in arm.items() if a["optimizer"] == "sgd" and a["temperature"] != 1
+)
 tau_gain, tau_ci = difference(tau_name, "sgd, alpha=1, tau=1")
-tau_log = next(r["log"] for r in arm[tau_name]["runs"]
-               if r["lr"] == arm[tau_name]["best_lr"] and r["seed"] == 0)
+tau_log = next(
+    r["log"]
+    for r in arm[tau_name]["runs"]
+    if r["lr"] == arm[tau_name]["best_lr"] and r["seed"] == 0
+)
 adam_seeds = rv.seed_accuracies(arm["adam, alpha=1, tau=1"])
 init_ratio = {}
 for t in (1.0, arm[tau_name]["temperature"]):
@@ -699,34 +699,73 @@ for t in (1.0, arm[tau_name]["temperature"]):
     init_ratio[t] = rv.qv_ratio(unscaled, rv.batches(size)(0))
 
 # %% tags=["nbval-check-output"]
-REVIEW = "Noci et al. 2022 (the review's reading): adaptive optimisers and residual scaling "
+REVIEW = (
+    "Noci et al. 2022 (the review's reading): adaptive optimisers and residual scaling "
+)
 [
-    attnbook.check("sweep: the live SGD run against its shipped twin (accuracy gap)",
-                   live_gap, at_most=0.03, digits=2, precomputed=sweep["command"]),
+    attnbook.check(
+        "sweep: the live SGD run against its shipped twin (accuracy gap)",
+        live_gap,
+        at_most=0.03,
+        digits=2,
+        precomputed=sweep["command"],
+    ),
     attnbook.compare(
         "unscaled model: Adam minus SGD, accuracy at each one's best learning rate",
-        adam_gain, paper=1.0, same_side_of=0.0, interval=adam_ci, digits=2,
+        adam_gain,
+        paper=1.0,
+        same_side_of=0.0,
+        interval=adam_ci,
+        digits=2,
         source=REVIEW + "train what SGD cannot (a direction: positive)",
-        reason=f"Adam trains the unscaled model for 1 seed of 3 at its best learning rate "
-        f"(accuracies {', '.join(f'{x:.2f}' for x in adam_seeds)}): the seeds do not decide",
-        precomputed=sweep["command"]),
+        reason="Adam trains the unscaled model for 1 seed of 3 at its best learning "
+               "rate "
+        f"(accuracies {', '.join(f'{x:.2f}' for x in adam_seeds)}): the seeds do not "
+        "decide",
+        precomputed=sweep["command"],
+    ),
+]
+
+# %% tags=["nbval-check-output"]
+[
     attnbook.compare(
-        "SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning rate",
-        scale_gain, paper=1.0, same_side_of=0.0, interval=scale_ci, digits=2,
+        "SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning "
+        "rate",
+        scale_gain,
+        paper=1.0,
+        same_side_of=0.0,
+        interval=scale_ci,
+        digits=2,
         source=REVIEW + "let SGD train a deep model (a direction: positive)",
-        reason="the interval reaches zero", precomputed=sweep["command"]),
+        reason="the interval reaches zero",
+        precomputed=sweep["command"],
+    ),
+]
+
+# %% tags=["nbval-check-output"]
+[
     attnbook.compare(
-        "SGD, unscaled: its balancing temperature minus tau = 1, accuracy at each one's best "
+        "SGD, unscaled: its balancing temperature minus tau = 1, accuracy at each "
+        "one's best "
         "learning rate",
-        tau_gain, paper=1.0, same_side_of=0.0, interval=tau_ci, digits=2,
-        source="Noci et al. 2022: a temperature that balances the query/key and value gradients "
+        tau_gain,
+        paper=1.0,
+        same_side_of=0.0,
+        interval=tau_ci,
+        digits=2,
+        source="Noci et al. 2022: a temperature that balances the query/key and value "
+               "gradients "
         "helps SGD (a direction: positive)",
-        reason=f"tau = {arm[tau_name]['temperature']:g} balances the gradients at initialisation "
+        reason=f"tau = {arm[tau_name]['temperature']:g} balances the gradients at "
+               "initialisation "
         f"(Q/V ratio {init_ratio[arm[tau_name]['temperature']]:.2f}, against "
-        f"{init_ratio[1.0]:.2f} at tau = 1), but the balance is gone by step {tau_log[0]['step']} "
-        f"(QK/V {tau_log[0]['qk_grad'] / tau_log[0]['v_grad']:.2f}) and the output tokens stay "
+        f"{init_ratio[1.0]:.2f} at tau = 1), but the balance is gone by step "
+        f"{tau_log[0]['step']} "
+        f"(QK/V {tau_log[0]['qk_grad'] / tau_log[0]['v_grad']:.2f}) and the output "
+        "tokens stay "
         f"collapsed (cosine {tau_log[-1]['cosine']:.3f} at step {tau_log[-1]['step']})",
-        precomputed=sweep["command"]),
+        precomputed=sweep["command"],
+    ),
 ]
 
 # %% [markdown]
@@ -750,48 +789,21 @@ REVIEW = "Noci et al. 2022 (the review's reading): adaptive optimisers and resid
 # (`learnable_alpha=True`, one per block), started at 1 and at $1/\sqrt L$, to see where training takes them.
 
 # %%
-import dataclasses
-
-by_depth = {}
-for depth in (4, 8, 16):
-    for scaled in (False, True):
-        by_depth[depth, scaled] = rv.train_run(
-            dataclasses.replace(size, depth=depth), optimizer="adam", scaled=scaled,
-            temperature=1.0, lr=sizes["adam_lr"], seed=0, steps=sizes["steps"],
-            x_eval=x_eval, device=dev)
-learned = {
-    scaled: rv.train_run(
-        dataclasses.replace(size, depth=16), optimizer="adam", scaled=scaled,
-        temperature=1.0, lr=sizes["adam_lr"], seed=0, steps=sizes["steps"],
-        x_eval=x_eval, device=dev, learnable_alpha=True)
-    for scaled in (False, True)
-}
+by_depth, learned = rv.by_depth(
+    size, (4, 8, 16), lr=sizes["adam_lr"], steps=sizes["steps"], x_eval=x_eval,
+    device=dev, learnable_depth=16,
+)
 for (depth, scaled), r in by_depth.items():
+    cosines = " ".join(f"{e['cosine']:.2f}" for e in r["log"])
     print(f"depth {depth:2d}, alpha={'1/sqrt(L)' if scaled else '1':9s}: accuracy "
-          f"{r['acc']:.2f}, token cosine " + " ".join(f"{e['cosine']:.2f}" for e in r["log"]))
+          f"{r['acc']:.2f}, token cosine {cosines}")
 for scaled, r in learned.items():
     a = r["log"][-1]["alphas"]
-    print(f"learnable alpha from {'1/sqrt(L)' if scaled else '1'}: accuracy {r['acc']:.2f}, "
-          f"scales after training {min(a):.2f} to {max(a):.2f}")
+    print(f"learnable alpha from {'1/sqrt(L)' if scaled else '1'}: accuracy "
+          f"{r['acc']:.2f}, scales after training {min(a):.2f} to {max(a):.2f}")
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(2, 1, figsize=(6.4, 7.0), layout="constrained")
-shades = {4: "0.7", 8: "C0", 16: "0.1"}
-for (depth, scaled), r in by_depth.items():
-    axes[0].plot([e["step"] for e in r["log"]], [e["cosine"] for e in r["log"]],
-                 color=shades[depth], ls="--" if scaled else "-",
-                 label=f"L={depth}, alpha={'1/sqrt(L)' if scaled else '1'}")
-axes[0].set(xlabel="step", ylabel="output token cosine", ylim=(-0.05, 1.05),
-            title="Adam, post-LN: deep unscaled stacks stay collapsed longer")
-for scaled, r in learned.items():
-    steps = [e["step"] for e in r["log"]]
-    alphas = torch.tensor([e["alphas"] for e in r["log"]])
-    for j in range(alphas.shape[1]):
-        axes[1].plot(steps, alphas[:, j], color="C3" if scaled else "C2", lw=0.8, alpha=0.7,
-                     label=(f"from {'1/sqrt(L)' if scaled else '1'}" if j == 0 else None))
-axes[1].set(xlabel="step", ylabel="residual scale alpha", title="Learnable scales, depth 16")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
-axes[1].legend(loc="center right")
+reverser_figures.cosine_during_training(by_depth, learned)
 plt.show()
 
 
@@ -803,13 +815,22 @@ def mean_cosine(r):
 deep_gap = mean_cosine(by_depth[16, False]) - mean_cosine(by_depth[16, True])
 learned_range = [
     max(abs(a - r["log"][0]["alphas"][j]) for a in [e["alphas"][j] for e in r["log"]])
-    for r in learned.values() for j in range(16)
+    for r in learned.values()
+    for j in range(16)
 ]
-print(f"largest move of a learnable scale from its first logged value: {max(learned_range):.2f}")
+print(
+    "largest move of a learnable scale from its first logged value: "
+    f"{max(learned_range):.2f}"
+)
 attnbook.compare(
     "depth 16, Adam: mean token cosine during training, alpha=1 minus alpha=1/sqrt(L)",
-    deep_gap, paper=1.0, same_side_of=0.0, digits=2, band=0.05,
-    source="Noci et al. 2022, Fig. 1: without scaling the cosine of deep post-LN models "
+    deep_gap,
+    paper=1.0,
+    same_side_of=0.0,
+    digits=2,
+    band=0.05,
+    source="Noci et al. 2022, Fig. 1: without scaling the cosine of deep post-LN "
+           "models "
     "stays high in training (a direction: positive)",
     reason="in this run the unscaled stack's cosine is not above the scaled one's",
 )

@@ -543,7 +543,8 @@ print(
         same_side_of=0.25,
         digits=2,
         band=0.02,
-        reason=f"the ranking by LRP is reliable (split-half {lrp_split['enc_self']:.2f}) "
+        reason="the ranking by LRP is reliable (split-half "
+               f"{lrp_split['enc_self']:.2f}) "
         f"but does not follow confidence (rank correlation {rho_enc:.2f})",
         source="Voita et al. Sec. 4: the most confident heads are also the most "
         "relevant (Fig. 1)",
@@ -557,7 +558,8 @@ print(
         same_side_of=0.5,
         digits=1,
         reason=f"the most relevant layer-1 head is more confident than "
-        f"{cfg.n_heads - 1 - less_confident} of the layer's other {cfg.n_heads - 1} heads",
+        f"{cfg.n_heads - 1 - less_confident} of the layer's other {cfg.n_heads - 1} "
+        "heads",
         source="Voita et al. Sec. 4: a first-layer head is relevant without being "
         "confident (Fig. 1)",
         precomputed=shipped_lrp["command"],
@@ -664,10 +666,14 @@ neighbour = torch.maximum(prev_share, next_share).flatten()
 top_relevant = set(relevance["enc_self"].flatten().topk(3).indices.tolist())
 top_positional = set(neighbour.topk(3).indices.tolist())
 both = sorted(top_relevant & top_positional)
-print("three most relevant encoder heads (layer, head):",
-      sorted((h // cfg.n_heads + 1, h % cfg.n_heads + 1) for h in top_relevant))
-print("their neighbour shares:",
-      [round(float(neighbour[h]), 2) for h in sorted(top_relevant)])
+print(
+    "three most relevant encoder heads (layer, head):",
+    sorted((h // cfg.n_heads + 1, h % cfg.n_heads + 1) for h in top_relevant),
+)
+print(
+    "their neighbour shares:",
+    [round(float(neighbour[h]), 2) for h in sorted(top_relevant)],
+)
 attnbook.compare(
     "of the 3 most relevant encoder heads (LRP), how many are among the 3 most "
     "positional",
@@ -677,7 +683,8 @@ attnbook.compare(
     digits=1,
     source="Voita et al. Sec. 5: the most relevant heads are the ones with roles "
     "(positional, syntactic, rare-token): all of them, qualitatively",
-    reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most positional",
+    reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
+           "positional",
     precomputed=shipped_lrp["command"],
 )
 

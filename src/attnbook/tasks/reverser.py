@@ -10,6 +10,7 @@ learns: the query/key and value gradient norms and the cosine between the output
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass
@@ -175,3 +176,17 @@ def seed_accuracies(arm: dict, lr: float | None = None) -> list[float]:
     if not accs:
         raise ValueError(f"arm {arm['name']!r} has no runs at learning rate {lr}")
     return accs
+
+
+def by_depth(size: ReverserSize, depths, *, lr: float, steps: int, x_eval: torch.Tensor, seed: int = 0,
+             device=None, learnable_depth: int | None = None) -> tuple[dict, dict]:
+    """Adam runs at every depth of ``depths``, unscaled and with ``alpha = 1/sqrt(L)`` (``(depth, scaled) ->
+    run``), and, at ``learnable_depth``, runs with learnable residual scales started at 1 and at 1/sqrt(L)
+    (``scaled -> run``; empty when None): Noci et al.'s Figure 1 on the reversal task."""
+    kw = dict(optimizer="adam", temperature=1.0, lr=lr, seed=seed, steps=steps, x_eval=x_eval, device=device)
+    runs = {(d, s): train_run(dataclasses.replace(size, depth=d), scaled=s, **kw)
+            for d in depths for s in (False, True)}
+    learned = {} if learnable_depth is None else {
+        s: train_run(dataclasses.replace(size, depth=learnable_depth), scaled=s, learnable_alpha=True, **kw)
+        for s in (False, True)}
+    return runs, learned
