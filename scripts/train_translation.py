@@ -203,7 +203,6 @@ def main() -> None:
         "preset": args.preset,
         "variant": args.variant,
         "overrides": overrides,
-        "config": {k: getattr(cfg, k) for k in ("d_model", "n_heads", "enc_layers", "dec_layers", "d_ff")},
         "train_steps": hist["steps_done"],
         "epochs": round(stream.epochs(hist["steps_done"]), 3),
         "stopped": hist["stopped"],

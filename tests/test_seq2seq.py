@@ -195,6 +195,8 @@ def test_training_steps_greedy_decode_and_checkpoint(tmp_path):
         load_model(tmp_path / "missing.safetensors")
     with pytest.raises(ValueError):
         save_model(m, tmp_path / "m.pt")
+    with pytest.raises(ValueError, match="config"):
+        save_model(m, tmp_path / "m2.safetensors", {"config": {"d_model": 16}})
 
 
 def test_beam_search_is_exact_when_the_beam_holds_every_prefix():

@@ -392,6 +392,8 @@ def save_model(model: Seq2SeqTransformer, path, meta: Optional[dict] = None, hal
     path = Path(path)
     if path.suffix != ".safetensors":
         raise ValueError(f"expected a .safetensors path, got {path}")
+    if meta and "config" in meta:
+        raise ValueError("meta must not hold 'config': save_model stores the model's own config there")
     full_meta = {"config": asdict(model.cfg), **(meta or {})}
     to_save = copy.deepcopy(model).cpu()
     if half:

@@ -689,6 +689,59 @@ attnbook.compare(
 )
 
 # %% [markdown]
+# ### Would wider heads reach 90%?
+#
+# The paper's heads are 64 wide, the book's 16 (width 128 over 8 heads). One more run of the same recipe,
+# with 4 heads per layer of width 32 (`python scripts/train_translation.py --resume --variant h4 --set
+# n_heads=4`; its record says how long it took), asks whether the width of the heads is what keeps the
+# book's neighbour heads below the paper's line. The rule, stated before the result: the variant reaches the
+# paper's criterion if one of its encoder heads puts its largest weight on the previous or the next token for
+# at least 90% of the tokens of the same dev verses.
+
+# %%
+model_h4, meta_h4 = tr.load_translation_model(
+    tr.DATA_DIR / "converged_quick_h4.safetensors", device=dev
+)  # precomputed: trained by the command in its record
+roles_h4 = hd.head_roles(
+    model_h4, [src_ids[i] for i in fits], [tgt_ids[i] for i in fits],
+    token_counts=tr.source_token_counts(), parses=[parses[i] for i in fits],
+)
+best_h4 = {k: float(roles_h4["enc_self"][k].max()) for k in ("prev", "next")}
+rows = ["| | 8 heads of width 16 (shipped) | 4 heads of width 32 |", "|---|---|---|"]
+for label, a, b in (
+    ("dev BLEU (greedy, best evaluation)", max(e["dev_bleu"] for e in meta["evals"]),
+     max(e["dev_bleu"] for e in meta_h4["evals"])),
+    ("test BLEU (greedy)", meta["test_bleu_greedy"], meta_h4["test_bleu_greedy"]),
+    ("best previous-token share", best_prev, best_h4["prev"]),
+    ("best next-token share", best_next, best_h4["next"]),
+    ("training (minutes, one thread)", round(meta["train_wall_seconds"] / 60),
+     round(meta_h4["train_wall_seconds"] / 60)),
+):
+    rows.append(f"| {label} | {a:.4g} | {b:.4g} |")
+display(Markdown("\n".join(rows)))
+
+# %% tags=["nbval-check-output"]
+attnbook.compare(
+    "best positional share of an encoder head (-1 or +1), 4 heads of width 32",
+    max(best_h4.values()),
+    paper=0.9,
+    same_side_of=0.9 - 1e-9,
+    digits=2,
+    band=0.03,
+    source=POSITIONAL,
+    reason=f"heads twice as wide give a best neighbour share of "
+    f"{max(best_h4.values()):.2f} (8 heads of width 16: {max(best_prev, best_next):.2f})",
+    precomputed=meta_h4["command"],
+)
+
+# %% [markdown]
+# Heads twice as wide translate better (about 2 BLEU more on the test split) and have stronger neighbour
+# heads: the best previous-token head rises from 0.58 to 0.65 of the tokens and a next-token head at 0.43
+# appears. None reaches 90%. Head width moves the shares the paper's way without reaching its line; the
+# other differences from the paper's set-up, far less data (29,000 verse pairs against millions of
+# sentences) and a narrower model (width 128 against 512), are not tested here.
+
+# %% [markdown]
 # The best encoder head points at the previous token for a little under 60% of the tokens: a strong
 # neighbour head, in a model where a uniform head would do so for 3%, but short of the paper's 90%
 # criterion, so by the paper's definition this model has no positional head. The role-emergence figure
@@ -1054,7 +1107,7 @@ display(
 # * The converged model (about 30 BLEU greedy, 31.5 with beam search) uses its encoder attention (8 BLEU
 #   without it). Its encoder develops a strong previous-token head (about 0.6 of tokens) during training,
 #   which stops short of the paper's 90% positional criterion; it has no syntactic head by the paper's 10-point
-#   rule and no rare-token head. Which recipe or size would reach 90% is not established by this run.
+#   rule and no rare-token head. A second run with heads twice as wide (4 per layer, width 32) translates better and raises the shares (0.65 previous, 0.43 next), still short of 90%.
 # * The roles appear during training, and the figure of their emergence turns the earlier negative result
 #   (no roles in an under-trained model) into a result about learning.
 # * MiniLM, trained on far more text, has clean positional heads (0.97), a syntactic head by the paper's rule,
