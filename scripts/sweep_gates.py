@@ -4,6 +4,7 @@
     python scripts/sweep_gates.py encoder_gates_converged    # converged translation model: encoder heads
     python scripts/sweep_gates.py all_kinds_gates_converged  # converged translation model: all 96 heads
     python scripts/sweep_gates.py michel_converged           # Michel et al.'s importance pruning, its arms
+    python scripts/sweep_gates.py scratch_converged          # the pruned shapes trained from scratch
 
 Every setting is in the recipe; the file written (under ``src/attnbook/data/``, or ``--out``) records the
 recipe's name and settings, the command, torch, machine and threads. The gate sweeps are resumable: rerun
@@ -28,10 +29,12 @@ from scipy.stats import spearmanr
 import attnbook
 from attnbook import gate_training as GT
 from attnbook import gates as G
-from attnbook import head_masks, hf, recipes, text
+from attnbook import head_masks, hf, recipes, sweeps, text
 from attnbook import pruning as P
 from attnbook.head_masks import ATTENTION_KINDS
 from attnbook.tasks import translation as tr
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: where the translation recipes run (``--device``; MiniLM always runs on the CPU)
 DEVICE = torch.device("cpu")
@@ -99,6 +102,26 @@ def _spec_key(spec: dict) -> str:
     return json.dumps(spec, sort_keys=True)
 
 
+def _gate_stream(base, s: dict) -> tr.BatchStream:
+    """The training batches of a gate recipe (settings ``s``)."""
+    return tr.BatchStream(tr.load_pairs("train"), max_len=base.cfg.max_len, seed=s["seed"] + 1,
+                          max_tokens=s["max_tokens"])
+
+
+def _gate_spec(s: dict, lam) -> dict:
+    """The spec of a gate recipe's run at ``lam`` with the recipe's default settings."""
+    return {**{k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}, "lam": lam}
+
+
+def _train_gates(base, stream, s: dict, spec: dict):
+    """One run of a gate recipe (settings ``s``, run ``spec``): Voita et al.'s gate fine-tuning."""
+    return GT.gate_translation_model(
+        base, stream, kinds=s["kinds"], lam=spec["lam"], steps=spec["steps"], lr=spec["lr"],
+        gate_lr=spec["gate_lr"], init_log_alpha=spec["init_log_alpha"], label_smoothing=s["label_smoothing"],
+        record_every=s["record_every"], clip=s["clip"], seed=s["seed"], device=DEVICE, progress=True,
+        desc=f"lambda={spec['lam']}")
+
+
 def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Voita et al.'s gate fine-tuning of the converged translation model for every lambda of recipe
     ``name`` (and its variants), resumable: runs already in the output file are kept (chapter 11)."""
@@ -111,8 +134,7 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
     if smoke:
         pairs, s = pairs[:8], {**s, "steps": 3, "record_every": 2, "lambdas": s["lambdas"][-1:], "variants": []}
     srcs, refs = [e for e, _ in pairs], [r for _, r in pairs]
-    stream = tr.BatchStream(tr.load_pairs("train"), max_len=base.cfg.max_len, seed=s["seed"] + 1,
-                            max_tokens=s["max_tokens"])
+    stream = _gate_stream(base, s)
 
     def evaluate(model, gates=None) -> dict:
         binary = None if gates is None else head_masks.binary(gates)
@@ -128,8 +150,7 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
     t0 = time.time()
     unpruned = previous.get("unpruned") or evaluate(base)
     print(f"unpruned {unpruned} ({time.time() - t0:.0f} s)", flush=True)
-    defaults = {k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}
-    specs = [{**defaults, "lam": lam} for lam in s["lambdas"]] + [{**defaults, **v} for v in s["variants"]]
+    specs = [_gate_spec(s, lam) for lam in s["lambdas"]] + [{**_gate_spec(s, None), **v} for v in s["variants"]]
     shapes = {k: (base.cfg.layers(k), base.cfg.n_heads) for k in s["kinds"]}
     runs = []
 
@@ -144,11 +165,7 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
             runs.append(done[_spec_key(spec)])
             continue
         t0 = time.time()
-        model, gates, hist = GT.gate_translation_model(
-            base, stream, kinds=s["kinds"], lam=spec["lam"], steps=spec["steps"], lr=spec["lr"],
-            gate_lr=spec["gate_lr"], init_log_alpha=spec["init_log_alpha"], label_smoothing=s["label_smoothing"],
-            record_every=s["record_every"], clip=s["clip"], seed=s["seed"], device=DEVICE, progress=True,
-            desc=f"lambda={spec['lam']}")
+        model, gates, hist = _train_gates(base, stream, s, spec)
         train_seconds = time.time() - t0
         g = gates()
         kept = {k: int(m.sum()) for k, m in head_masks.binary(g).items()}
@@ -162,6 +179,90 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
             "train_seconds": round(train_seconds, 1), "seconds": round(time.time() - t0, 1),
         })
         print(f"{spec}: kept {kept}, {res} ({time.time() - t0:.0f} s)", flush=True)
+        write(complete=False)
+    write(complete=True)
+
+
+def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
+                time_limit: Optional[float] = None) -> None:
+    """Voita et al.'s Table 3 on the encoder (chapter "Pruning heads"): every pruned shape of the gate recipe
+    trained from scratch with the converged model's recipe (:func:`attnbook.tasks.translation.train_to_convergence`,
+    the binary mask fixed throughout), seed by seed, and the pruned models rebuilt with the gate recipe's
+    settings (their masks checked against the shipped sweep). Resumable: finished runs stay in the file and
+    an unfinished training continues from its state file; ``time_limit`` (minutes) stops one cleanly."""
+    rec = recipes.recipe(name)
+    s = rec["settings"]
+    out = _output(name, out_dir)
+    sweep = sweeps.load(s["gate_recipe"])
+    gs = recipes.recipe(s["gate_recipe"])["settings"]
+    p = dict(attnbook.preset("translation", s["preset"]))
+    pairs = tr.load_pairs(s["eval_split"])
+    lambdas, seeds = s["lambdas"], s["seeds"]
+    if smoke:
+        pairs, lambdas, seeds = pairs[:8], lambdas[:1], seeds[:1]
+        p.update(train_steps=4, eval_every=2, n_eval_bleu=4, average_last=2)
+        gs = {**gs, "steps": 3, "record_every": 2}
+    srcs, refs = [e for e, _ in pairs], [r for _, r in pairs]
+    state_dir = (ROOT / "runs" / name) if out_dir is None else Path(out_dir) / "runs"
+
+    def evaluate(model, masks) -> dict:
+        greedy = tr.translate(model, srcs, head_gates=masks)
+        beam = tr.translate(model, srcs, head_gates=masks, beam=s["beam"], length_penalty=s["length_penalty"])
+        return {"bleu_greedy": round(tr.bleu(greedy, refs), 3),
+                "bleu_beam": {k: round(v, 3) for k, v in tr.bleu_interval(beam, refs).items()},
+                "hypotheses_beam": beam}
+
+    def sweep_masks(lam) -> dict:
+        spec = _gate_spec(gs, lam) if not smoke else _gate_spec(recipes.recipe(s["gate_recipe"])["settings"], lam)
+        return sweeps.kept_masks(next(r for r in sweep["runs"] if r["spec"] == spec))
+
+    previous = json.loads(out.read_text()) if out.exists() and not smoke else {}
+    runs = list(previous.get("runs", []))
+    done = {(r["arm"], r["lam"], r["seed"]) for r in runs}
+    jobs = [job for i, seed in enumerate(seeds) for lam in lambdas
+            for job in [("scratch", lam, seed)] + ([("pruned", lam, None)] if i == 0 else [])]
+    base = None
+
+    def write(complete: bool) -> None:
+        _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": complete, "runs": runs,
+                                       "unpruned": sweep["unpruned"]})
+
+    for arm, lam, seed in jobs:
+        if (arm, lam, seed) in done:
+            continue
+        t0 = time.time()
+        masks = sweep_masks(lam)
+        entry = {"arm": arm, "lam": lam, "seed": seed}
+        if arm == "scratch":
+            q = {**p, "seed": seed}
+            attnbook.seed_everything(seed)
+            model = tr.model_from_preset(q).to(DEVICE)
+            state = state_dir / f"lam{lam}_seed{seed}" / "state.pt"
+            state.parent.mkdir(parents=True, exist_ok=True)
+            res = tr.train_to_convergence(model, q, head_gates=masks, state_path=state, resume=True,
+                                          time_limit=None if time_limit is None else 60 * time_limit,
+                                          log=lambda line: print(f"[{lam}, seed {seed}] {line}", flush=True))
+            if not res["finished"]:
+                print(f"time limit reached in {arm} lambda={lam} seed={seed}: rerun to continue", flush=True)
+                write(complete=False)
+                return
+            hist, stream = res["hist"], res["stream"]
+            entry.update(train_steps=hist["steps_done"], epochs=round(stream.epochs(hist["steps_done"]), 3),
+                         stopped=hist["stopped"], train_wall_seconds=round(res["extra"]["wall"], 1),
+                         averaged=res["averaged"], dev_bleu_averaged=res["avg_eval"]["dev_bleu"],
+                         dev_bleu_last=res["last_eval"]["dev_bleu"], evals=hist["evals"])
+        else:
+            if base is None:
+                base, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
+            model, gates, _ = _train_gates(base, _gate_stream(base, gs), gs, _gate_spec(gs, lam))
+            rebuilt = head_masks.binary(gates())
+            entry["matches_sweep"] = all(bool(torch.equal(rebuilt[k], masks[k])) for k in masks)
+            masks = rebuilt
+        entry.update(kept=head_masks.count_kept(masks), masks=_tolist(masks), **evaluate(model, masks),
+                     seconds=round(time.time() - t0, 1))
+        print(f"{arm} lambda={lam} seed={seed}: kept {entry['kept']}, greedy {entry['bleu_greedy']}, "
+              f"beam {entry['bleu_beam']['bleu']} ({entry['seconds']:.0f} s)", flush=True)
+        runs.append(entry)
         write(complete=False)
     write(complete=True)
 
@@ -302,7 +403,8 @@ def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
     print("wrote", path, flush=True)
 
 
-PARTS = {"minilm_gates": run_minilm_gates, "gate_sweep": run_gate_sweep, "michel": run_michel}
+PARTS = {"minilm_gates": run_minilm_gates, "gate_sweep": run_gate_sweep, "michel": run_michel,
+         "scratch": run_scratch}
 
 
 def main() -> None:
@@ -312,13 +414,19 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="device of the translation recipes (cpu or cuda)")
     parser.add_argument("--out", default=None, help="output folder (default: where the recipe's file is shipped)")
     parser.add_argument("--smoke", action="store_true", help="a few steps, to test the script (needs --out)")
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="minutes of training before a from-scratch run stops (rerun to continue)")
     args = parser.parse_args()
     if args.smoke and not args.out:
         parser.error("--smoke writes a test result: give --out so that it does not replace the shipped file")
     global DEVICE
     DEVICE = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    PARTS[recipes.recipe(args.recipe)["part"]](args.recipe, Path(args.out) if args.out else None, smoke=args.smoke)
+    part = recipes.recipe(args.recipe)["part"]
+    extra = {"time_limit": args.time_limit} if part == "scratch" else {}
+    if args.time_limit is not None and not extra:
+        parser.error("--time-limit applies to the from-scratch recipes only")
+    PARTS[part](args.recipe, Path(args.out) if args.out else None, smoke=args.smoke, **extra)
 
 
 if __name__ == "__main__":

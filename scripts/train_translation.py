@@ -40,7 +40,7 @@ import torch  # noqa: E402
 
 import attnbook  # noqa: E402
 from attnbook.heads import role_statistics  # noqa: E402
-from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, save_model  # noqa: E402
+from attnbook.seq2seq import save_model  # noqa: E402
 from attnbook.tasks import translation as tr  # noqa: E402
 
 
@@ -74,11 +74,6 @@ def parse_overrides(items: list[str], preset: dict) -> dict:
     return out
 
 
-def average_state(states: list[dict]) -> dict:
-    """The element-wise mean of state dicts (checkpoint averaging)."""
-    return {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=attnbook.presets.PRESET_NAMES, default="quick")
@@ -103,16 +98,11 @@ def main() -> None:
     tag = args.preset if not args.variant else f"{args.preset}_{args.variant}"
     steps = args.steps or p["train_steps"]
     attnbook.seed_everything(p["seed"])
-    cfg = Seq2SeqConfig(vocab_size=tr.load_tokenizer().get_vocab_size(), d_model=p["d_model"],
-                        n_heads=p["n_heads"], enc_layers=p["enc_layers"], dec_layers=p["dec_layers"],
-                        d_ff=p["d_ff"], dropout=p["dropout"], attention_dropout=p["attention_dropout"],
-                        max_len=p["max_len"])
-    model = Seq2SeqTransformer(cfg)
+    model = tr.model_from_preset(p)
+    cfg = model.cfg
     n_params = sum(t.numel() for t in model.parameters())
     print(f"preset={args.preset} params={n_params} steps={steps} config={cfg}", flush=True)
 
-    stream = tr.BatchStream(tr.load_pairs("train"), batch_size=p["batch_size"], max_len=p["max_len"],
-                            seed=p["seed"], max_tokens=p["max_tokens"])
     dev_pairs = tr.load_pairs("dev")[: p["n_eval_bleu"]]
     dev_src = tr.pad(tr.encode([e for e, _ in dev_pairs], p["max_len"]))
     dev_tgt = tr.pad(tr.encode([s for _, s in dev_pairs], p["max_len"], bos=True))
@@ -122,75 +112,23 @@ def main() -> None:
 
     state_path = args.state or ROOT / "runs" / f"translation_{tag}" / "state.pt"
     state_path.parent.mkdir(parents=True, exist_ok=True)
-    extra: dict = {"roles": [], "snapshots": [], "best_bleu": -1.0, "since_best": 0, "wall": 0.0}
+    roles: list = []
     if not (args.resume and state_path.exists()):
-        extra["roles"].append({"step": 0, **role_statistics(model, role_src, role_tgt)})
+        roles.append({"step": 0, **role_statistics(model, role_src, role_tgt)})
 
-    def eval_fn(m):
-        d = next(m.parameters()).device
-        loss = float(m.loss(dev_src.to(d), dev_tgt.to(d)))
-        hyps = tr.translate(m, [e for e, _ in dev_pairs], max_len=p["max_len"])
-        bleu = round(tr.bleu(hyps, [s for _, s in dev_pairs]), 2)
-        snap = {k: v.detach().cpu().clone() for k, v in m.state_dict().items()}
-        extra["snapshots"] = (extra["snapshots"] + [snap])[-p["average_last"]:]
-        if bleu > extra["best_bleu"]:
-            extra["best_bleu"], extra["since_best"] = bleu, 0
-        else:
-            extra["since_best"] += 1
-        print(f"eval: loss {loss:.4f} dev BLEU {bleu:.2f} (best {extra['best_bleu']:.2f})", flush=True)
-        return {"dev_loss": round(loss, 4), "dev_bleu": bleu}
-
-    def stop_when(metrics) -> bool:
-        return extra["since_best"] >= p["patience"]
-
-    wall_base: list = []
-
-    def step_fn(step, m):
-        if not wall_base:  # first step of this process: extra holds the resumed state by now
-            wall_base.append(extra["wall"])
-        extra["wall"] = wall_base[0] + time.time() - t_start
+    def record_roles(step, m, extra):
         if step in role_steps:
             extra["roles"].append({"step": step, **role_statistics(m, role_src, role_tgt)})
-        if step % 50 == 0:
-            print(f"step {step} loss {hist_loss[-1]:.4f} epoch {stream.epochs(step):.2f} "
-                  f"wall {extra['wall']:.0f} s", flush=True)
 
-    hist_loss: list = []
-    t_start = time.time()
-
-    def loss_fn(m, batch):
-        src, tgt = batch
-        loss = m.loss(src, tgt, label_smoothing=p["label_smoothing"])
-        hist_loss.append(float(loss.detach()))
-        return loss
-
-    from attnbook.train import train
-
-    if args.resume and state_path.exists():
-        print(f"resuming from {state_path}", flush=True)
-    hist = train(model, stream, loss_fn, steps=steps, lr=p["lr"], optimizer="adamw",
-                 weight_decay=p["weight_decay"], warmup=p["warmup"], schedule="cosine", clip=1.0,
-                 seed=p["seed"], eval_fn=eval_fn, eval_every=p["eval_every"], stop_when=stop_when,
-                 time_limit=None if args.time_limit is None else 60 * args.time_limit,
-                 progress=False, step_fn=step_fn, state_path=state_path, state_every=p["eval_every"],
-                 resume=args.resume, extra_state=extra)
-    wall = extra["wall"]
-    print(f"trained {hist['steps_done']} steps ({stream.epochs(hist['steps_done']):.2f} epochs) in "
-          f"{hist['time']:.0f} s of steps, {wall:.0f} s wall; stopped by {hist['stopped']}", flush=True)
-    if hist["stopped"] == "time_limit" and hist["steps_done"] < steps:
+    run = tr.train_to_convergence(
+        model, p, steps=steps, state_path=state_path, resume=args.resume,
+        time_limit=None if args.time_limit is None else 60 * args.time_limit, step_fn=record_roles,
+        start_extra={"roles": roles}, log=lambda line: print(line, flush=True))
+    if not run["finished"]:
         print("time limit reached: run again with --resume to continue", flush=True)
         return
-
-    last_state = {k: v.clone() for k, v in model.state_dict().items()}
-    last_eval = hist["evals"][-1]
-    model.load_state_dict(average_state(extra["snapshots"]))
-    with torch.no_grad():
-        avg_eval = eval_fn(model)
-    averaged = avg_eval["dev_bleu"] >= last_eval["dev_bleu"]
-    if not averaged:
-        model.load_state_dict(last_state)
-    print(f"averaged {len(extra['snapshots'])} checkpoints: dev BLEU {avg_eval['dev_bleu']} vs last "
-          f"{last_eval['dev_bleu']}; shipping the {'average' if averaged else 'last checkpoint'}", flush=True)
+    hist, extra, stream = run["hist"], run["extra"], run["stream"]
+    wall, avg_eval, last_eval, averaged = extra["wall"], run["avg_eval"], run["last_eval"], run["averaged"]
 
     t1 = time.time()
     test = tr.load_pairs("test")

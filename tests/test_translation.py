@@ -126,3 +126,46 @@ def test_loops_and_bleu_interval():
     hyps = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena"] * 10
     r = tr.bleu_interval(hyps, refs, n_bootstrap=200)
     assert r["low"] < r["bleu"] < r["high"] and r["bleu"] == pytest.approx(tr.bleu(hyps, refs))
+
+
+def _tiny_preset(**kw):
+    p = dict(d_model=16, n_heads=2, enc_layers=2, dec_layers=1, d_ff=32, dropout=0.0, attention_dropout=0.0,
+             max_len=24, max_tokens=300, batch_size=8, lr=1e-2, warmup=0, weight_decay=0.0,
+             label_smoothing=0.1, train_steps=6, eval_every=2, n_eval_bleu=3, average_last=2, patience=10,
+             seed=0)
+    return {**p, **kw}
+
+
+def test_average_state_is_the_elementwise_mean():
+    a, b = {"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([3.0, 6.0])}
+    torch.testing.assert_close(tr.average_state([a, b])["w"], torch.tensor([2.0, 4.0]))
+    with pytest.raises(ValueError, match="at least one"):
+        tr.average_state([])
+
+
+def test_train_to_convergence_masks_heads_averages_and_stops():
+    """The converged model's recipe (chapters "A translation model" and "Pruning heads"): a head masked for the
+    whole training never moves, the model ends as the average of the kept evaluations' weights when that is
+    no worse on dev, early stopping ends training after ``patience`` evaluations without a better BLEU, and
+    a time limit leaves it unfinished."""
+    p = _tiny_preset()
+    torch.manual_seed(0)
+    model = tr.model_from_preset(p)
+    assert model.cfg.vocab_size == tr.load_tokenizer().get_vocab_size()
+    mask = {"enc_self": torch.tensor([[1.0, 0.0], [1.0, 1.0]])}
+    before = copy.deepcopy(model.encoder[0].self_attn)
+    run = tr.train_to_convergence(model, p, head_gates=mask, log=lambda line: None)
+    assert run["finished"] and run["hist"]["steps_done"] == 6 and len(run["extra"]["snapshots"]) == 2
+    if run["averaged"]:
+        avg = tr.average_state(run["extra"]["snapshots"])
+        torch.testing.assert_close(model.state_dict()["encoder.0.self_attn.q.weight"],
+                                   avg["encoder.0.self_attn.q.weight"])
+    after, off = model.encoder[0].self_attn, slice(8, 16)
+    for name in ("q", "k", "v"):
+        torch.testing.assert_close(getattr(after, name).weight[off], getattr(before, name).weight[off],
+                                   atol=1e-7, rtol=0)
+    assert (after.q.weight[:8] - before.q.weight[:8]).abs().max() > 1e-3
+    stopped = tr.train_to_convergence(tr.model_from_preset(p), {**p, "patience": 1}, log=lambda line: None)
+    assert stopped["hist"]["steps_done"] < 6 and stopped["hist"]["stopped"] != "steps"
+    timed = tr.train_to_convergence(tr.model_from_preset(p), p, time_limit=1e-6, log=lambda line: None)
+    assert not timed["finished"]

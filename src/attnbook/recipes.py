@@ -85,6 +85,25 @@ RECIPES: dict[str, dict[str, Any]] = {
             variants=[],
         ),
     ),
+    "scratch_converged": dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        output="pruning/scratch_converged.json",
+        what="Voita et al.'s Table 3 on the encoder: each pruned shape of encoder_gates_converged (the binary "
+        "mask of one lambda) trained from scratch with the converged model's own recipe (preset translation "
+        "quick, scripts/train_translation.py), the mask fixed for the whole training; the pruned models "
+        "rebuilt with the gate sweep's settings; test BLEU greedy and beam 4 with sacreBLEU intervals and the "
+        "beam hypotheses for the paired bootstrap. Runs go seed by seed, so a partial file holds whole shapes",
+        settings=dict(
+            preset="quick",
+            gate_recipe="encoder_gates_converged",
+            lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads
+            seeds=[0, 1],  # seed 0 is the converged model's own seed (same init, same batch order)
+            eval_split="test",
+            beam=4,
+            length_penalty=0.6,
+        ),
+    ),
     "michel_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
@@ -18,7 +19,7 @@ from typing import Optional, Sequence
 import sacrebleu
 import torch
 
-from ..seq2seq import load_model
+from ..seq2seq import Seq2SeqConfig, Seq2SeqTransformer, load_model
 from ..train import train
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "translation"
@@ -271,6 +272,15 @@ def load_translation_model(path=None, device=None):
     return load_model(CONVERGED if path is None else path, device)
 
 
+def model_from_preset(p: dict) -> Seq2SeqTransformer:
+    """A freshly initialised :class:`attnbook.seq2seq.Seq2SeqTransformer` at the sizes of a ``translation``
+    preset ``p`` and the shipped tokenizer's vocabulary (chapter "A translation model"); seed first."""
+    return Seq2SeqTransformer(Seq2SeqConfig(
+        vocab_size=load_tokenizer().get_vocab_size(), d_model=p["d_model"], n_heads=p["n_heads"],
+        enc_layers=p["enc_layers"], dec_layers=p["dec_layers"], d_ff=p["d_ff"], dropout=p["dropout"],
+        attention_dropout=p["attention_dropout"], max_len=p["max_len"]))
+
+
 def train_model(model, batches, *, steps: int, lr: float, weight_decay: float, warmup: float,
                 label_smoothing: float, seed: int, head_gates=None, device=None, **train_kwargs) -> dict:
     """Train a translation model with the shipped checkpoint's recipe (chapter "A translation model"; chapter "Pruning
@@ -284,3 +294,99 @@ def train_model(model, batches, *, steps: int, lr: float, weight_decay: float, w
 
     return train(model, batches, loss_fn, steps=steps, lr=lr, optimizer="adamw", weight_decay=weight_decay,
                  warmup=warmup, schedule="cosine", clip=1.0, seed=seed, device=device, **train_kwargs)
+
+
+def average_state(states: Sequence[dict]) -> dict:
+    """The element-wise mean of state dicts (checkpoint averaging, as fairseq's IWSLT recipe)."""
+    if not states:
+        raise ValueError("average_state needs at least one state dict")
+    return {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
+
+
+def train_to_convergence(model, p: dict, *, steps: Optional[int] = None, head_gates=None,
+                         state_path=None, resume: bool = False, time_limit: Optional[float] = None,
+                         step_fn=None, start_extra: Optional[dict] = None, log=print) -> dict:
+    """Train a translation model to convergence with the shipped checkpoint's recipe (chapter "A translation
+    model"; chapter "Pruning heads" trains the pruned shapes from scratch with it, ``head_gates`` fixing their
+    head masks for the whole training): :func:`train_model`'s optimiser and loss on token-based batches;
+    every ``p["eval_every"]`` steps dev cross-entropy and greedy dev BLEU on the first ``p["n_eval_bleu"]``
+    dev verses, keeping the last ``p["average_last"]`` weights; early stop after ``p["patience"]``
+    evaluations without a better dev BLEU. At the end the model holds the average of the kept weights when
+    it is at least as good on dev as the last ones, else the last ones.
+
+    ``p`` is a ``translation`` preset (``attnbook.preset("translation", ...)``, possibly overridden);
+    ``state_path``/``resume`` save and continue the full training state; ``time_limit`` in seconds.
+    ``step_fn(step, model, extra)`` runs after every step. Returns ``{"hist", "extra", "stream", "averaged",
+    "avg_eval", "last_eval", "finished"}``; ``finished`` is false when the time limit stopped training
+    before its end (the model is then the last weights, not averaged)."""
+    steps = steps or p["train_steps"]
+    stream = BatchStream(load_pairs("train"), batch_size=p["batch_size"], max_len=p["max_len"],
+                         seed=p["seed"], max_tokens=p["max_tokens"])
+    dev_pairs = load_pairs("dev")[: p["n_eval_bleu"]]
+    dev_src = pad(encode([e for e, _ in dev_pairs], p["max_len"]))
+    dev_tgt = pad(encode([s for _, s in dev_pairs], p["max_len"], bos=True))
+    extra: dict = {"snapshots": [], "best_bleu": -1.0, "since_best": 0, "wall": 0.0, **(start_extra or {})}
+
+    def eval_fn(m, record: bool = True):
+        d = next(m.parameters()).device
+        loss = float(m.loss(dev_src.to(d), dev_tgt.to(d), head_gates=head_gates))
+        hyps = translate(m, [e for e, _ in dev_pairs], max_len=p["max_len"], head_gates=head_gates)
+        score = round(bleu(hyps, [s for _, s in dev_pairs]), 2)
+        if not record:  # the averaged model's evaluation: not a checkpoint of the training
+            log(f"eval: loss {loss:.4f} dev BLEU {score:.2f}")
+            return {"dev_loss": round(loss, 4), "dev_bleu": score}
+        snap = {k: v.detach().cpu().clone() for k, v in m.state_dict().items()}
+        extra["snapshots"] = (extra["snapshots"] + [snap])[-p["average_last"]:]
+        if score > extra["best_bleu"]:
+            extra["best_bleu"], extra["since_best"] = score, 0
+        else:
+            extra["since_best"] += 1
+        log(f"eval: loss {loss:.4f} dev BLEU {score:.2f} (best {extra['best_bleu']:.2f})")
+        return {"dev_loss": round(loss, 4), "dev_bleu": score}
+
+    hist_loss: list = []
+    wall_base: list = []
+    t_start = time.time()
+
+    def each_step(step, m):
+        if not wall_base:  # first step of this process: extra holds the resumed state by now
+            wall_base.append(extra["wall"])
+        extra["wall"] = wall_base[0] + time.time() - t_start
+        if step_fn is not None:
+            step_fn(step, m, extra)
+        if step % 50 == 0:
+            log(f"step {step} loss {hist_loss[-1]:.4f} epoch {stream.epochs(step):.2f} wall {extra['wall']:.0f} s")
+
+    def loss_fn(m, batch):
+        src, tgt = batch
+        loss = m.loss(src, tgt, head_gates=head_gates, label_smoothing=p["label_smoothing"])
+        hist_loss.append(float(loss.detach()))
+        return loss
+
+    if resume and state_path is not None and Path(state_path).exists():
+        log(f"resuming from {state_path}")
+    hist = train(model, stream, loss_fn, steps=steps, lr=p["lr"], optimizer="adamw",
+                 weight_decay=p["weight_decay"], warmup=p["warmup"], schedule="cosine", clip=1.0,
+                 seed=p["seed"], eval_fn=eval_fn, eval_every=p["eval_every"],
+                 stop_when=lambda metrics: extra["since_best"] >= p["patience"], time_limit=time_limit,
+                 progress=False, step_fn=each_step, state_path=state_path,
+                 state_every=p["eval_every"] if state_path is not None else 0,
+                 resume=resume, extra_state=extra)
+    log(f"trained {hist['steps_done']} steps ({stream.epochs(hist['steps_done']):.2f} epochs) in "
+        f"{hist['time']:.0f} s of steps, {extra['wall']:.0f} s wall; stopped by {hist['stopped']}")
+    out = {"hist": hist, "extra": extra, "stream": stream, "finished": True}
+    if hist["stopped"] == "time_limit" and hist["steps_done"] < steps:
+        out["finished"] = False
+        return out
+    last_state = {k: v.clone() for k, v in model.state_dict().items()}
+    last_eval = hist["evals"][-1]
+    model.load_state_dict(average_state(extra["snapshots"]))
+    with torch.no_grad():
+        avg_eval = eval_fn(model, record=False)
+    averaged = avg_eval["dev_bleu"] >= last_eval["dev_bleu"]  # no worse on dev
+    if not averaged:
+        model.load_state_dict(last_state)
+    log(f"averaged {len(extra['snapshots'])} checkpoints: dev BLEU {avg_eval['dev_bleu']} vs last "
+        f"{last_eval['dev_bleu']}; keeping the {'average' if averaged else 'last checkpoint'}")
+    out.update(averaged=averaged, avg_eval=avg_eval, last_eval=last_eval)
+    return out
