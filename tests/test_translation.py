@@ -169,3 +169,19 @@ def test_train_to_convergence_masks_heads_averages_and_stops():
     assert stopped["hist"]["steps_done"] < 6 and stopped["hist"]["stopped"] != "steps"
     timed = tr.train_to_convergence(tr.model_from_preset(p), p, time_limit=1e-6, log=lambda line: None)
     assert not timed["finished"]
+
+
+def test_paired_bleu_difference_is_the_corpus_difference_with_a_paired_interval():
+    refs = ["y dijo Dios sea la luz", "y fue la luz", "y vió Dios que la luz era buena",
+            "en el principio crió Dios los cielos"] * 8
+    worse = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena", "en principio Dios cielos"] * 8
+    better = ["y dijo Dios sea luz", "y fue la luz", "y vió Dios que la luz era", "en el principio Dios"] * 8
+    d = tr.paired_bleu_difference(worse, better, refs, n_bootstrap=300)
+    assert d["delta"] == pytest.approx(tr.bleu(better, refs) - tr.bleu(worse, refs), abs=1e-9)
+    assert 0 < d["low"] < d["delta"] < d["high"] and d["p_not_better"] < 0.05
+    same = tr.paired_bleu_difference(worse, worse, refs, n_bootstrap=50)
+    assert same["delta"] == same["low"] == same["high"] == 0.0 and same["p_not_better"] == 1.0
+    flipped = tr.paired_bleu_difference(better, worse, refs, n_bootstrap=300)
+    assert flipped["delta"] == pytest.approx(-d["delta"]) and flipped["p_not_better"] > 0.95
+    with pytest.raises(ValueError, match="equally many"):
+        tr.paired_bleu_difference(worse, better[:-1], refs)

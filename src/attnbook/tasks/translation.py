@@ -16,8 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
+import numpy as np
 import sacrebleu
 import torch
+from sacrebleu.metrics import BLEU
 
 from ..seq2seq import Seq2SeqConfig, Seq2SeqTransformer, load_model
 from ..train import train
@@ -216,13 +218,38 @@ def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], n_bootstrap: int = 1000) -> dict:
     """Corpus BLEU with sacreBLEU's bootstrap 95% confidence interval (chapter "A translation model"): ``{"bleu",
     "mean", "low", "high"}`` (sacreBLEU resamples sentences with its fixed seed, so the interval is reproducible)."""
-    from sacrebleu.metrics import BLEU
-
     if len(hypotheses) != len(references) or not hypotheses:
         raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
     s = BLEU().corpus_score(list(hypotheses), [list(references)], n_bootstrap=n_bootstrap)
     return {"bleu": float(s.score), "mean": float(s._mean), "low": float(s._mean - s._ci),
             "high": float(s._mean + s._ci)}
+
+
+def paired_bleu_difference(baseline: Sequence[str], system: Sequence[str], references: Sequence[str],
+                           n_bootstrap: int = 1000, seed: int = 12345) -> dict:
+    """Corpus BLEU of ``system`` minus that of ``baseline`` on the same references, with a paired bootstrap
+    (Koehn 2004): sentences are resampled jointly for both systems, so the interval is that of the
+    difference (chapter "Pruning heads" compares pruned and from-scratch models with it). Returns
+    ``{"delta", "low", "high", "p_not_better"}`` (95% percentile interval; the share of resamples in which
+    ``system`` is not better). Uses sacreBLEU's per-sentence n-gram statistics, as its own bootstrap does."""
+    if not (len(baseline) == len(system) == len(references)) or not references:
+        raise ValueError(f"need equally many sentences, got {len(baseline)}, {len(system)}, {len(references)}")
+    metric = BLEU()
+    stats = [np.array(metric._extract_corpus_statistics(list(h), [list(references)]), dtype=np.int64)
+             for h in (baseline, system)]
+
+    def score(s):
+        return metric._compute_score_from_stats(list(s.sum(0))).score
+
+    delta = score(stats[1]) - score(stats[0])
+    rng = np.random.default_rng(seed)
+    samples = np.empty(n_bootstrap)
+    for i in range(n_bootstrap):
+        idx = rng.integers(0, len(references), len(references))
+        samples[i] = score(stats[1][idx]) - score(stats[0][idx])
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return {"delta": float(delta), "low": float(low), "high": float(high),
+            "p_not_better": float((samples <= 0).mean())}
 
 
 def repeats_a_phrase(text: str, min_repeats: int = 3, max_n: int = 4) -> bool:
