@@ -199,6 +199,37 @@ def test_jacobian_norms_match_uniform_formula():
         prop.single_head(X, torch.zeros(5, 3), Wk, Wv)
 
 
+def test_mean_jacobian_sq_norms_is_the_monte_carlo_side_of_the_closed_forms():
+    """Eq. jv holds draw by draw (exact); eq. jq is an expectation, met by the mean of many draws; the same
+    seed gives the same draws; a temperature scales the query/key norms by 1/tau^2 at uniform attention."""
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(6, 8, generator=gen, dtype=torch.float64)
+    sigma = 8**-0.5
+    mc = prop.mean_jacobian_sq_norms(X, 400, d_k=4, d_v=4, sigma=sigma, seed=1)
+    f = prop.uniform_attention_sq_norms(X, sigma, sigma, sigma, 4)
+    assert mc["v"] == pytest.approx(f["v"], rel=1e-12)
+    assert mc["q"] == pytest.approx(f["q"], rel=0.15) and mc["k"] == pytest.approx(f["k"], rel=0.15)
+    assert prop.mean_jacobian_sq_norms(X, 3, d_k=4, d_v=4, sigma=sigma, seed=1) == \
+        prop.mean_jacobian_sq_norms(X, 3, d_k=4, d_v=4, sigma=sigma, seed=1)
+    hot = prop.mean_jacobian_sq_norms(X, 3, d_k=4, d_v=4, sigma=sigma, seed=1, temperature=2.0)
+    cold = prop.mean_jacobian_sq_norms(X, 3, d_k=4, d_v=4, sigma=sigma, seed=1)
+    assert hot["q"] == pytest.approx(cold["q"] / 4, rel=1e-10) and hot["v"] == pytest.approx(cold["v"])
+    # at real random W_Q the attention is not uniform and the value norm moves off eq. jv
+    real = prop.mean_jacobian_sq_norms(4 * X, 3, d_k=4, d_v=4, sigma=sigma, seed=1, uniform=False)
+    exact = prop.mean_jacobian_sq_norms(4 * X, 3, d_k=4, d_v=4, sigma=sigma, seed=1)
+    assert abs(real["v"] / exact["v"] - 1) > 0.05
+    with pytest.raises(ValueError, match="n_draws"):
+        prop.mean_jacobian_sq_norms(X, 0, d_k=4, d_v=4, sigma=sigma)
+
+
+def test_log_crossing_interpolates_in_log_log():
+    x = [0.5, 1.0, 4.0, 8.0]
+    assert prop.log_crossing(x, [(2 / v) ** 2 for v in x]) == pytest.approx(2.0, rel=1e-12)
+    assert prop.log_crossing(x, [(3 / v) ** 2 for v in x], level=9 / 16) == pytest.approx(4.0, rel=1e-12)
+    with pytest.raises(ValueError, match="does not fall"):
+        prop.log_crossing(x, [2.0, 3.0, 4.0, 5.0])
+
+
 def test_log_log_slope():
     x = [1.0, 2.0, 4.0]
     assert prop.log_log_slope(x, [v**3 for v in x]) == pytest.approx(3.0, rel=1e-12)

@@ -37,6 +37,20 @@ def test_a_lower_temperature_raises_the_query_value_gradient_ratio():
     assert ratios[1] > 1.5 * ratios[0], "dividing the logits by tau scales the W_Q gradient up"
 
 
+def test_qv_ratios_share_one_batch_and_the_balancing_temperature_is_the_closest_to_one():
+    ratios = rv.qv_ratios(SIZE, True, (1.0, 0.25))
+    torch.manual_seed(0)
+    batch = rv.batches(SIZE)(0)
+    torch.manual_seed(0)
+    assert ratios[0.25] == pytest.approx(rv.qv_ratio(rv.Reverser(SIZE, True, 0.25), batch), rel=1e-12)
+    assert ratios[0.25] > ratios[1.0]
+    assert rv.closest_to_one({0.25: 3.0, 0.5: 0.9, 1.0: 0.5}) == 0.5
+    assert rv.closest_to_one({0.25: 1.8, 0.5: 0.5}) == 0.25  # |log 1.8| < |log 0.5|
+    assert rv.balancing_temperature(SIZE, True, grid=(1.0, 0.25)) == rv.closest_to_one(ratios)
+    with pytest.raises(ValueError, match="positive"):
+        rv.closest_to_one({1.0: 0.0})
+
+
 def test_train_run_logs_gradients_and_cosine_and_learns_with_adam():
     x_eval = torch.randint(0, 5, (64, 4), generator=torch.Generator().manual_seed(1))
     r = rv.train_run(SIZE, optimizer="adam", scaled=True, temperature=1.0, lr=3e-3, seed=0, steps=60,

@@ -20,7 +20,9 @@ chapter "Unequal gradients":
   ``dS/dW_V``, exactly, by automatic differentiation;
 * :func:`uniform_attention_sq_norms`: the book's closed forms of the same under uniform attention
   (eqs. ``jv`` and ``jq``);
-* :func:`balancing_temperature`: the temperature at which the two closed forms are equal (eq. ``tau-star``).
+* :func:`mean_jacobian_sq_norms`: their Monte-Carlo mean over Gaussian weight draws;
+* :func:`balancing_temperature`: the temperature at which the two closed forms are equal (eq. ``tau-star``);
+* :func:`log_crossing` and :func:`log_log_slope`: where a measured ratio crosses 1, and measured powers.
 """
 
 from __future__ import annotations
@@ -271,6 +273,35 @@ def jacobian_sq_norms(
     return {name: float((j**2).sum()) for name, j in zip("qkv", J)}
 
 
+def mean_jacobian_sq_norms(X: torch.Tensor, n_draws: int, *, d_k: int, d_v: int, sigma: float,
+                           temperature: float = 1.0, uniform: bool = True, seed: int = 0,
+                           device=None) -> dict[str, float]:
+    """The mean of :func:`jacobian_sq_norms` over ``n_draws`` Gaussian draws of ``W_Q``, ``W_K``, ``W_V``
+    (entries ``N(0, sigma^2)``) (chapter "Unequal gradients": the Monte-Carlo side of eqs. ``jv`` and ``jq``).
+
+    ``uniform=True`` evaluates the ``W_Q`` Jacobian at ``W_Q = 0`` and the ``W_K`` one at ``W_K = 0``, where
+    attention is exactly uniform (eq. ``jq``'s assumption); ``uniform=False`` at the drawn weights. The
+    weights are drawn on a CPU generator seeded with ``seed`` (the same seed gives the same draws, so
+    scales and temperatures are compared on common random numbers) and moved to ``device``.
+    """
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
+    wgen = torch.Generator().manual_seed(seed)
+    X = X.to(device)
+    total = {"q": 0.0, "k": 0.0, "v": 0.0}
+    for _ in range(n_draws):
+        W_Q, W_K, W_V = ((sigma * torch.randn(X.shape[1], m, generator=wgen, dtype=X.dtype)).to(device)
+                         for m in (d_k, d_k, d_v))
+        if uniform:
+            total["q"] += jacobian_sq_norms(X, 0 * W_Q, W_K, W_V, temperature)["q"]
+            total["k"] += jacobian_sq_norms(X, W_Q, 0 * W_K, W_V, temperature)["k"]
+            total["v"] += jacobian_sq_norms(X, 0 * W_Q, W_K, W_V, temperature)["v"]
+        else:
+            for key, value in jacobian_sq_norms(X, W_Q, W_K, W_V, temperature).items():
+                total[key] += value
+    return {key: value / n_draws for key, value in total.items()}
+
+
 def uniform_attention_sq_norms(
     X: torch.Tensor, sigma_q: float, sigma_k: float, sigma_v: float, d_v: int, temperature: float = 1.0
 ) -> dict[str, float]:
@@ -322,6 +353,20 @@ def xavier_uniform_std(fan_in: int, fan_out: int, gain: float = 1.0) -> float:
     if fan_in <= 0 or fan_out <= 0 or gain <= 0:
         raise ValueError(f"expected positive fan_in, fan_out and gain, got {fan_in}, {fan_out}, {gain}")
     return gain * math.sqrt(2.0 / (fan_in + fan_out))
+
+
+def log_crossing(x: Sequence[float], y: Sequence[float], level: float = 1.0) -> float:
+    """Where ``y`` first falls through ``level`` as ``x`` increases, by linear interpolation of ``log y``
+    against ``log x`` between the two grid points around it (chapter "Unequal gradients": the simulated
+    balancing temperature, where the query/value ratio crosses 1)."""
+    if len(x) != len(y) or len(x) < 2 or min(x) <= 0 or min(y) <= 0 or level <= 0:
+        raise ValueError("x and y must be positive sequences of the same length >= 2, level positive")
+    ly = [math.log(v / level) for v in y]
+    for j in range(len(x) - 1):
+        if ly[j] >= 0 > ly[j + 1]:
+            t = ly[j] / (ly[j] - ly[j + 1])
+            return math.exp(math.log(x[j]) + t * (math.log(x[j + 1]) - math.log(x[j])))
+    raise ValueError(f"y does not fall through {level} on this grid")
 
 
 def log_log_slope(x: Sequence[float], y: Sequence[float]) -> float:

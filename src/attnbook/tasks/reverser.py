@@ -15,6 +15,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -100,17 +101,33 @@ def qv_ratio(model: Reverser, batch) -> float:
     return float(torch.stack(r).log().mean().exp())
 
 
+def qv_ratios(size: ReverserSize, scaled: bool, grid: Sequence[float], seed: int = 0,
+              device=None) -> dict[float, float]:
+    """``{tau: qv_ratio}`` at initialisation for every temperature of ``grid`` (chapter "Unequal gradients"):
+    each model is drawn with seed ``seed`` and measured on the same batch (the first one drawn after seeding),
+    so the temperatures are compared on common random numbers."""
+    torch.manual_seed(seed)
+    batch = tuple(t.to(device) for t in batches(size)(0))
+    ratios = {}
+    for tau in grid:
+        torch.manual_seed(seed)
+        ratios[tau] = qv_ratio(Reverser(size, scaled, tau).to(device), batch)
+    return ratios
+
+
+def closest_to_one(ratios: Mapping[float, float]) -> float:
+    """The key of ``ratios`` whose value is closest to 1 in log: the balancing temperature of a grid."""
+    if not ratios or any(not r > 0 for r in ratios.values()):
+        raise ValueError(f"need positive ratios, got {dict(ratios)}")
+    return min(ratios, key=lambda t: abs(math.log(ratios[t])))
+
+
 def balancing_temperature(size: ReverserSize, scaled: bool, grid=(0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.7, 1.0),
                           seed: int = 0) -> float:
     """The temperature of ``grid`` whose model at initialisation (seed ``seed``) has the query/value gradient
-    ratio closest to 1 (in log), calibrated for this model (``scaled`` or not)."""
-    torch.manual_seed(seed)
-    batch = batches(size)(0)
-    ratios = []
-    for tau in grid:
-        torch.manual_seed(seed)
-        ratios.append(qv_ratio(Reverser(size, scaled, tau), batch))
-    return min(grid, key=lambda t: abs(math.log(ratios[list(grid).index(t)])))
+    ratio closest to 1 (in log), calibrated for this model (``scaled`` or not): :func:`closest_to_one` of
+    :func:`qv_ratios`."""
+    return closest_to_one(qv_ratios(size, scaled, grid, seed))
 
 
 def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: float, lr: float, seed: int,
