@@ -47,12 +47,14 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       n_argmin=100, sweep_points=25, n_sweep_nets=16),
     },
     # chapter "Deep bounds": the doubly exponential bound over depth, skips,
-    # MLP Lipschitz constants, LayerNorm.
+    # MLP Lipschitz constants (the lemma searched adversarially, as chapter 3's steps), LayerNorm.
     "deep_bounds": {
         "quick": dict(n_tokens=6, d_model=8, n_heads=2, depth=5, n_nets=8, collapse_tokens=16,
-                      collapse_d_model=32, collapse_depth=24, n_collapse_nets=4),
+                      collapse_d_model=32, collapse_depth=24, n_collapse_nets=4,
+                      mlp_random=2000, mlp_starts=64, mlp_ascent_steps=600),
         "paper": dict(n_tokens=6, d_model=8, n_heads=2, depth=5, n_nets=64, collapse_tokens=128,
-                      collapse_d_model=768, collapse_depth=48, n_collapse_nets=8),
+                      collapse_d_model=768, collapse_depth=48, n_collapse_nets=8,
+                      mlp_random=50000, mlp_starts=256, mlp_ascent_steps=2000),
     },
     # chapter "Rank collapse in pretrained transformers" (Dong et al. Fig. 2): pretrained models on
     # n_sequences x n_tokens real tokens (the paper: 32 x 128); BERT/ALBERT/XLNet-base at initialisation

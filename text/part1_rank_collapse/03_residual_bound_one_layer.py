@@ -45,6 +45,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
+from attnbook import bound_search
 from attnbook.norms import norm_1, norm_1_inf, norm_inf, res
 from attnbook.plotting import PAPER_STYLE
 
@@ -123,25 +124,12 @@ def quantities(X, Wq, Wk, bq, bk, Wv, R=None):
 
 def worst_ratio(ratio_fn, seed, lr=0.03):
     # largest ratio on n_random random instances, and after Adam ascent on log(ratio)
-    # from n_starts starts
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        random_worst = (
-            ratio_fn(**sample(sizes["n_random"], gen)).nan_to_num(0.0).max().item()
-        )
-    params = {
-        k: v.clone().requires_grad_(True)
-        for k, v in sample(sizes["n_starts"], gen).items()
-    }
-    opt = torch.optim.Adam(list(params.values()), lr=lr)
-    adversarial = 0.0
-    for _ in range(sizes["ascent_steps"]):
-        ratio = ratio_fn(**params)
-        adversarial = max(adversarial, ratio.detach().nan_to_num(0.0).max().item())
-        opt.zero_grad()
-        (-ratio.clamp_min(1e-300).log().nan_to_num(0.0).sum()).backward()
-        opt.step()
-    return random_worst, adversarial
+    # from n_starts starts (attnbook.bound_search)
+    found = bound_search.worst_ratio(
+        ratio_fn, sample, n_random=sizes["n_random"], n_starts=sizes["n_starts"],
+        steps=sizes["ascent_steps"], lr=lr, seed=seed,
+    )
+    return found["random"], found["adversarial"]
 
 
 report = {}  # step -> (worst random ratio, worst adversarial ratio)
