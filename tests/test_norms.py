@@ -146,3 +146,22 @@ def test_collapse_order_ignores_pairs_at_round_off_and_refuses_too_few():
     assert abs(fit["order"] - 1.0) < 1e-9 and fit["pairs"] == 7, "the round-off pairs must be left out"
     with pytest.raises(ValueError, match="need 3"):
         norms.collapse_order(torch.tensor([[0.9, 0.8, 0.7]]))
+
+
+def test_residual_by_layer_measures_every_hidden_state():
+    from attnbook.attention import SelfAttentionNetwork, gaussian_init_
+
+    torch.manual_seed(0)
+    net = gaussian_init_(SelfAttentionNetwork(3, 8, 2, skip=False, mlp=False, layernorm=None)).double()
+    X = torch.randn(2, 5, 8, dtype=torch.float64)
+    curve = norms.residual_by_layer(net, X)
+    assert curve.shape == (2, 4)
+    _, hidden, _ = net(X)
+    for layer, h in enumerate(hidden):
+        assert_close(curve[:, layer], norms.relative_residual(h.detach()))
+    assert_close(curve[:, 0], norms.relative_residual(X))
+    absolute = norms.residual_by_layer(net, X, relative=False)
+    assert_close(absolute[1, 2], norms.norm_1_inf(norms.res(hidden[2][1].detach())))
+    assert (curve[:, -1] < curve[:, 0]).all()  # a pure SAN collapses
+    with pytest.raises(ValueError, match="batch"):
+        norms.residual_by_layer(net, X[0])

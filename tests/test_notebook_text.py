@@ -22,7 +22,6 @@ MAX_LINES = 30
 #: fails. Teaching code that should stay long is named in the closing note of issue 16.
 LONG_CELLS = {
     ('11_pruning_heads.ipynb', 'fig, axes = plt.subplots('),
-    ('01_pure_attention_loses_rank.ipynb', 'def residual_curves('),
     ('01_pure_attention_loses_rank.ipynb', 'san = curves["SAN"]'),
     ('01_pure_attention_loses_rank.ipynb', 'last = sizes["depth"]'),
     ('01_pure_attention_loses_rank.ipynb', 'controls = dict('),

@@ -206,6 +206,23 @@ def relative_residual(X: torch.Tensor, center: str = "mean") -> torch.Tensor:
     return norm_1_inf(res(X, center)) / norm_1_inf(X)
 
 
+def residual_by_layer(net, X: torch.Tensor, relative: bool = True, center: str = "mean") -> torch.Tensor:
+    """The relative residual (eq. rel-res), or with ``relative=False`` the residual norm
+    ``||res(.)||_{1,inf}``, of the input and of every layer's output of ``net`` on ``X`` (chapters "Pure
+    attention loses rank" and "Deep bounds"): shape ``(batch, depth + 1)``, on the CPU, column 0 the input.
+    ``net(X)`` must return ``(output, [X, x_1, ..., x_L], ...)`` as
+    :class:`attnbook.attention.SelfAttentionNetwork` does; it runs without gradients."""
+    if X.ndim != 3:
+        raise ValueError(f"X must have shape (batch, n_tokens, d_model), got {tuple(X.shape)}")
+    with torch.no_grad():
+        hidden = net(X)[1]
+    if relative:
+        values = [relative_residual(h, center) for h in hidden]
+    else:
+        values = [norm_1_inf(res(h, center)) for h in hidden]
+    return torch.stack(values, dim=1).cpu()
+
+
 def collapse_order(curves: torch.Tensor, lo: float = 1e-13, hi: float = 0.5) -> dict:
     """The order of convergence of residual curves (chapter "Pure attention loses rank"): the least-squares
     fit of ``log r_{l+1} = log C + p log r_l`` over every consecutive pair of layers (rows of ``curves``

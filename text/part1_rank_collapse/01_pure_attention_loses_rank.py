@@ -47,7 +47,13 @@ from attnbook.attention import (
     gaussian_init_,
 )
 from attnbook import norms
-from attnbook.norms import norm_1, norm_1_inf, norm_inf, relative_residual, res
+from attnbook.norms import (
+    norm_1,
+    norm_1_inf,
+    norm_inf,
+    res,
+    residual_by_layer,
+)
 from attnbook.plotting import PAPER_STYLE, variant_color
 
 dev = attnbook.setup(seed=0)
@@ -221,10 +227,7 @@ def residual_curves(
     for _ in range(n_nets):
         net = SelfAttentionNetwork(depth, d_model, n_heads, **variant)
         gaussian_init_(net, gain)
-        net.to(dev)
-        with torch.no_grad():
-            _, hidden, _ = net(X)
-        curves.append(torch.stack([relative_residual(h) for h in hidden], dim=1).cpu())
+        curves.append(residual_by_layer(net.to(dev), X))
     return torch.cat(curves)
 
 

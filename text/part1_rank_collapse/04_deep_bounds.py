@@ -37,7 +37,14 @@ import torch
 import attnbook
 from attnbook import bound_search
 from attnbook.attention import SelfAttentionNetwork, gaussian_init_
-from attnbook.norms import norm_1, norm_1_inf, norm_inf, relative_residual, res
+from attnbook.norms import (
+    norm_1,
+    norm_1_inf,
+    norm_inf,
+    relative_residual,
+    res,
+    residual_by_layer,
+)
 from attnbook.plotting import variant_color
 
 dev = attnbook.setup(seed=0)
@@ -119,9 +126,7 @@ for i in range(sizes["n_nets"]):
         SelfAttentionNetwork(L, d, H, skip=False, mlp=False, layernorm=None)
     )
     X = torch.randn(1, 1, d, generator=gen) + 0.01 * torch.randn(1, n, d, generator=gen)
-    with torch.no_grad():
-        _, hidden, _ = net(X)
-    obs = torch.tensor([norm_1_inf(res(h[0])).item() for h in hidden])
+    obs = residual_by_layer(net, X, relative=False)[0]
     observed.append(obs)
     bounds.append(torch.tensor(log_bound(net, obs[0].item())) / math.log(10))
 observed, bounds = torch.stack(observed), torch.stack(bounds)  # bounds in log10
@@ -218,11 +223,7 @@ for name, kw in {"SAN": dict(skip=False), "SAN+skip": dict(skip=True)}.items():
     net = gaussian_init_(
         SelfAttentionNetwork(Lc, dc, H, mlp=False, layernorm=None, **kw)
     ).to(dev)
-    with torch.no_grad():
-        _, hidden, _ = net(X)
-    curves[f"{name} (random)"] = torch.tensor(
-        [norm_1_inf(res(h[0])).item() for h in hidden]
-    )
+    curves[f"{name} (random)"] = residual_by_layer(net, X, relative=False)[0]
 construction = gaussian_init_(
     SelfAttentionNetwork(Lc, dc, H, skip=True, mlp=False, layernorm=None)
 )
@@ -232,17 +233,15 @@ with torch.no_grad():
             lin.weight.zero_()
             lin.bias.zero_()
         block.attn.v.bias.normal_()  # non-zero value bias: the shared row drifts
-    _, hidden, _ = construction.to(dev)(X)
-curves["SAN+skip (W_Q = W_K = 0)"] = torch.tensor(
-    [norm_1_inf(res(h[0])).item() for h in hidden]
-)
+    out = construction.to(dev)(X)[0]
+curves["SAN+skip (W_Q = W_K = 0)"] = residual_by_layer(construction, X, relative=False)[0]
 preserved = (
     (curves["SAN+skip (W_Q = W_K = 0)"] / curves["SAN+skip (W_Q = W_K = 0)"][0] - 1)
     .abs()
     .max()
     .item()
 )
-drift = (hidden[-1][0].mean(0) - X[0].mean(0)).norm().item()
+drift = (out[0].mean(0) - X[0].mean(0)).norm().item()
 print(
     f"construction: largest relative change of ||res(X^l)|| over {Lc} layers "
     f"{preserved:.1e}; "
@@ -402,19 +401,17 @@ for gain in (1.0, 2.0):
         for block in net.blocks:
             for lin in (block.mlp[0], block.mlp[2]):
                 lin.weight.mul_(gain)
-        _, hidden, _ = net.to(dev)(X)
+    net.to(dev)
     lambdas[gain] = max(
         (norm_1_inf(b.mlp[0].weight.T) * norm_1_inf(b.mlp[2].weight.T)).item()
         for b in net.blocks
     )
-    mlp_curves[gain] = torch.tensor([relative_residual(h[0]).item() for h in hidden])
+    mlp_curves[gain] = residual_by_layer(net, X)[0]
 torch.manual_seed(3)
 san = gaussian_init_(
     SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=False, layernorm=None)
 ).to(dev)
-with torch.no_grad():
-    _, hidden, _ = san(X)
-san_curve = torch.tensor([relative_residual(h[0]).item() for h in hidden])
+san_curve = residual_by_layer(san, X)[0]
 depth_below = {
     g: int((c < 1e-8).nonzero()[0]) if (c < 1e-8).any() else Lc + 1
     for g, c in mlp_curves.items()
@@ -507,9 +504,7 @@ torch.manual_seed(4)
 san_ln = gaussian_init_(
     SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=False, layernorm="post")
 ).to(dev)
-with torch.no_grad():
-    _, hidden, _ = san_ln(X)
-ln_curve = torch.tensor([relative_residual(h[0]).item() for h in hidden])
+ln_curve = residual_by_layer(san_ln, X)[0]
 fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
 ax.semilogy(san_curve.clamp(min=1e-17), color=variant_color("SAN"), label="SAN")
 ax.semilogy(
