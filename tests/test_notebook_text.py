@@ -38,7 +38,6 @@ LONG_CELLS = {
     ('05_pretrained_transformers.ipynb', 'mini = pretrained_curves["all-MiniLM-L6-v2"]'),
     ('05_pretrained_transformers.ipynb', 'bert0, albert0, xlnet0 = (init_curves[m] for m in hf.BASE_CONFIGS)'),
     ('05_pretrained_transformers.ipynb', 'gen = torch.Generator().manual_seed(0)'),
-    ('06_circle_task.ipynb', 'def mse(m, batch):'),
     ('06_circle_task.ipynb', 'def censored_steps(d, variant):'),
     ('07_path_effectiveness.ipynb', 'fig, axes = plt.subplots(3, 1, figsize=(6.4, 10.5), layout="constrained")'),
     ('07_path_effectiveness.ipynb', 'def mean_acc(name, n, k):'),

@@ -41,6 +41,23 @@ def test_circle_net_outer_skip_adds_the_input():
     assert_close(with_skip, x + m(x), atol=1e-6, rtol=0)
 
 
+def test_circle_net_without_attention_is_token_wise():
+    """attention=False: each token's output depends on that token alone (moving the other token changes
+    nothing), with the same parameters as the model with attention, which does mix the tokens."""
+    torch.manual_seed(0)
+    m = circle.CircleNet(8, 2, attention=False)
+    full = circle.CircleNet(8, 2)
+    full.load_state_dict(m.state_dict(), strict=False)
+    assert [n for n, _ in m.named_parameters()] == [n for n, _ in full.named_parameters()]
+    x, _ = circle.circle_dataset(20)
+    moved = x.clone()
+    moved[:, 1] = moved[:, 1] * 0.5 + 0.1
+    assert_close(m(moved)[:, 0], m(x)[:, 0], atol=1e-6, rtol=0)
+    assert (full(moved)[:, 0] - full(x)[:, 0]).abs().max() > 1e-4
+    alone = torch.stack([m(x[:, :1])[:, 0], m(x[:, 1:])[:, 0]], 1)
+    assert_close(m(x), alone, atol=1e-6, rtol=0)
+
+
 def test_rollout_feeds_predictions_back():
     """Chapter 6, Fig. 3: traj[t + 1] = model(traj[t]), from traj[0] = start."""
     torch.manual_seed(1)
@@ -53,6 +70,46 @@ def test_rollout_feeds_predictions_back():
         for t in range(5):
             assert_close(traj[t + 1], m(traj[t][None])[0], atol=1e-6, rtol=0)
     assert m.training  # rollout restores the training mode
+
+
+def test_rollout_apart_feeds_each_token_back_alone():
+    """The control of chapter 6: each token is its own one-token sequence, so neither sees the other."""
+    torch.manual_seed(1)
+    m = circle.CircleNet(8, 2)
+    x, _ = circle.circle_dataset(20)
+    traj = circle.rollout_apart(m, x[0], 4)
+    assert traj.shape == (5, 2, 2)
+    with torch.no_grad():
+        for tok in range(2):
+            alone = x[0][tok].reshape(1, 1, 2)
+            for t in range(4):
+                alone = m(alone)
+                assert_close(traj[t + 1, tok], alone[0, 0], atol=1e-6, rtol=0)
+    together = circle.rollout(m, x[0], 4)
+    assert (together[1:] - traj[1:]).abs().max() > 1e-4  # together, attention mixes the tokens
+
+
+def test_circle_fit_is_the_seeded_book_recipe_and_summarise_run_reads_the_gate(tmp_path):
+    """circle.fit: the same seed gives the same model, another seed another; the loss falls; the summary's
+    gate value is the one-step error over staying put."""
+    kw = dict(steps=30, lr=5e-3, batch=16, n_points=40)
+    a, hist = circle.fit(8, 0, **kw)
+    b, _ = circle.fit(8, 0, **kw)
+    c, _ = circle.fit(8, 1, **kw)
+    assert_close(a.readout.weight, b.readout.weight, atol=0, rtol=0)
+    assert (a.readout.weight - c.readout.weight).abs().max() > 1e-4
+    assert hist["loss"][-1] < hist["loss"][0]
+    X, Y = circle.circle_dataset(40)
+    s = circle.summarise_run(a, X, Y, 60)
+    with torch.no_grad():
+        expected = float(circle.one_step_mse(a, (X, Y))) / circle.baselines(X, Y)["stay_put"]
+    assert s["mse_over_stay_put"] == pytest.approx(expected, rel=1e-6)
+    assert set(s) == {"mse_over_stay_put", "collapse_step", "final_gap", "spread"}
+    bad = tmp_path / "x.json"
+    bad.write_text("{}")
+    with pytest.raises(ValueError, match="not a circle control"):
+        circle.load_control(bad)
+    assert circle.load_control()["runs"]
 
 
 def test_circle_training_lowers_the_loss_for_every_variant():

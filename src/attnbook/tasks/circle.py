@@ -9,19 +9,26 @@ disguise: one shared attention layer applied many times.
 The model (:class:`CircleNet`) is the official code's: ``Linear(2, d)`` + LayerNorm, one BERT-style
 attention layer with 2 heads (``LN(X + SA(X))``, optionally followed by ``LN(Y + MLP(Y))`` with an MLP of
 width ``d``), and ``Linear(d, 2)``. ``skip=True`` adds the *outer* skip connection: the network predicts
-the step, ``next = x + f(x)``.
+the step, ``next = x + f(x)``. ``attention=False`` removes attention (every head gated to zero), leaving a
+token-wise map with the same parameters: the control for collapse.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import torch
 from torch import nn
 
 from ..attention import Block
+from ..presets import seed_everything
+from ..train import train
 
 RADIUS = 0.3
+#: the attention-removed control, shipped by ``scripts/circle_control.py`` (chapter "The circle task")
+CONTROL = Path(__file__).resolve().parents[1] / "data" / "circle" / "control_quick.json"
 
 
 def circle_points(n: int = 1000, radius: float = RADIUS) -> torch.Tensor:
@@ -46,7 +53,8 @@ class CircleNet(nn.Module):
     """The circle-task model (chapter "The circle task"): see the module docstring. ``forward`` maps (batch, 2, 2)
     points to the predicted next points (batch, 2, 2)."""
 
-    def __init__(self, d_model: int = 32, n_heads: int = 2, mlp: bool = False, skip: bool = False) -> None:
+    def __init__(self, d_model: int = 32, n_heads: int = 2, mlp: bool = False, skip: bool = False,
+                 attention: bool = True) -> None:
         super().__init__()
         if d_model < n_heads or d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be a positive multiple of n_heads={n_heads}")
@@ -54,22 +62,20 @@ class CircleNet(nn.Module):
         self.embed = nn.Sequential(nn.Linear(2, d_model), nn.LayerNorm(d_model))
         self.block = Block(d_model, n_heads, skip=True, mlp=mlp, layernorm="post", d_ff=d_model)
         self.readout = nn.Linear(d_model, 2)
+        # attention=False: every head gated to zero, so the layer is LN(E + b_O), a token-wise map (the
+        # control that tells attention's merging apart from a contracting map of each point on its own)
+        self.register_buffer("head_gates", None if attention else torch.zeros(n_heads))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 3 or x.shape[-1] != 2:
             raise ValueError(f"expected points of shape (batch, tokens, 2), got {tuple(x.shape)}")
-        h, _ = self.block(self.embed(x))
+        h, _ = self.block(self.embed(x), head_gates=self.head_gates)
         out = self.readout(h)
         return x + out if self.skip else out
 
 
 @torch.no_grad()
-def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
-    """Feed the model its own predictions ``steps`` times from ``start`` (2, 2) (chapter "The circle task", Fig. 3).
-
-    Returns the trajectory (steps + 1, 2, 2): ``traj[0] = start``, ``traj[t]`` the t-th prediction.
-    The model runs on the device of its parameters; the trajectory comes back on ``start``'s device.
-    """
+def _feed_back(model: nn.Module, start: torch.Tensor, steps: int, step) -> torch.Tensor:
     if start.shape != (2, 2):
         raise ValueError(f"start must be one item of shape (2, 2), got {tuple(start.shape)}")
     if steps < 1:
@@ -80,9 +86,25 @@ def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Te
     model.eval()
     traj = [start.float().to(run_dev)]
     for _ in range(steps):
-        traj.append(model(traj[-1][None])[0])
+        traj.append(step(traj[-1]))
     model.train(was_training)
     return torch.stack(traj).to(start.device)
+
+
+def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
+    """Feed the model its own predictions ``steps`` times from ``start`` (2, 2) (chapter "The circle task", Fig. 3).
+
+    Returns the trajectory (steps + 1, 2, 2): ``traj[0] = start``, ``traj[t]`` the t-th prediction.
+    The model runs on the device of its parameters; the trajectory comes back on ``start``'s device.
+    """
+    return _feed_back(model, start, steps, lambda x: model(x[None])[0])
+
+
+def rollout_apart(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
+    """:func:`rollout` with each token fed back on its own, as a one-token sequence (chapter "The circle task"'s
+    control): with a single key, attention can only return the token's own value, so the trained layer acts
+    on each token alone. Tokens that merge in :func:`rollout` but not here were merged by attention."""
+    return _feed_back(model, start, steps, lambda x: model(x[:, None, :])[:, 0])
 
 
 def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
@@ -134,3 +156,67 @@ def baselines(X: torch.Tensor, Y: torch.Tensor) -> dict:
     "stay put" (``Y = X``) and predicting the origin, in the chapter's MSE (squared error summed over the
     plane, mean over tokens and items)."""
     return {"stay_put": float(((X - Y) ** 2).sum(-1).mean()), "origin": float((Y ** 2).sum(-1).mean())}
+
+
+def one_step_mse(model: nn.Module, batch) -> torch.Tensor:
+    """The chapter's training loss and one-step error: squared error summed over the plane, mean over tokens
+    and items (chapter "The circle task")."""
+    x, y = batch
+    return ((model(x) - y) ** 2).sum(-1).mean()
+
+
+def fit(d_model: int, seed: int, *, steps: int, lr: float, batch: int, n_points: int = 1000, n_heads: int = 2,
+        device=None, **variant) -> tuple[CircleNet, dict]:
+    """Train a :class:`CircleNet` (``variant``: ``mlp``, ``skip``, ``attention``) with the book's recipe
+    (chapter "The circle task"): :func:`attnbook.train.train` (AdamW, warm-up then cosine decay, clipping) on
+    batches of ``batch`` items drawn at random with a generator seeded with ``seed``, after
+    ``seed_everything(seed)``. Returns the model and its training history."""
+    X, Y = circle_dataset(n_points)
+    seed_everything(seed)
+    model = CircleNet(d_model, n_heads, **variant)
+    gen = torch.Generator().manual_seed(seed)
+
+    def batch_fn(step):
+        i = torch.randint(0, len(X), (batch,), generator=gen)
+        return X[i], Y[i]
+
+    hist = train(model, batch_fn, one_step_mse, steps=steps, lr=lr, progress=False, device=device)
+    return model, hist
+
+
+def fit_paper_recipe(d_model: int, seed: int, *, lr: float, batch_size: int, optimizer: str, epochs: int,
+                     n_points: int = 1000, n_heads: int = 2, device=None, **variant) -> tuple[CircleNet, dict]:
+    """Train a :class:`CircleNet` with the paper's recipe (chapter "The circle task"; the official
+    ``run_circle.py``): ``optimizer`` at a constant ``lr``, no warm-up or clipping, the items in order
+    (no shuffling) in batches of ``batch_size``, summed squared error, ``epochs`` epochs. Returns the model
+    and its training history."""
+    X, Y = circle_dataset(n_points)
+    seed_everything(seed)
+    model = CircleNet(d_model, n_heads, **variant)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, Y), batch_size=batch_size)
+    hist = train(model, loader, lambda m, b: ((m(b[0]) - b[1]) ** 2).sum(), steps=epochs * len(loader), lr=lr,
+                 optimizer=optimizer, schedule="constant", warmup=0, clip=None, progress=False, device=device)
+    return model, hist
+
+
+def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_steps: int) -> dict:
+    """What the chapter reads from one trained model: its one-step error over stay-put's (the gate), and
+    the collapse step, final token gap and spread of its rollout from the first item."""
+    with torch.no_grad():
+        dev = next(model.parameters()).device
+        error = float(one_step_mse(model, (X.to(dev), Y.to(dev))))
+    traj = rollout(model, X[0], rollout_steps)
+    gaps = token_gaps(traj)
+    return {"mse_over_stay_put": error / baselines(X, Y)["stay_put"], "collapse_step": collapse_step(gaps),
+            "final_gap": float(gaps[-1]), "spread": spread(traj)}
+
+
+def load_control(path=None) -> dict:
+    """The attention-removed control written by ``scripts/circle_control.py`` (default :data:`CONTROL`)."""
+    path = Path(CONTROL if path is None else path)
+    if not path.is_file():
+        raise ValueError(f"expected the circle control of scripts/circle_control.py at {path}")
+    record = json.loads(path.read_text())
+    if not {"runs", "command", "recipe"} <= set(record):
+        raise ValueError(f"{path}: not a circle control file (needs runs, command, recipe)")
+    return record
