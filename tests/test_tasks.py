@@ -72,44 +72,26 @@ def test_rollout_feeds_predictions_back():
     assert m.training  # rollout restores the training mode
 
 
-def test_rollout_apart_feeds_each_token_back_alone():
-    """The control of chapter 6: each token is its own one-token sequence, so neither sees the other."""
-    torch.manual_seed(1)
+def test_official_skip_data_and_rollout_follow_run_circle_py():
+    """--circle_skip as the official code does it: inputs are a batch plus the previous batch (zeros first),
+    targets absolute; the rollout feeds the running sum of predictions and records the predictions."""
+    X, Y = circle.circle_dataset(20)  # 9 items
+    batches = circle.official_skip_batches(X, Y, 4)
+    assert [len(b[0]) for b in batches] == [4, 4, 1]
+    assert_close(batches[0][0], X[:4], atol=0, rtol=0)
+    assert_close(batches[1][0], X[4:8] + X[:4], atol=0, rtol=0)
+    assert_close(batches[2][0], X[8:9] + X[4:5], atol=0, rtol=0)
+    assert_close(batches[1][1], Y[4:8], atol=0, rtol=0)
+    torch.manual_seed(2)
     m = circle.CircleNet(8, 2)
-    x, _ = circle.circle_dataset(20)
-    traj = circle.rollout_apart(m, x[0], 4)
-    assert traj.shape == (5, 2, 2)
+    traj = circle.rollout_official_skip(m, X[0], 3)
+    total = X[0].clone()
     with torch.no_grad():
-        for tok in range(2):
-            alone = x[0][tok].reshape(1, 1, 2)
-            for t in range(4):
-                alone = m(alone)
-                assert_close(traj[t + 1, tok], alone[0, 0], atol=1e-6, rtol=0)
-    together = circle.rollout(m, x[0], 4)
-    assert (together[1:] - traj[1:]).abs().max() > 1e-4  # together, attention mixes the tokens
-
-
-def test_circle_fit_is_the_seeded_book_recipe_and_summarise_run_reads_the_gate(tmp_path):
-    """circle.fit: the same seed gives the same model, another seed another; the loss falls; the summary's
-    gate value is the one-step error over staying put."""
-    kw = dict(steps=30, lr=5e-3, batch=16, n_points=40)
-    a, hist = circle.fit(8, 0, **kw)
-    b, _ = circle.fit(8, 0, **kw)
-    c, _ = circle.fit(8, 1, **kw)
-    assert_close(a.readout.weight, b.readout.weight, atol=0, rtol=0)
-    assert (a.readout.weight - c.readout.weight).abs().max() > 1e-4
-    assert hist["loss"][-1] < hist["loss"][0]
-    X, Y = circle.circle_dataset(40)
-    s = circle.summarise_run(a, X, Y, 60)
-    with torch.no_grad():
-        expected = float(circle.one_step_mse(a, (X, Y))) / circle.baselines(X, Y)["stay_put"]
-    assert s["mse_over_stay_put"] == pytest.approx(expected, rel=1e-6)
-    assert set(s) == {"mse_over_stay_put", "collapse_step", "final_gap", "spread"}
-    bad = tmp_path / "x.json"
-    bad.write_text("{}")
-    with pytest.raises(ValueError, match="not a circle control"):
-        circle.load_control(bad)
-    assert circle.load_control()["runs"]
+        for t in range(3):
+            pred = m(total[None])[0]
+            assert_close(traj[t + 1], pred, atol=1e-6, rtol=0)
+            total = total + pred
+    assert_close(traj[0], X[0], atol=0, rtol=0)
 
 
 def test_circle_training_lowers_the_loss_for_every_variant():

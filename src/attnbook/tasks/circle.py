@@ -84,9 +84,11 @@ def _feed_back(model: nn.Module, start: torch.Tensor, steps: int, step) -> torch
     run_dev = param.device if param is not None else start.device
     was_training = model.training
     model.eval()
-    traj = [start.float().to(run_dev)]
+    state = start.float().to(run_dev)
+    traj = [state]
     for _ in range(steps):
-        traj.append(step(traj[-1]))
+        state, shown = step(state)  # the next input, and what the trajectory records
+        traj.append(shown)
     model.train(was_training)
     return torch.stack(traj).to(start.device)
 
@@ -97,14 +99,11 @@ def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Te
     Returns the trajectory (steps + 1, 2, 2): ``traj[0] = start``, ``traj[t]`` the t-th prediction.
     The model runs on the device of its parameters; the trajectory comes back on ``start``'s device.
     """
-    return _feed_back(model, start, steps, lambda x: model(x[None])[0])
+    def step(x):
+        y = model(x[None])[0]
+        return y, y
 
-
-def rollout_apart(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
-    """:func:`rollout` with each token fed back on its own, as a one-token sequence (chapter "The circle task"'s
-    control): with a single key, attention can only return the token's own value, so the trained layer acts
-    on each token alone. Tokens that merge in :func:`rollout` but not here were merged by attention."""
-    return _feed_back(model, start, steps, lambda x: model(x[:, None, :])[:, 0])
+    return _feed_back(model, start, steps, step)
 
 
 def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
@@ -185,18 +184,50 @@ def fit(d_model: int, seed: int, *, steps: int, lr: float, batch: int, n_points:
 
 
 def fit_paper_recipe(d_model: int, seed: int, *, lr: float, batch_size: int, optimizer: str, epochs: int,
-                     n_points: int = 1000, n_heads: int = 2, device=None, **variant) -> tuple[CircleNet, dict]:
+                     n_points: int = 1000, n_heads: int = 2, device=None, official_skip: bool = False,
+                     **variant) -> tuple[CircleNet, dict]:
     """Train a :class:`CircleNet` with the paper's recipe (chapter "The circle task"; the official
     ``run_circle.py``): ``optimizer`` at a constant ``lr``, no warm-up or clipping, the items in order
-    (no shuffling) in batches of ``batch_size``, summed squared error, ``epochs`` epochs. Returns the model
-    and its training history."""
+    (no shuffling) in batches of ``batch_size``, summed squared error, ``epochs`` epochs. With
+    ``official_skip`` the batches are the official ``--circle_skip`` data (:func:`official_skip_batches`;
+    use it with the model's ``skip=False`` and :func:`rollout_official_skip`). Returns the model and its
+    training history."""
     X, Y = circle_dataset(n_points)
     seed_everything(seed)
     model = CircleNet(d_model, n_heads, **variant)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, Y), batch_size=batch_size)
+    if official_skip:
+        loader = official_skip_batches(X, Y, batch_size)
+    else:
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, Y), batch_size=batch_size)
     hist = train(model, loader, lambda m, b: ((m(b[0]) - b[1]) ** 2).sum(), steps=epochs * len(loader), lr=lr,
                  optimizer=optimizer, schedule="constant", warmup=0, clip=None, progress=False, device=device)
     return model, hist
+
+
+def official_skip_batches(X: torch.Tensor, Y: torch.Tensor, batch_size: int) -> list:
+    """The official code's ``--circle_skip`` training data (chapter "The circle task"; ``run_circle.py``): the
+    items in order in batches of ``batch_size``, each batch's input its points *plus the previous batch's*
+    (zeros for the first batch of an epoch), its target the absolute next points. This is not an outer skip
+    connection; it is what Figure 3's "skip" panels were trained on."""
+    if batch_size < 1 or len(X) != len(Y):
+        raise ValueError(f"need batch_size >= 1 and as many inputs as targets, got {batch_size}, {len(X)}, {len(Y)}")
+    batches, previous = [], torch.zeros(batch_size, *X.shape[1:])
+    for i in range(0, len(X), batch_size):
+        x, y = X[i: i + batch_size], Y[i: i + batch_size]
+        batches.append((x + previous[: len(x)], y))
+        previous = x
+    return batches
+
+
+def rollout_official_skip(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
+    """The official code's ``--circle_skip`` evaluation (chapter "The circle task"): the model is fed the running
+    sum of its predictions, ``s_t = s_{t-1} + f(s_{t-1})`` from ``s_0 = start``, and the trajectory shown is
+    the predictions ``f(s_{t-1})`` themselves (``traj[0] = start``), as Figure 3 plots them."""
+    def step(total):
+        pred = model(total[None])[0]
+        return total + pred, pred
+
+    return _feed_back(model, start, steps, step)
 
 
 def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_steps: int) -> dict:
