@@ -297,3 +297,41 @@ def test_bad_inputs_raise_clear_errors():
         pt.layer_outputs(model, {"input_ids": torch.zeros(3, dtype=torch.long)})
     with pytest.raises(ValueError, match="sequence"):
         pt.residual_curves(model, tiny_batch(), variants="SAN")
+
+
+@pytest.mark.parametrize("kind", ["bert", "albert"])
+def test_head_matrices_fold_the_query_key_and_value_output_maps(kind):
+    """hf.head_matrices: x^T W_QK,h y = q_h(x) . k_h(y) without biases, and x^T W_h = the head's value
+    pushed through its block of the output projection; ALBERT repeats its shared layer."""
+    model = tiny_model(kind)
+    mats = pt.head_matrices(model)
+    assert len(mats) == 3
+    W_qk, W_vo, dh = mats[0]
+    assert W_qk.shape == (4, 32, 32) and dh == 8 and W_qk.dtype == torch.float64
+    layer = model.encoder.layer[0] if kind == "bert" else model.encoder.albert_layer_groups[0].albert_layers[0]
+    att = layer.attention.self if kind == "bert" else layer.attention
+    dense = layer.attention.output.dense if kind == "bert" else layer.attention.dense
+    x, y = torch.randn(32, dtype=torch.float64), torch.randn(32, dtype=torch.float64)
+    h = 2
+    q = (att.query.weight.double() @ x)[h * dh:(h + 1) * dh]
+    k = (att.key.weight.double() @ y)[h * dh:(h + 1) * dh]
+    assert float(x @ W_qk[h] @ y) == pytest.approx(float(q @ k), rel=1e-9)
+    v = (att.value.weight.double() @ x)[h * dh:(h + 1) * dh]
+    torch.testing.assert_close(x @ W_vo[h], dense.weight.double()[:, h * dh:(h + 1) * dh] @ v)
+    if kind == "albert":
+        assert mats[1][0] is mats[0][0]
+    thresholds = pt.contraction_thresholds(model)
+    assert len(thresholds) == 3 and all(t > 0 for t in thresholds)
+    with pytest.raises(ValueError, match="XLNet"):
+        pt.head_matrices(tiny_model("xlnet"))
+
+
+def test_residual_by_layer_absolute_is_the_residual_norm():
+    model = tiny_model("bert")
+    batch = tiny_batch()
+    hs = pt.layer_outputs(model, batch)
+    absolute = pt.residual_by_layer(model, batch, relative=False)
+    from attnbook.norms import norm_1_inf, res
+
+    assert absolute.shape == (4, 2)
+    assert absolute[2, 1] == pytest.approx(float(norm_1_inf(res(hs[2][1].double()))), rel=1e-6)

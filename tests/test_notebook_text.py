@@ -29,7 +29,7 @@ LONG_CELLS = {
     ('03_residual_bound_one_layer.ipynb', 'def sample(batch, gen):'),
     ('03_residual_bound_one_layer.ipynb', 'def ratio_lemma(**kw):'),
     ('03_residual_bound_one_layer.ipynb', 'gen = torch.Generator().manual_seed(11)'),
-    ('04_deep_bounds.ipynb', 'def head_matrices(block):'),
+    ('04_deep_bounds.ipynb', 'def log_bound(net, r0):'),
     ('04_deep_bounds.ipynb', 'nc, dc, Lc = ('),
     ('04_deep_bounds.ipynb', 'mlp_curves, lambdas = {}, {}'),
     ('04_deep_bounds.ipynb', 'ln = torch.nn.LayerNorm(dc)'),

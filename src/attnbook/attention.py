@@ -92,6 +92,18 @@ class MultiHeadSelfAttention(nn.Module):
         b, n, _ = t.shape
         return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)  # (b, h, n, d_head)
 
+    def head_matrices(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The per-head fold of chapter "Path decomposition": ``W_QK,h = W_Q,h W_K,h^T`` and
+        ``W_h = W_V,h W_O,h``, each of shape ``(heads, d_model, d_model)``, detached (biases left out)."""
+        H, dh, dm = self.n_heads, self.d_head, self.d_model
+
+        def split(lin):
+            return lin.weight.T.reshape(dm, H, dh).permute(1, 0, 2)
+
+        W_qk = split(self.q) @ split(self.k).transpose(-1, -2)
+        W_vo = split(self.v) @ self.out.weight.T.reshape(H, dh, dm)
+        return W_qk.detach(), W_vo.detach()
+
     def gate_heads(self, heads: torch.Tensor, head_gates: Optional[torch.Tensor]) -> torch.Tensor:
         """``heads`` (batch, heads, n, d_head) with head ``h`` multiplied by ``head_gates[h]`` (shape
         ``(n_heads,)``, ``(batch, n_heads)``, or ``(batch, n_heads, n)``: one gate per query position, for

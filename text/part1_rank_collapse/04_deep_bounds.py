@@ -35,12 +35,10 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook import bound_search
+from attnbook import bound_search, deep_bound
 from attnbook.attention import SelfAttentionNetwork, gaussian_init_
 from attnbook.norms import (
-    norm_1,
     norm_1_inf,
-    norm_inf,
     relative_residual,
     res,
     residual_by_layer,
@@ -91,28 +89,16 @@ print(dict(sizes))
 # $b_l = a_l b_{l-1}^3$ (each layer's own $\beta$ and $\gamma$, computed in log space, since $b_l$ underflows) ({numref}`fig-ch04-1`).
 
 # %% tags=["hide-input"]
-def head_matrices(block):
-    # per-head W_QK = W_Q W_K^T and W_h = W_V W_O (chapter 2's fold) of a library Block
-    a = block.attn
-    H, dh, dm = a.n_heads, a.d_head, a.d_model
-    split = lambda lin: lin.weight.T.reshape(dm, H, dh).permute(1, 0, 2)
-    Wqk = split(a.q) @ split(a.k).transpose(-1, -2)
-    Wvo = split(a.v) @ a.out.weight.T.reshape(H, dh, dm)
-    return Wqk.detach(), Wvo.detach(), dh
-
-
 def log_bound(net, r0):
-    # natural log of b_l for l = 0..L (token-mean residual of the output: factor c = 2
-    # applied at the end)
+    # natural log of b_l for l = 0..L: b_l = a_l b_{l-1}^3 with each layer's own beta and
+    # gamma (attnbook.deep_bound; per-head matrices by the fold of chapter 2); the factor
+    # c = 2 of the token-mean residual of the output is applied at the end
     b, logs = math.log(r0), [math.log(r0)]
     for block in net.blocks:
-        Wqk, Wvo, dh = head_matrices(block)
-        beta = math.sqrt(
-            (norm_1(Wqk) * norm_1(Wvo)).max() * (norm_inf(Wqk) * norm_inf(Wvo)).max()
+        W_qk, W_vo = block.attn.head_matrices()
+        b = deep_bound.log_one_layer_bound(
+            b, deep_bound.layer_constants(W_qk, W_vo, block.attn.d_head)
         )
-        mu = norm_1_inf(Wqk).max().item() * math.exp(min(2 * b, 600)) / math.sqrt(dh)
-        log_4gamma = min(2 * mu, 1e300) + math.log1p(math.exp(min(mu, 700)))
-        b = log_4gamma + math.log(beta * block.attn.n_heads / math.sqrt(dh)) + 3 * b
         logs.append(b)
     return [x + math.log(2) for x in logs]
 

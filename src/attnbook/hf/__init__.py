@@ -29,7 +29,9 @@ from .loading import (
 )
 from .measuring import (
     attention_matrices,
+    contraction_thresholds,
     encoder_head_roles,
+    head_matrices,
     layer_outputs,
     residual_by_layer,
     residual_curves,
@@ -39,8 +41,8 @@ from .surgery import ARCHITECTURES, VARIANT_SWITCHES, VARIANTS, architecture, va
 
 __all__ = [
     "ARCHITECTURES", "BASE_CONFIGS", "GateHooks", "MINILM_HUB_NAME", "PAPER_MODELS", "VARIANTS",
-    "VARIANT_SWITCHES", "architecture", "attach_head_gates", "attention_matrices", "contrastive_loss",
-    "drop_words", "embedding_similarity", "encoder_head_roles", "hub_offline_by_env", "hub_reachable",
+    "VARIANT_SWITCHES", "architecture", "attach_head_gates", "attention_matrices", "contraction_thresholds", "contrastive_loss",
+    "drop_words", "embedding_similarity", "encoder_head_roles", "head_matrices", "hub_offline_by_env", "hub_reachable",
     "init_model", "layer_outputs", "load_paper_models", "load_pretrained", "load_tokenizer", "mean_pooled",
     "minilm_source", "output_projections", "residual_by_layer", "residual_curves", "text_batch", "variant",
     "word_of_token",

@@ -16,9 +16,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import deep_bound
 from ..heads import word_attention
-from ..norms import relative_residual
-from .surgery import VARIANTS, _blocks, _first, architecture, variant
+from ..norms import norm_1_inf, relative_residual, res
+from .surgery import VARIANTS, _blocks, _first, _layers, architecture, variant
 
 # --------------------------------------------------------------------------------------------- measuring
 
@@ -71,12 +72,43 @@ def layer_outputs(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> list[t
     return record
 
 
-def residual_by_layer(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> np.ndarray:
+def residual_by_layer(model: nn.Module, batch: Mapping[str, torch.Tensor], relative: bool = True) -> np.ndarray:
     """The paper's Fig. 2 measure per layer and input: ``||h_l - 1 mean(h_l)^T||_{1,inf} / ||h_l||_{1,inf}``
     (chapter "Rank collapse in pretrained transformers", eq. rel-res with the token mean as in the official
-    code), for ``l = 0`` (embeddings) to ``L``. Returns an array of shape (L + 1, n_sequences)."""
-    hs = layer_outputs(model, batch)
-    return torch.stack([relative_residual(h.float().cpu()) for h in hs]).numpy()
+    code), for ``l = 0`` (embeddings) to ``L``; with ``relative=False`` the residual norm itself (the
+    quantity of the bound). Returns an array of shape (L + 1, n_sequences)."""
+    hs = [h.float().cpu() for h in layer_outputs(model, batch)]
+    if relative:
+        return torch.stack([relative_residual(h) for h in hs]).numpy()
+    return torch.stack([norm_1_inf(res(h.double())) for h in hs]).numpy()
+
+
+def head_matrices(model: nn.Module) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
+    """The per-head fold ``W_QK,h = W_Q,h W_K,h^T``, ``W_h = W_V,h W_O,h`` (chapter "Path decomposition") of
+    every layer of a BERT-family model (BERT, MiniLM, ALBERT, whose layers share one set of weights), in
+    float64: a list over layers of ``(W_qk, W_vo, d_head)``, the matrices ``(heads, d, d)`` (chapter "Rank
+    collapse in pretrained transformers": the bound's constants for real weights). XLNet's relative
+    attention has no such fold and is refused."""
+    kind = architecture(model)
+    if kind == "xlnet":
+        raise ValueError("head_matrices: XLNet's attention (relative positions) has no W_Q W_K^T fold")
+    out = []
+    for layer in _layers(model):
+        att = layer.attention
+        qkv, o = (att.self, att.output.dense) if kind == "bert" else (att, att.dense)
+        H = model.config.num_attention_heads
+        dm = o.weight.shape[0]
+        dh = qkv.query.weight.shape[0] // H
+
+        def split(lin):
+            return lin.weight.detach().double().T.reshape(dm, H, dh).permute(1, 0, 2)
+
+        W_qk = split(qkv.query) @ split(qkv.key).transpose(-1, -2)
+        W_vo = split(qkv.value) @ o.weight.detach().double().T.reshape(H, dh, dm)
+        out.append((W_qk, W_vo, dh))
+    if kind == "albert":
+        out = out * (model.config.num_hidden_layers // len(out))
+    return out
 
 
 def residual_curves(
@@ -188,3 +220,12 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
     if parses is not None:
         result["word_maps"] = word_maps
     return result
+
+
+def contraction_thresholds(model: nn.Module) -> list[float]:
+    """For every layer of a BERT-family model, the largest input residual ``||res(X)||_{1,inf}`` at which the
+    one-layer step of the doubly exponential bound contracts, from the layer's own weights
+    (:func:`attnbook.deep_bound.contraction_threshold` of :func:`head_matrices`; chapter "Rank collapse in
+    pretrained transformers": where the theorem applies to real weights)."""
+    return [deep_bound.contraction_threshold(deep_bound.layer_constants(W_qk, W_vo, d_head))
+            for W_qk, W_vo, d_head in head_matrices(model)]
