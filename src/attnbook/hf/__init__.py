@@ -35,6 +35,7 @@ from .measuring import (
     layer_outputs,
     residual_by_layer,
     residual_curves,
+    where_the_bound_applies,
     word_of_token,
 )
 from .surgery import ARCHITECTURES, VARIANT_SWITCHES, VARIANTS, architecture, variant
@@ -45,5 +46,5 @@ __all__ = [
     "drop_words", "embedding_similarity", "encoder_head_roles", "head_matrices", "hub_offline_by_env", "hub_reachable",
     "init_model", "layer_outputs", "load_paper_models", "load_pretrained", "load_tokenizer", "mean_pooled",
     "minilm_source", "output_projections", "residual_by_layer", "residual_curves", "text_batch", "variant",
-    "word_of_token",
+    "where_the_bound_applies", "word_of_token",
 ]

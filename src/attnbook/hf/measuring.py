@@ -229,3 +229,18 @@ def contraction_thresholds(model: nn.Module) -> list[float]:
     pretrained transformers": where the theorem applies to real weights)."""
     return [deep_bound.contraction_threshold(deep_bound.layer_constants(W_qk, W_vo, d_head))
             for W_qk, W_vo, d_head in head_matrices(model)]
+
+
+def where_the_bound_applies(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """Where the doubly exponential bound says anything about a real model (chapter "Rank collapse in
+    pretrained transformers"): for each layer of the pure-SAN variant, the contraction threshold of its
+    weights (:func:`contraction_thresholds`), the median residual ``||res(h_{l-1})||_{1,inf}`` of its input
+    over the batch's sequences and the mean relative residual of that input; ``applies`` where the input
+    residual is below the threshold (the layer's step is then a contraction by the bound)."""
+    thresholds = np.array(contraction_thresholds(model))
+    with variant(model, "SAN"):
+        hs = [h.double().cpu() for h in layer_outputs(model, batch)][:-1]
+    absolute = np.array([float(norm_1_inf(res(h)).median()) for h in hs])
+    relative = np.array([float(relative_residual(h).mean()) for h in hs])
+    return {"threshold": thresholds, "input_residual": absolute, "input_relative": relative,
+            "applies": absolute < thresholds}
