@@ -222,6 +222,23 @@ def test_mean_jacobian_sq_norms_is_the_monte_carlo_side_of_the_closed_forms():
         prop.mean_jacobian_sq_norms(X, 0, d_k=4, d_v=4, sigma=sigma)
 
 
+def test_input_scale_powers_hold_by_homogeneity_and_at_near_uniform_attention():
+    """Chapter "Unequal gradients": at W_Q = 0 (uniform attention) the W_Q norm scales exactly like s^6 and the
+    W_V norm like s^2 (homogeneity: these hold by construction, so they are tested here, not claimed in the
+    chapter); with real random W_Q at small scales attention is nearly uniform and the powers nearly hold."""
+    gen = torch.Generator().manual_seed(3)
+    X = torch.randn(6, 8, generator=gen, dtype=torch.float64)
+    kw = dict(d_k=4, d_v=4, sigma=8**-0.5, seed=2)
+    scales = [0.5, 1.0, 2.0]
+    exact = [prop.mean_jacobian_sq_norms(s * X, 3, **kw) for s in scales]
+    assert prop.log_log_slope(scales, [r["q"] for r in exact]) == pytest.approx(6.0, abs=1e-9)
+    assert prop.log_log_slope(scales, [r["v"] for r in exact]) == pytest.approx(2.0, abs=1e-9)
+    small = [0.01, 0.02, 0.04]
+    near = [prop.mean_jacobian_sq_norms(s * X, 3, uniform=False, **kw) for s in small]
+    assert prop.log_log_slope(small, [r["q"] for r in near]) == pytest.approx(6.0, abs=0.05)
+    assert prop.log_log_slope(small, [r["v"] for r in near]) == pytest.approx(2.0, abs=0.01)
+
+
 def test_log_crossing_interpolates_in_log_log():
     x = [0.5, 1.0, 4.0, 8.0]
     assert prop.log_crossing(x, [(2 / v) ** 2 for v in x]) == pytest.approx(2.0, rel=1e-12)
