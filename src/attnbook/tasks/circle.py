@@ -27,8 +27,8 @@ from ..presets import seed_everything
 from ..train import train
 
 RADIUS = 0.3
-#: the attention-removed control, shipped by ``scripts/circle_control.py`` (chapter "The circle task")
-CONTROL = Path(__file__).resolve().parents[1] / "data" / "circle" / "control_quick.json"
+#: the precomputed runs of ``scripts/circle_runs.py`` (chapter "The circle task"): ``<run>_<preset>.json``
+DATA = Path(__file__).resolve().parents[1] / "data" / "circle"
 
 
 def circle_points(n: int = 1000, radius: float = RADIUS) -> torch.Tensor:
@@ -242,12 +242,13 @@ def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_st
             "final_gap": float(gaps[-1]), "spread": spread(traj)}
 
 
-def load_control(path=None) -> dict:
-    """The attention-removed control written by ``scripts/circle_control.py`` (default :data:`CONTROL`)."""
-    path = Path(CONTROL if path is None else path)
+def load_runs(run: str, preset: str = "quick") -> dict:
+    """A file written by ``scripts/circle_runs.py <run>`` (``"control"``: attention removed; ``"seeds16"``: the
+    chapter's sweep over 16 seeds) (chapter "The circle task")."""
+    path = DATA / f"{run}_{preset}.json"
     if not path.is_file():
-        raise ValueError(f"expected the circle control of scripts/circle_control.py at {path}")
+        raise ValueError(f"expected the circle runs of `python scripts/circle_runs.py {run}` at {path}")
     record = json.loads(path.read_text())
     if not {"runs", "command", "recipe"} <= set(record):
-        raise ValueError(f"{path}: not a circle control file (needs runs, command, recipe)")
+        raise ValueError(f"{path}: not a circle runs file (needs runs, command, recipe)")
     return record
