@@ -45,8 +45,6 @@ LONG_CELLS = {
     ('08_collapse_kills_qk_gradients.ipynb', 'torch.manual_seed(0)'),
     ('08_collapse_kills_qk_gradients.ipynb', 'L = sizes["grad_depth"]'),
     ('09_unequal_gradients_and_adam.ipynb', 'gen = torch.Generator().manual_seed(0)'),
-    ('09_unequal_gradients_and_adam.ipynb', 'fig, axes = plt.subplots(3, 1, figsize=(6.4, 13.5), layout="constrained")'),
-    ('09_unequal_gradients_and_adam.ipynb', 'Xn = prop.tokens_with_cosine(n, d, rho, gen)'),
     ('09_unequal_gradients_and_adam.ipynb', 'acc = {k: r["acc"] for k, r in results.items()}'),
     ('10_translation_model_and_head_roles.ipynb', 'def head_grid(values, title, vmax=None, fmt="{:.2f}"):'),
     ('10_translation_model_and_head_roles.ipynb', 'rho_enc = float(spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten())[0])'),

@@ -43,10 +43,8 @@ from IPython.display import Markdown, display
 
 import attnbook
 from attnbook import propagation as prop
-from attnbook import reverser_figures
-from attnbook import stats
-from attnbook import plotting
-from attnbook.plotting import paper_line
+from attnbook import jacobian_figures, reverser_figures
+from attnbook import papers, stats
 from attnbook.tasks import reverser as rv
 
 dev = attnbook.setup(seed=0)
@@ -214,85 +212,10 @@ for m in lengths:
     )
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(3, 1, figsize=(6.4, 13.5), layout="constrained")
-for mode, ls in (("uniform", "o-"), ("random", "s--")):
-    for key, color in (("q", "#d62728"), ("v", "#1f77b4")):
-        axes[0].plot(
-            scales,
-            [r[key] for r in by_scale[mode]],
-            ls,
-            color=color,
-            label=f"$W_{key.upper()}$, "
-            + ("$W_Q = 0$ (uniform)" if mode == "uniform" else "random $W_Q$"),
-        )
-for key, color in (("q", "#d62728"), ("v", "#1f77b4")):
-    axes[0].plot(
-        large_scales,
-        [r[key] for r in by_large_scale],
-        "s:",
-        color=color,
-        alpha=0.55,
-        label=f"$W_{key.upper()}$, random $W_Q$, larger s",
-    )
-axes[0].axvline(1.0, color="0.45", lw=1, ls="-.", label="LayerNorm scale (s = 1)")
-axes[0].set(
-    xscale="log",
-    yscale="log",
-    xlabel="input scale s",
-    ylabel="squared Jacobian norm",
-    title="$W_Q$ grows like $s^6$, $W_V$ like $s^2$,\nuntil attention sharpens past s = 1",
+jacobian_figures.scaling_laws(
+    scales, by_scale, large_scales, by_large_scale, widths, by_width, lengths,
+    by_length,
 )
-plotting.plain_log_ticks(axes[0], [0.1, 0.2, 0.4, 1.0, 2.0, 4.0])
-for key, color in (("q", "#d62728"), ("v", "#1f77b4")):
-    axes[1].plot(
-        widths,
-        [mc_[key] for mc_, _ in by_width],
-        "o",
-        color=color,
-        label=f"$W_{key.upper()}$ simulation",
-    )
-    axes[1].plot(
-        widths,
-        [f_[key] for _, f_ in by_width],
-        "-",
-        color=color,
-        lw=1.2,
-        label=f"$W_{key.upper()}$ formula",
-    )
-    axes[2].plot(
-        lengths,
-        [mc_[key] for mc_, _ in by_length],
-        "o",
-        color=color,
-        label=f"W_{key.upper()} simulation",
-    )
-    axes[2].plot(
-        lengths,
-        [f_[key] for _, f_ in by_length],
-        "-",
-        color=color,
-        lw=1.2,
-        label=f"W_{key.upper()} formula",
-    )
-axes[1].set(
-    xscale="log",
-    yscale="log",
-    xlabel="width d (sigma fixed)",
-    title="$W_Q \\sim d^3$, $W_V \\sim d$",
-)
-axes[2].set(
-    xscale="log",
-    yscale="log",
-    xlabel="sequence length n",
-    title="Against n the formula follows the simulation",
-)
-plotting.plain_log_ticks(axes[1], widths)
-plotting.plain_log_ticks(axes[2], lengths)
-for ax in axes:
-    ax.set_ylabel("squared Jacobian norm")
-    ax.legend(ncol=2)
-# the top panel's legend goes below its x-axis label, off the data
-axes[0].legend(ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
 plt.show()
 
 # %%
@@ -364,6 +287,7 @@ print({k: round(v, 2) for k, v in local.items()})
 # tokens, cosine $\rho$, real random $W_Q$) by simulation and compare with {eq}`ch09-tau-star` ({numref}`fig-ch09-2`).
 
 # %% tags=["hide-input"]
+TAU_REVIEW = papers.number("noci2022", "balancing_temperature")  # the review's tau
 Xn = prop.tokens_with_cosine(n, d, rho, gen)
 tau_formula = prop.balancing_temperature(Xn, sig, sig)
 taus = [0.2, 0.28, 0.4, 0.57, 0.8, 1.13, 1.6]
@@ -377,30 +301,7 @@ print(
     f"as a logit multiplier 1/tau*: {1 / tau_formula:.2f} and {1 / tau_sim:.2f}"
 )
 
-fig, ax = plt.subplots(figsize=(6.4, 6.0), layout="constrained")
-ax.plot(taus, ratios, "o-", color="#d62728", label="simulation (random $W_Q$)")
-grid = torch.logspace(math.log10(0.15), math.log10(10), 50)
-ax.plot(
-    grid,
-    (tau_formula / grid) ** 2,
-    "-",
-    color="0.2",
-    lw=1.2,
-    label="formula, uniform attention",
-)
-ax.axhline(1.0, color="0.6", lw=1)
-paper_line(ax, 8.5, "review's tau = 8.5", horizontal=False)
-ax.axvline(
-    1 / 8.5, color="0.35", ls=":", lw=1.3, label="1/8.5 (tau as a logit multiplier)"
-)
-ax.set(
-    xscale="log",
-    yscale="log",
-    xlabel="temperature tau (logits divided by tau)",
-    ylabel=r"$\|\partial S/\partial W_Q\|^2 / \|\partial S/\partial W_V\|^2$",
-    title="The temperature moves the Q/V balance like $1/\\tau^2$",
-)
-fig.legend(loc="outside lower center", ncol=1)
+jacobian_figures.temperature_balance(taus, ratios, tau_formula, TAU_REVIEW.value)
 plt.show()
 
 # %% tags=["nbval-check-output"]
@@ -415,10 +316,10 @@ plt.show()
         "balancing inverse temperature 1/tau (a multiplier of the logits), book's "
         "setting",
         1 / tau_sim,
-        paper=8.5,
+        paper=TAU_REVIEW.value,
         rel_tol=0.25,
-        source="the review's tau = 8.5, read as a multiplier of the logits (it does "
-            "not say which)",
+        source=f"the review's tau = {TAU_REVIEW.value:g}, read as a multiplier of the "
+            "logits (it does not say which)",
         reason="the balancing value depends on the width, the length and the token "
             "cosine (formula "
         "above); the book's small setting is not the paper's IWSLT model",
@@ -474,13 +375,12 @@ print(
         "512, "
         "rho = 0.3, n = 25-30)",
         multiplier,
-        paper=8.5,
+        paper=TAU_REVIEW.value,
         interval=multiplier_range,
         digits=2,
-        source="the review's tau = 8.5, read as a multiplier of the logits (a "
-               "hypothesis: "
-        "the review does not say which)",
-        reason="the range over IWSLT lengths does not contain 8.5",
+        source=f"the review's tau = {TAU_REVIEW.value:g}, read as a multiplier of the "
+        "logits (a hypothesis: the review does not say which)",
+        reason=f"the range over IWSLT lengths does not contain {TAU_REVIEW.value:g}",
     ),
     attnbook.check(
         "Q/V ratio, simulation / formula where attention is near uniform (largest tau)",
