@@ -54,3 +54,19 @@ def test_attention_head_matrices_reproduce_the_scores_and_the_output():
     scores = torch.stack([X[0] @ W_qk[h] @ X[0].T for h in range(2)]) / math.sqrt(att.d_head)
     torch.testing.assert_close(p[0], scores.softmax(-1))
     torch.testing.assert_close(out[0], sum(p[0, h] @ X[0] @ W_vo[h] for h in range(2)))
+
+
+def test_log_bound_by_layer_composes_the_one_layer_bound():
+    from attnbook.attention import SelfAttentionNetwork, gaussian_init_
+
+    torch.manual_seed(0)
+    net = gaussian_init_(SelfAttentionNetwork(3, 8, 2, skip=False, mlp=False, layernorm=None)).double()
+    logs = DB.log_bound_by_layer(net, 0.01)
+    assert len(logs) == 4 and logs[0] == pytest.approx(math.log(0.02))
+    b = math.log(0.01)
+    for layer, block in enumerate(net.blocks):
+        b = DB.log_one_layer_bound(b, DB.layer_constants(*block.attn.head_matrices(), block.attn.d_head))
+        assert logs[layer + 1] == pytest.approx(b + math.log(2), rel=1e-12)
+    assert DB.log_bound_by_layer(net, 0.01, c=1.0)[2] == pytest.approx(logs[2] - math.log(2))
+    with pytest.raises(ValueError):
+        DB.log_bound_by_layer(net, 0.0)

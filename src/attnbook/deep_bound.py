@@ -62,3 +62,18 @@ def contraction_threshold(c: LayerConstants) -> float:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if contracts(mid) else (lo, mid)
     return math.exp(lo)
+
+
+def log_bound_by_layer(net, r0: float, c: float = 2.0) -> list[float]:
+    """The natural log of the bound ``c b_l`` on the residual after each layer ``l = 0..L`` of a
+    :class:`attnbook.attention.SelfAttentionNetwork` from an input of residual ``r0``: ``b_0 = r0``,
+    ``b_l = a_l(b_{l-1}) b_{l-1}^3`` with each layer's own constants (chapter "Deep bounds", eq.
+    ``deep-bound`` layer by layer); ``c = 2`` for the token-mean residual of the output, 1 for the argmin."""
+    if not r0 > 0:
+        raise ValueError(f"r0 must be positive, got {r0}")
+    b, logs = math.log(r0), [math.log(r0)]
+    for block in net.blocks:
+        W_qk, W_vo = block.attn.head_matrices()
+        b = log_one_layer_bound(b, layer_constants(W_qk, W_vo, block.attn.d_head))
+        logs.append(b)
+    return [x + math.log(c) for x in logs]

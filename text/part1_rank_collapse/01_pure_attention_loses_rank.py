@@ -295,6 +295,7 @@ print(
     "first layer with relative residual < 1e-12:", sorted(set(depth_to_floor.tolist()))
 )
 
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
 shown = 6
 for i, c in enumerate(san[:, : shown + 1].clamp_min(FLOOR)):

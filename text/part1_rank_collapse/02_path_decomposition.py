@@ -412,6 +412,7 @@ print(
     " ".join(f"{m:.1e}" for m in medians.tolist()),
 )
 
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
 ax.boxplot(
     [distances[k].clamp(min=1e-17).numpy() for k in distances],

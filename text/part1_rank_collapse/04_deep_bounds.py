@@ -50,7 +50,6 @@ sizes = attnbook.preset("deep_bounds")
 torch.set_default_dtype(torch.float64)  # residuals fall to 1e-15: float64 throughout
 print(dict(sizes))
 
-
 # %% [markdown]
 # ## $H$ heads, $L$ layers
 #
@@ -89,20 +88,6 @@ print(dict(sizes))
 # $b_l = a_l b_{l-1}^3$ (each layer's own $\beta$ and $\gamma$, computed in log space, since $b_l$ underflows) ({numref}`fig-ch04-1`).
 
 # %% tags=["hide-input"]
-def log_bound(net, r0):
-    # natural log of b_l for l = 0..L: b_l = a_l b_{l-1}^3 with each layer's own beta and
-    # gamma (attnbook.deep_bound; per-head matrices by the fold of chapter 2); the factor
-    # c = 2 of the token-mean residual of the output is applied at the end
-    b, logs = math.log(r0), [math.log(r0)]
-    for block in net.blocks:
-        W_qk, W_vo = block.attn.head_matrices()
-        b = deep_bound.log_one_layer_bound(
-            b, deep_bound.layer_constants(W_qk, W_vo, block.attn.d_head)
-        )
-        logs.append(b)
-    return [x + math.log(2) for x in logs]
-
-
 n, d, H, L = sizes["n_tokens"], sizes["d_model"], sizes["n_heads"], sizes["depth"]
 gen = torch.Generator().manual_seed(0)
 observed, bounds = [], []
@@ -114,7 +99,10 @@ for i in range(sizes["n_nets"]):
     X = torch.randn(1, 1, d, generator=gen) + 0.01 * torch.randn(1, n, d, generator=gen)
     obs = residual_by_layer(net, X, relative=False)[0]
     observed.append(obs)
-    bounds.append(torch.tensor(log_bound(net, obs[0].item())) / math.log(10))
+    # natural log of 2 b_l (token-mean residual of the output: c = 2), each layer its own
+    # beta and gamma (attnbook.deep_bound)
+    log_b = deep_bound.log_bound_by_layer(net, obs[0].item())
+    bounds.append(torch.tensor(log_b) / math.log(10))
 observed, bounds = torch.stack(observed), torch.stack(bounds)  # bounds in log10
 floor = 1e-13  # below this, float64 round-off of O(1) entries dominates the residual
 above = observed > floor
@@ -125,36 +113,22 @@ print(
 )
 print("log10 bound,             net 0:", [f"{v:.1f}" for v in bounds[0].tolist()])
 
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
 layers = torch.arange(L + 1)
 for i in range(observed.shape[0]):
-    ax.plot(
-        layers,
-        observed[i].clamp(min=1e-17).log10(),
-        color=variant_color("SAN"),
-        lw=1,
-        alpha=0.7,
-        label="observed $\\|res(X^l)\\|$ (random SANs)" if i == 0 else None,
-    )
-    ax.plot(
-        layers,
-        bounds[i],
-        color="black",
-        lw=1,
-        ls="--",
-        alpha=0.7,
-        label="bound $2 b_l$" if i == 0 else None,
-    )
-ax.axhline(
-    math.log10(floor), color="0.5", ls=":", lw=1, label="float64 round-off floor"
-)
+    first = i == 0
+    ax.plot(layers, observed[i].clamp(min=1e-17).log10(), color=variant_color("SAN"),
+            lw=1, alpha=0.7,
+            label="observed $\\|res(X^l)\\|$ (random SANs)" if first else None)
+    ax.plot(layers, bounds[i], color="black", lw=1, ls="--", alpha=0.7,
+            label="bound $2 b_l$" if first else None)
+ax.axhline(math.log10(floor), color="0.5", ls=":", lw=1, label="float64 round-off floor")
 ax.set_ylim(-60, 1)
 ax.set_xlabel("layer $l$")
 ax.set_ylabel("$\\log_{10}$ residual")
-ax.set_title(
-    "Observed residuals stay below the doubly exponential bound\n(and fall even "
-    "faster, to round-off in two layers)"
-)
+ax.set_title("Observed residuals stay below the doubly exponential bound\n(and fall even "
+             "faster, to round-off in two layers)")
 fig.legend(loc="outside lower center", ncol=2)
 plt.show()
 
@@ -491,6 +465,8 @@ san_ln = gaussian_init_(
     SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=False, layernorm="post")
 ).to(dev)
 ln_curve = residual_by_layer(san_ln, X)[0]
+
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
 ax.semilogy(san_curve.clamp(min=1e-17), color=variant_color("SAN"), label="SAN")
 ax.semilogy(

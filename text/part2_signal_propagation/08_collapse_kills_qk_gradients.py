@@ -433,6 +433,7 @@ for ln, scaled in configs:
     grads[ln, scaled] = {name: v.cpu() for name, v in raw.items()}
     cos_layers[ln, scaled] = prop.cosine_by_layer(net, X0_dev).cpu()
 
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(6.4, 5.6), sharey=True, layout="constrained")
 layers = range(1, L + 1)
 for ax, ln in zip(axes, ("pre", "post")):
