@@ -22,7 +22,6 @@ MAX_LINES = 30
 #: fails. Teaching code that should stay long is named in the closing note of issue 16.
 LONG_CELLS = {
     ('11_pruning_heads.ipynb', 'fig, axes = plt.subplots('),
-    ('01_pure_attention_loses_rank.ipynb', 'last = sizes["depth"]'),
     ('01_pure_attention_loses_rank.ipynb', 'controls = dict('),
     ('03_residual_bound_one_layer.ipynb', 'def sample(batch, gen):'),
     ('03_residual_bound_one_layer.ipynb', 'def ratio_lemma(**kw):'),
@@ -31,23 +30,13 @@ LONG_CELLS = {
     ('04_deep_bounds.ipynb', 'mlp_curves, lambdas = {}, {}'),
     ('05_pretrained_transformers.ipynb', '# Dong et al. (2021), Fig. 2 (attnbook/data/papers/dong2021.json): r_0 of the embeddings, and'),
     ('05_pretrained_transformers.ipynb', 'def paper_at_last_layer(points):'),
-    ('05_pretrained_transformers.ipynb', 'mini = pretrained_curves["all-MiniLM-L6-v2"]'),
-    ('05_pretrained_transformers.ipynb', 'bert0, albert0, xlnet0 = (init_curves[m] for m in hf.BASE_CONFIGS)'),
     ('05_pretrained_transformers.ipynb', 'gen = torch.Generator().manual_seed(0)'),
-    ('06_circle_task.ipynb', 'def censored_steps(d, variant):'),
     ('07_path_effectiveness.ipynb', 'fig, axes = plt.subplots(3, 1, figsize=(6.4, 10.5), layout="constrained")'),
-    ('07_path_effectiveness.ipynb', 'def mean_acc(name, n, k):'),
-    ('08_collapse_kills_qk_gradients.ipynb', 'def max_gap(key):'),
-    ('08_collapse_kills_qk_gradients.ipynb', 'torch.manual_seed(0)'),
-    ('09_unequal_gradients_and_adam.ipynb', 'gen = torch.Generator().manual_seed(0)'),
     ('09_unequal_gradients_and_adam.ipynb', 'acc = {k: r["acc"] for k, r in results.items()}'),
     ('10_translation_model_and_head_roles.ipynb', 'def head_grid(values, title, vmax=None, fmt="{:.2f}"):'),
-    ('10_translation_model_and_head_roles.ipynb', 'rho_enc = float(spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten())[0])'),
     ('10_translation_model_and_head_roles.ipynb', 'best_prev, best_next = float(prev_share.max()), float(next_share.max())'),
     ('10_translation_model_and_head_roles.ipynb', 'RELATIONS = ['),
-    ('10_translation_model_and_head_roles.ipynb', 'rare = roles["enc_self"]["rare"]'),
     ('10_translation_model_and_head_roles.ipynb', 'trace = meta["roles"]'),
-    ('10_translation_model_and_head_roles.ipynb', 'def role_row(name, r, syntax):'),
     ('10_translation_model_and_head_roles.ipynb', 'table = ['),
 }
 

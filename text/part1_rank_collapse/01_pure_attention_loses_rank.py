@@ -334,7 +334,7 @@ plt.show()
 # inputs; the claims below compare its slope with the paper's exponent under a rule that tells 3 from 2
 # (within 0.5).
 
-# %% tags=["nbval-check-output"]
+# %%
 last = sizes["depth"]
 
 
@@ -349,58 +349,31 @@ def slowest_layer_ratio(c):
     return float((c[:, 1:] / c[:, :-1]).min())
 
 
+# %% tags=["nbval-check-output"]
 [
-    attnbook.compare(
-        "pure SAN: order of collapse p in log r(l+1) = log C + p log r(l)",
-        order["SAN"]["order"],
-        paper=3,
-        source="introduction: 'converges with a cubic rate'",
-        tol=0.5,
-        digits=2,
-        band=0.05,
-    ),
+    attnbook.compare("pure SAN: order of collapse p in log r(l+1) = log C + p log r(l)",
+        order["SAN"]["order"], paper=3,
+        source="introduction: 'converges with a cubic rate'", tol=0.5, digits=2,
+        band=0.05),
     attnbook.check(
         "SAN+MLP and SAN+LN: smaller order of collapse (the bound keeps the cubic "
         "order)",
-        min(order["SAN+MLP"]["order"], order["SAN+LN"]["order"]),
-        at_least=2.5,
-        digits=2,
-        band=0.05,
-    ),
-    attnbook.check(
-        "pure SAN: layers until relative residual < 1e-12, worst",
-        depth_to_floor.max(),
-        at_most=5,
-    ),
-    attnbook.check(
-        "SAN+MLP: networks and inputs above 1e-12 at the last layer",
-        above_round_off(curves["SAN+MLP"]),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "SAN+LN: networks and inputs above 1e-12 at the last layer",
-        above_round_off(curves["SAN+LN"]),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "SAN+skip: relative residual at layer 8, smallest",
-        curves["SAN+skip"][:, 8].min(),
-        at_least=0.1,
-    ),
+        min(order["SAN+MLP"]["order"], order["SAN+LN"]["order"]), at_least=2.5,
+        digits=2, band=0.05),
+    attnbook.check("pure SAN: layers until relative residual < 1e-12, worst",
+        depth_to_floor.max(), at_most=5),
+    attnbook.check("SAN+MLP: networks and inputs above 1e-12 at the last layer",
+        above_round_off(curves["SAN+MLP"]), close_to=0, tol=0),
+    attnbook.check("SAN+LN: networks and inputs above 1e-12 at the last layer",
+        above_round_off(curves["SAN+LN"]), close_to=0, tol=0),
+    attnbook.check("SAN+skip: relative residual at layer 8, smallest",
+        curves["SAN+skip"][:, 8].min(), at_least=0.1),
     attnbook.check(
         "SAN+skip: smallest one-layer ratio r(l+1)/r(l) (a slow, at most geometric "
         "drift)",
-        slowest_layer_ratio(curves["SAN+skip"]),
-        at_least=0.45,
-        digits=2,
-    ),
-    attnbook.check(
-        "Transformer: relative residual at layer 8, smallest",
-        curves["Transformer"][:, 8].min(),
-        at_least=0.05,
-    ),
+        slowest_layer_ratio(curves["SAN+skip"]), at_least=0.45, digits=2),
+    attnbook.check("Transformer: relative residual at layer 8, smallest",
+        curves["Transformer"][:, 8].min(), at_least=0.05),
 ]
 
 # %% [markdown]

@@ -313,7 +313,7 @@ last_layer_table()
 # averaging of random attention matrices, whose rows are all close to $\mathbf 1^\top/n$ (the constants for these very weights are computed
 # below, in "Where the theorem applies").
 
-# %% tags=["nbval-check-output"]
+# %%
 mini = pretrained_curves["all-MiniLM-L6-v2"]
 BERT_NOTE = "pretrained BERT-base, read off Fig. 2"
 first_collapsed = int(np.argmax(mini["SAN"].mean(1) < 0.01))
@@ -339,43 +339,26 @@ def at_round_off(x):
     return round(float(x), 3)
 
 
+# %% tags=["nbval-check-output"]
 [
-    attnbook.compare(
-        "pretrained MiniLM, SAN: first layer with mean r_l < 0.01",
-        first_collapsed,
-        paper=5,
-        tol=1,
-        source=FIG_FILES,
-    ),
+    attnbook.compare("pretrained MiniLM, SAN: first layer with mean r_l < 0.01",
+        first_collapsed, paper=5, tol=1, source=FIG_FILES),
     attnbook.check(
         "pretrained MiniLM, SAN+MLP minus SAN: layers until mean r_l < 0.05 (MLPs "
         "delay collapse)",
-        mlp_delay,
-        at_least=1,
-        at_most=1,
-    ),
+        mlp_delay, at_least=1, at_most=1),
     attnbook.compare(
         "pretrained MiniLM vs BERT-base: layers the MLPs add before mean r_l < 0.05",
-        mlp_delay,
-        paper=-1,
-        same_side_of=0,
-        source=FIG_FILES_MLP,
+        mlp_delay, paper=-1, same_side_of=0, source=FIG_FILES_MLP,
         reason="MiniLM's trained MLPs delay collapse by one layer, BERT-base's speed "
-            "it up by one; "
+        "it up by one; "
         "BERT-base is not reachable offline, so the book cannot say whether the model "
         "or "
-        "the inputs decide",
-    ),
-    attnbook.check(
-        "pretrained MiniLM, SAN: max r_L at the last layer",
-        at_round_off(mini["SAN"][-1].max()),
-        at_most=1e-3,
-    ),
-    attnbook.check(
-        "pretrained MiniLM, SAN+MLP: max r_L at the last layer",
-        at_round_off(mini["SAN+MLP"][-1].max()),
-        at_most=1e-2,
-    ),
+        "the inputs decide"),
+    attnbook.check("pretrained MiniLM, SAN: max r_L at the last layer",
+        at_round_off(mini["SAN"][-1].max()), at_most=1e-3),
+    attnbook.check("pretrained MiniLM, SAN+MLP: max r_L at the last layer",
+        at_round_off(mini["SAN+MLP"][-1].max()), at_most=1e-2),
 ]
 
 # %% tags=["nbval-check-output"]
@@ -385,41 +368,17 @@ collapsed_init = max(
     c[v][-1].max() for c in init_curves.values() for v in ("SAN", "SAN+MLP")
 )
 [
-    attnbook.compare(
-        "BERT-base at init, SAN: mean r_1 after one layer",
-        bert0["SAN"][1].mean(),
-        paper=0.02,
-        tol=0.02,
-        source=FIG2,
-        band=0.002,
-    ),
-    attnbook.compare(
-        "ALBERT and XLNet at init, SAN: mean r_1 (the larger)",
-        max(albert0["SAN"][1].mean(), xlnet0["SAN"][1].mean()),
-        paper=0.0,
-        tol=0.01,
-        source=FIG2,
-        band=0.001,
-    ),
-    attnbook.check(
-        "all three at init, SAN and SAN+MLP: max r_12 (to 3 decimals)",
-        at_round_off(collapsed_init),
-        at_most=1e-3,
-    ),
-    attnbook.compare(
-        "BERT-base at init: embeddings, mean r_0",
-        bert0["SAN"][0].mean(),
-        paper=0.60,
-        tol=0.08,
-        source=FIG2,
-    ),
-    attnbook.compare(
-        "XLNet-base at init: embeddings, mean r_0",
-        xlnet0["SAN"][0].mean(),
-        paper=1.0,
-        tol=0.05,
-        source=FIG2,
-    ),
+    attnbook.compare("BERT-base at init, SAN: mean r_1 after one layer",
+        bert0["SAN"][1].mean(), paper=0.02, tol=0.02, source=FIG2, band=0.002),
+    attnbook.compare("ALBERT and XLNet at init, SAN: mean r_1 (the larger)",
+        max(albert0["SAN"][1].mean(), xlnet0["SAN"][1].mean()), paper=0.0, tol=0.01,
+        source=FIG2, band=0.001),
+    attnbook.check("all three at init, SAN and SAN+MLP: max r_12 (to 3 decimals)",
+        at_round_off(collapsed_init), at_most=1e-3),
+    attnbook.compare("BERT-base at init: embeddings, mean r_0", bert0["SAN"][0].mean(),
+        paper=0.60, tol=0.08, source=FIG2),
+    attnbook.compare("XLNet-base at init: embeddings, mean r_0",
+        xlnet0["SAN"][0].mean(), paper=1.0, tol=0.05, source=FIG2),
 ]
 
 # %% [markdown]

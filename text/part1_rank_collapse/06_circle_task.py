@@ -366,7 +366,7 @@ paper_recipe_step = collapse_step(
 # tokens never merged in any run; its failure mode is the opposite one, drift (some trajectories leave the
 # circle, see the grid).
 
-# %% tags=["nbval-check-output"]
+# %%
 def censored_steps(d, variant):
     # collapse step of every seed, counting "never within the rollout" as rollout + 1
     return [
@@ -389,32 +389,23 @@ SEEDS_UNDECIDED = (
     "do not "
     "decide (the paper shows one run per panel)"
 )
+
+# %% tags=["nbval-check-output"]
 [
     attnbook.compare(
         "circle, book recipe: delay of collapse from width, d=128 minus d=32 pure SAN "
         "(steps)",
-        **delay((128, "SAN"), (32, "SAN")),
-        paper=1,
-        same_side_of=0,
-        band=10,
+        **delay((128, "SAN"), (32, "SAN")), paper=1, same_side_of=0, band=10,
         source="Fig. 3, one run per panel: width delays collapse (direction only)",
-        reason=SEEDS_UNDECIDED
-    ),
+        reason=SEEDS_UNDECIDED),
     attnbook.compare(
         "circle, book recipe: delay of collapse from an MLP, d=32 SAN+MLP minus SAN "
         "(steps)",
-        **delay((32, "SAN+MLP"), (32, "SAN")),
-        paper=1,
-        same_side_of=0,
-        band=10,
+        **delay((32, "SAN+MLP"), (32, "SAN")), paper=1, same_side_of=0, band=10,
         source="Fig. 3, one run per panel: an MLP delays collapse (direction only)",
-        reason=SEEDS_UNDECIDED
-    ),
-    attnbook.check(
-        "circle: fraction of d=128 SAN+skip runs whose tokens merge",
-        frac_collapsed(128, "SAN+skip"),
-        at_most=0.0,
-    ),
+        reason=SEEDS_UNDECIDED),
+    attnbook.check("circle: fraction of d=128 SAN+skip runs whose tokens merge",
+        frac_collapsed(128, "SAN+skip"), at_most=0.0),
 ]
 
 # %% [markdown]

@@ -207,7 +207,7 @@ plt.show()
 # The paper's three claims about this figure, checked. "Short" is the better of lengths 1 and 2, "long" is
 # the longest path (all six layers); accuracies are with 20 paths unless stated.
 
-# %% tags=["nbval-check-output"]
+# %%
 def mean_acc(name, n, k):
     return float(acc[name, n][k].mean())
 
@@ -225,47 +225,30 @@ def best_short(name, n=20):
 
 
 FIG4 = "Fig. 4, read by eye (+-0.15)"
+
+# %% tags=["nbval-check-output"]
 [
-    attnbook.compare(
-        "paths: sort, best short path (k=1,2, 20 paths), accuracy",
-        best_short("sort"),
-        paper=0.6,
-        tol=0.15,
-        source=FIG4 + ": above 0.6 at length 1",
-    ),
-    attnbook.compare(
-        "paths: sort, longest path (k=6, 20 paths) minus chance",
-        mean_acc("sort", 20, 6) - 0.1,
-        paper=0.0,
-        tol=0.05,
-        band=0.01,
-        source="Fig. 4: falls to chance",
-    ),
-    attnbook.compare(
-        "paths: memorization, best short path (k=1,2, 20 paths), accuracy",
-        best_short("memorization"),
-        paper=0.8,
-        tol=0.15,
-        source=FIG4 + ": above 0.8 at length 1",
-    ),
+    attnbook.compare("paths: sort, best short path (k=1,2, 20 paths), accuracy",
+        best_short("sort"), paper=0.6, tol=0.15,
+        source=FIG4 + ": above 0.6 at length 1"),
+    attnbook.compare("paths: sort, longest path (k=6, 20 paths) minus chance",
+        mean_acc("sort", 20, 6) - 0.1, paper=0.0, tol=0.05, band=0.01,
+        source="Fig. 4: falls to chance"),
+    attnbook.compare("paths: memorization, best short path (k=1,2, 20 paths), accuracy",
+        best_short("memorization"), paper=0.8, tol=0.15,
+        source=FIG4 + ": above 0.8 at length 1"),
     attnbook.compare(
         "paths: memorization, longest path minus best short path (20 paths)",
-        mean_acc("memorization", 20, 6) - best_short("memorization"),
-        paper=0.5 - 0.8,
-        same_side_of=0,
-        source="Fig. 4: accuracy falls with length",
-    ),
+        mean_acc("memorization", 20, 6) - best_short("memorization"), paper=0.5 - 0.8,
+        same_side_of=0, source="Fig. 4: accuracy falls with length"),
     attnbook.compare(
         "paths: hull, best short path (k=1,2, 20 paths) minus the majority line",
-        best_short("hull") - setups["hull"]["chance"],
-        paper=0.65 - 0.54,
-        same_side_of=0,
-        band=0.01,
+        best_short("hull") - setups["hull"]["chance"], paper=0.65 - 0.54,
+        same_side_of=0, band=0.01,
         source="Fig. 4: above 0.65 at length 1, majority line 0.54",
         reason="the book's hull model keeps its accuracy only as a whole: its sampled "
         "paths stay near the majority line (the official hull model embeds the points "
-        "with an MLP, --ffn2, which the book's quick model does not)",
-    ),
+        "with an MLP, --ffn2, which the book's quick model does not)"),
 ]
 
 # %% [markdown]

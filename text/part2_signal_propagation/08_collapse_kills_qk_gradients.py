@@ -292,12 +292,14 @@ fig.suptitle(
 plt.show()
 
 
-# %% tags=["nbval-check-output"]
+# %%
 def max_gap(key):
     return max(abs(a - b) for a, b in zip(sim[key], theory[key]))
 
 
 bound = {"pre": 1 - (1 - rho0) / 2.5, "post": 1 - (1 - rho0) * math.exp(-1.5)}
+
+# %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "post-LN, alpha=1: token cosine at the deepest L",
@@ -367,7 +369,7 @@ bound = {"pre": 1 - (1 - rho0) / 2.5, "post": 1 - (1 - rho0) * math.exp(-1.5)}
 #
 # The check, in float64: a 4-layer pre-LN stack fed a collapsed input, a random loss, autograd.
 
-# %% tags=["nbval-check-output"]
+# %%
 torch.manual_seed(0)
 stack = prop.build_stack(4, d, sizes["n_heads"], layernorm="pre", dtype=torch.float64)
 x = torch.randn(1, 1, d, dtype=torch.float64)
@@ -392,24 +394,18 @@ print(
 M = torch.randn(n, n, dtype=torch.float64, requires_grad=True)
 GA = torch.randn(n, n, dtype=torch.float64)
 (M.softmax(-1) * GA).sum().backward()
+
+# %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "collapsed input: layers where |grad W_Q or W_K| / |grad W_V| exceeds 1e-12",
         int(((torch.maximum(norms["q"], norms["k"]) / norms["v"]) > 1e-12).sum()),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "collapsed input: smallest |grad W_V| over layers",
-        norms["v"].min().item(),
-        at_least=1e-3,
-    ),
+        close_to=0, tol=0),
+    attnbook.check("collapsed input: smallest |grad W_V| over layers",
+        norms["v"].min().item(), at_least=1e-3),
     attnbook.check(
         "softmax backward: rows of dL/dM whose sum exceeds 1e-14 in absolute value",
-        int((M.grad.sum(-1).abs() > 1e-14).sum()),
-        close_to=0,
-        tol=0,
-    ),
+        int((M.grad.sum(-1).abs() > 1e-14).sum()), close_to=0, tol=0),
 ]
 
 # %% [markdown]

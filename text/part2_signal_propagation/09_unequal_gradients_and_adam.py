@@ -110,7 +110,7 @@ print(dict(sizes))
 # are zero), so we evaluate the $W_Q$-Jacobian at $W_Q = 0$ over many draws of $W_K, W_V$ (and the
 # $W_K$-Jacobian at $W_K = 0$), and compare the Monte-Carlo mean with {eq}`ch09-jq`.
 
-# %% tags=["nbval-check-output"]
+# %%
 gen = torch.Generator().manual_seed(0)
 n, d, dk, dv, rho = (
     sizes["n_tokens"],
@@ -132,26 +132,17 @@ mc = draws(X, sizes["n_draws"], seed=1)
 formula = prop.uniform_attention_sq_norms(X, sig, sig, sig, dv)
 for key in "qkv":
     print(f"W_{key.upper()}: simulation {mc[key]:10.3f}   formula {formula[key]:10.3f}")
+
+# %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "eq. jv: simulation off the exact formula by more than 1e-10 relative (1 = "
         "yes)",
-        int(abs(mc["v"] / formula["v"] - 1) > 1e-10),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "eq. jq for W_Q: simulation / formula",
-        mc["q"] / formula["q"],
-        close_to=1.0,
-        tol=0.15,
-    ),
-    attnbook.check(
-        "eq. jq for W_K: simulation / formula",
-        mc["k"] / formula["k"],
-        close_to=1.0,
-        tol=0.15,
-    ),
+        int(abs(mc["v"] / formula["v"] - 1) > 1e-10), close_to=0, tol=0),
+    attnbook.check("eq. jq for W_Q: simulation / formula", mc["q"] / formula["q"],
+        close_to=1.0, tol=0.15),
+    attnbook.check("eq. jq for W_K: simulation / formula", mc["k"] / formula["k"],
+        close_to=1.0, tol=0.15),
 ]
 
 # %% [markdown]

@@ -507,7 +507,7 @@ print("leave-one-out, split-half rank correlation:",
 print("leave-one-out against LRP, rank correlation:",
       {k: round(v, 2) for k, v in loo_vs_lrp.items()})
 
-# %% tags=["nbval-check-output"]
+# %%
 rho_enc = float(spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten())[0])
 top_layer1 = int(relevance["enc_self"][0].argmax())
 layer1_conf = enc_conf[0]
@@ -519,51 +519,34 @@ print(
     f"{float(layer1_conf[top_layer1]):.2f} ({less_confident} of the layer's other "
     f"{cfg.n_heads - 1} heads are more confident)"
 )
+
+# %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "LRP relevance recomputed live on the first dev verses: largest gap",
-        live_gap,
-        at_most=2e-3,
-        digits=3,
-        band=1e-3,
-        precomputed=shipped_lrp["command"],
-    ),
-    attnbook.check(
-        "split-half reliability of LRP relevance, encoder heads (Spearman)",
-        lrp_split["enc_self"],
-        at_least=0.8,
-        digits=2,
-        band=0.02,
-        precomputed=shipped_lrp["command"],
-    ),
-    attnbook.compare(
-        "rank correlation of confidence and LRP relevance, encoder heads",
-        rho_enc,
-        paper=0.5,
-        same_side_of=0.25,
-        digits=2,
-        band=0.02,
+    attnbook.check("LRP relevance recomputed live on the first dev verses: largest gap",
+        live_gap, at_most=2e-3, digits=3, band=1e-3,
+        precomputed=shipped_lrp["command"]),
+    attnbook.check("split-half reliability of LRP relevance, encoder heads (Spearman)",
+        lrp_split["enc_self"], at_least=0.8, digits=2, band=0.02,
+        precomputed=shipped_lrp["command"]),
+    attnbook.compare("rank correlation of confidence and LRP relevance, encoder heads",
+        rho_enc, paper=0.5, same_side_of=0.25, digits=2, band=0.02,
         reason="the ranking by LRP is reliable (split-half "
-               f"{lrp_split['enc_self']:.2f}) "
+        f"{lrp_split['enc_self']:.2f}) "
         f"but does not follow confidence (rank correlation {rho_enc:.2f})",
         source="Voita et al. Sec. 4: the most confident heads are also the most "
         "relevant (Fig. 1)",
-        precomputed=shipped_lrp["command"],
-    ),
+        precomputed=shipped_lrp["command"]),
     attnbook.compare(
         "the most relevant layer-1 encoder head is less confident than half its "
         "layer (1 = yes)",
-        float(less_confident >= cfg.n_heads // 2),
-        paper=1.0,
-        same_side_of=0.5,
+        float(less_confident >= cfg.n_heads // 2), paper=1.0, same_side_of=0.5,
         digits=1,
         reason=f"the most relevant layer-1 head is more confident than "
         f"{cfg.n_heads - 1 - less_confident} of the layer's other {cfg.n_heads - 1} "
         "heads",
         source="Voita et al. Sec. 4: a first-layer head is relevant without being "
         "confident (Fig. 1)",
-        precomputed=shipped_lrp["command"],
-    ),
+        precomputed=shipped_lrp["command"]),
 ]
 
 # %% [markdown]
@@ -863,25 +846,14 @@ print(
     f"most relevant layer-1 head: {float(rare[0, top_layer1]):.2f}"
 )
 [
-    attnbook.check(
-        "best rare-token share / chance",
-        float(rare.max()) / chance,
-        at_least=2.0,
-        digits=2,
-        band=0.5,
-    ),
-    attnbook.compare(
-        "rare-token share of the most relevant layer-1 encoder head",
-        float(rare[0, top_layer1]),
-        paper=0.66,
-        tol=0.15,
-        digits=2,
-        band=0.03,
+    attnbook.check("best rare-token share / chance", float(rare.max()) / chance,
+        at_least=2.0, digits=2, band=0.5),
+    attnbook.compare("rare-token share of the most relevant layer-1 encoder head",
+        float(rare[0, top_layer1]), paper=0.66, tol=0.15, digits=2, band=0.03,
         source="Voita et al. Sec. 5.3, OpenSubtitles EN-RU",
         reason=f"the most relevant layer-1 head points at the rarest token for "
         f"{float(rare[0, top_layer1]):.0%} of tokens; the best head anywhere for "
-        f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)",
-    ),
+        f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"),
 ]
 
 # %% [markdown]
@@ -989,7 +961,7 @@ lm_syntax = syntax_table(lm_roles["word_maps"], [p["arcs"] for p in parses[:n_lm
 show_syntax(lm_syntax, "MiniLM")
 
 
-# %% tags=["nbval-check-output"]
+# %%
 def role_row(name, r, syntax):
     pos = (r["prev"] >= 0.9) | (r["next"] >= 0.9)
     gain = max(100 * (s["best"] - s["base"]) for s in syntax)
@@ -1019,27 +991,16 @@ CLARK = (
     "Clark et al. 2019 (BERT): heads that attend to the previous or next "
     "token for most tokens"
 )
+
+# %% tags=["nbval-check-output"]
 [
-    attnbook.compare(
-        "MiniLM: best positional share of a head",
-        lm_pos,
-        paper=0.9,
-        same_side_of=0.9 - 1e-9,
-        digits=2,
-        band=0.02,
-        source=POSITIONAL + "; " + CLARK,
-        reason=f"MiniLM's best neighbour head reaches {lm_pos:.2f}",
-    ),
+    attnbook.compare("MiniLM: best positional share of a head", lm_pos, paper=0.9,
+        same_side_of=0.9 - 1e-9, digits=2, band=0.02, source=POSITIONAL + "; " + CLARK,
+        reason=f"MiniLM's best neighbour head reaches {lm_pos:.2f}"),
     attnbook.compare(
         "MiniLM: largest gain of a best head over the positional baseline (points)",
-        lm_gain,
-        paper=10,
-        same_side_of=10 - 1e-9,
-        digits=2,
-        band=1.0,
-        source=SYNTAX,
-        reason=f"MiniLM's largest gain is {lm_gain:+.1f} points",
-    ),
+        lm_gain, paper=10, same_side_of=10 - 1e-9, digits=2, band=1.0, source=SYNTAX,
+        reason=f"MiniLM's largest gain is {lm_gain:+.1f} points"),
 ]
 
 # %% [markdown]
