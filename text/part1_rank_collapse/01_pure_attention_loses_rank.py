@@ -187,7 +187,10 @@ all_ratios = [x for r in ratios.values() for x in r]
 # %% [markdown]
 # The relative residual $\|\operatorname{res}(X)\|_{1,\infty} / \|X\|_{1,\infty}$ is then a scale-free
 # measure of how far the tokens are from being all the same: $0$ means collapsed to rank one. It is the
-# quantity of the paper's Figure 2 and of this chapter's figures.
+# quantity of the paper's Figure 2 and of this chapter's figures. Strictly, a zero residual means *identical rows*,
+# which is more than rank one: $X = u x^\top$ with unequal entries of $u$ has rank one and a non-zero residual. The
+# paper's "rank collapse" is the identical-rows kind; later work follows tokens that gather into a few clusters
+# rather than one point {cite:p}`geshkovski2023emergence`.
 #
 # ## A pure SAN collapses, and fast
 #

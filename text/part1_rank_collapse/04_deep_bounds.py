@@ -252,6 +252,11 @@ plt.show()
 ]
 
 # %% [markdown]
+# Skip connections are one way out, not the only one: {cite:t}`he2023deep` train deep transformers *without*
+# shortcuts by shaping the attention and the value initialisation so that the signal propagates faithfully, which
+# avoids the collapse these bounds describe without any skip.
+
+# %% [markdown]
 # ## MLPs: collapse slowed by the Lipschitz constant
 #
 # A token-wise MLP $f(u) = \operatorname{relu}(uW_1 + b_1)W_2 + b_2$ acts on every row. What the proof needs is how
