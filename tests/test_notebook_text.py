@@ -28,7 +28,7 @@ LONG_CELLS = {
     ('03_residual_bound_one_layer.ipynb', 'gen = torch.Generator().manual_seed(11)'),
     ('04_deep_bounds.ipynb', 'nc, dc, Lc = ('),
     ('04_deep_bounds.ipynb', 'mlp_curves, lambdas = {}, {}'),
-    ('05_pretrained_transformers.ipynb', '# Dong et al. (2021), Fig. 2 (attnbook/data/papers/dong2021.json): r_0 of the embeddings, and'),
+    ('05_pretrained_transformers.ipynb', '# Dong et al. (2021), Fig. 2 (data/papers/dong2021.json): r_0 of the embeddings, and'),
     ('05_pretrained_transformers.ipynb', 'def paper_at_last_layer(points):'),
     ('05_pretrained_transformers.ipynb', 'gen = torch.Generator().manual_seed(0)'),
     ('07_path_effectiveness.ipynb', 'fig, axes = plt.subplots(3, 1, figsize=(6.4, 10.5), layout="constrained")'),

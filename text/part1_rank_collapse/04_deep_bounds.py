@@ -99,8 +99,8 @@ for i in range(sizes["n_nets"]):
     X = torch.randn(1, 1, d, generator=gen) + 0.01 * torch.randn(1, n, d, generator=gen)
     obs = residual_by_layer(net, X, relative=False)[0]
     observed.append(obs)
-    # natural log of 2 b_l (token-mean residual of the output: c = 2), each layer its own
-    # beta and gamma (attnbook.deep_bound)
+    # natural log of 2 b_l (token-mean residual of the output: c = 2), each layer
+    # its own beta and gamma (attnbook.deep_bound)
     log_b = deep_bound.log_bound_by_layer(net, obs[0].item())
     bounds.append(torch.tensor(log_b) / math.log(10))
 observed, bounds = torch.stack(observed), torch.stack(bounds)  # bounds in log10
@@ -123,12 +123,13 @@ for i in range(observed.shape[0]):
             label="observed $\\|res(X^l)\\|$ (random SANs)" if first else None)
     ax.plot(layers, bounds[i], color="black", lw=1, ls="--", alpha=0.7,
             label="bound $2 b_l$" if first else None)
-ax.axhline(math.log10(floor), color="0.5", ls=":", lw=1, label="float64 round-off floor")
+ax.axhline(math.log10(floor), color="0.5", ls=":", lw=1,
+           label="float64 round-off floor")
 ax.set_ylim(-60, 1)
 ax.set_xlabel("layer $l$")
 ax.set_ylabel("$\\log_{10}$ residual")
-ax.set_title("Observed residuals stay below the doubly exponential bound\n(and fall even "
-             "faster, to round-off in two layers)")
+ax.set_title("Observed residuals stay below the doubly exponential bound\n"
+             "(and fall even faster, to round-off in two layers)")
 fig.legend(loc="outside lower center", ncol=2)
 plt.show()
 
@@ -194,7 +195,9 @@ with torch.no_grad():
             lin.bias.zero_()
         block.attn.v.bias.normal_()  # non-zero value bias: the shared row drifts
     out = construction.to(dev)(X)[0]
-curves["SAN+skip (W_Q = W_K = 0)"] = residual_by_layer(construction, X, relative=False)[0]
+curves["SAN+skip (W_Q = W_K = 0)"] = residual_by_layer(
+    construction, X, relative=False
+)[0]
 preserved = (
     (curves["SAN+skip (W_Q = W_K = 0)"] / curves["SAN+skip (W_Q = W_K = 0)"][0] - 1)
     .abs()
@@ -295,14 +298,15 @@ n4, d4 = sizes["n_tokens"], sizes["d_model"]
 
 
 def mlp_sample(batch, gen):
-    # X = 1 x^T + s R0 and weights of scale w, s and w log-uniform (as chapter 3's checks)
+    # X = 1 x^T + s R0 and weights of scale w, s and w log-uniform (as in chapter 3)
     def randn(*shape):
         return torch.randn(batch, *shape, generator=gen)
 
     s = 10 ** (torch.rand(batch, 1, 1, generator=gen) * 3 - 2)
     w = 10 ** (torch.rand(batch, 1, 1, generator=gen) * 2 - 1)
     return dict(X=randn(1, d4) + s * randn(n4, d4), W1=w * randn(d4, 4 * d4) / d4**0.5,
-                W2=w * randn(4 * d4, d4) / d4**0.5, b1=randn(1, 4 * d4), b2=randn(1, d4))
+                W2=w * randn(4 * d4, d4) / d4**0.5, b1=randn(1, 4 * d4),
+                b2=randn(1, d4))
 
 
 def mlp(X, W1, b1, W2, b2):
@@ -338,7 +342,8 @@ argmin_worst = (
 print("worst ratio on random instances:",
       {centre: round(r["random"], 3) for centre, r in search.items()})
 [
-    attnbook.check("MLP lemma (common centre): worst ratio found, random or adversarial",
+    attnbook.check("MLP lemma (common centre): worst ratio found, random or "
+                   "adversarial",
                    max(search["common"]["random"], search["common"]["adversarial"]),
                    at_most=1.0, digits=3),
     attnbook.check("MLP lemma, paper's argmin residual: worst ratio at those instances",

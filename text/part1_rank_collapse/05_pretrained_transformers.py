@@ -156,7 +156,7 @@ for variant, r in pretrained_curves["all-MiniLM-L6-v2"].items():
 # they are a reference for the shape of the curves, not a target ({numref}`fig-ch05-1`).
 
 # %%
-# Dong et al. (2021), Fig. 2 (attnbook/data/papers/dong2021.json): r_0 of the embeddings, and
+# Dong et al. (2021), Fig. 2 (data/papers/dong2021.json): r_0 of the embeddings, and
 # (layer, r_l) points per variant.
 fig2 = papers.number("dong2021", "fig2_relative_residual")  # where: fig2.where
 PAPER = {
@@ -234,7 +234,8 @@ init_curves, bound_at_init = {}, {}
 for name in hf.BASE_CONFIGS:
     model = hf.init_model(name, seed=0, vocab_size=minilm_tok.vocab_size, device=dev)
     init_curves[name] = hf.residual_curves(model, init_batch)
-    if name != "xlnet-base-cased":  # the bound's constants (below); XLNet has no W_Q W_K^T
+    # the bound's constants (below); XLNet has no W_Q W_K^T fold
+    if name != "xlnet-base-cased":
         bound_at_init[name] = hf.where_the_bound_applies(model, init_batch)
     if name == "bert-base-cased":  # kept for the path figure below
         init_attention = hf.attention_matrices(model, init_batch)
@@ -411,14 +412,15 @@ relative_where_it_applies = max(w["input_relative"][w["applies"]].max()
                                 for w in bound_cases.values())
 
 # %% tags=["nbval-check-output"]
-# the SAN of pretrained MiniLM: order of convergence over its layer pairs above round-off
+# the SAN of pretrained MiniLM: order of convergence over layer pairs above round-off
 # (float32 curves end near 1.5e-7; pairs are used down to 1e-5)
 mini_order = collapse_order(torch.tensor(mini["SAN"].T), lo=1e-5)
 [
     attnbook.check("where the theorem applies: first layer's input residual over its "
                    "threshold, smallest over the models", first_layer_excess,
                    at_least=100, digits=2),
-    attnbook.check("where the theorem applies: largest relative residual of an input at "
+    attnbook.check("where the theorem applies: largest relative residual of an input "
+                   "at "
                    "which the step contracts", relative_where_it_applies, at_most=1e-4,
                    digits=1),
     attnbook.compare("pretrained MiniLM, pure SAN: order of convergence of r_l",

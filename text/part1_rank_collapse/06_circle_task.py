@@ -99,11 +99,12 @@ print(model(X[:3]).shape, "parameters:", sum(p.numel() for p in model.parameters
 # and its rollout says nothing about collapse. First, both recipes on the small pure SAN ($d = 32$), seed 0:
 
 # %%
-mse = circle.one_step_mse  # squared error summed over the plane, mean over tokens and items
+# squared error summed over the plane, mean over tokens and items
+mse = circle.one_step_mse
 
 
 def fit_book(d, variant, seed, **extra):
-    # the book's recipe (circle.fit): AdamW, warm-up then cosine, clipping, random batches
+    # the book's recipe (circle.fit): AdamW, warm-up + cosine, clipping, random batches
     return circle.fit(d, seed, steps=cfg["steps"], lr=cfg["lr"], batch=cfg["batch"],
                       n_points=cfg["n_points"], n_heads=cfg["n_heads"], device=dev,
                       **VARIANTS[variant], **extra)
@@ -113,11 +114,13 @@ PAPER_RECIPE = papers.number("dong2021", "training_recipe").value
 
 
 def fit_paper(d, variant, seed, **extra):
-    # the paper's recipe (circle.fit_paper_recipe): constant rate, items in order, summed error
+    # the paper's recipe (circle.fit_paper_recipe): constant rate, items in order,
+    # summed error
     return circle.fit_paper_recipe(
         d, seed, lr=PAPER_RECIPE["lr"], batch_size=PAPER_RECIPE["batch_size"],
         optimizer=PAPER_RECIPE["optimizer"], epochs=cfg["paper_recipe_epochs"],
-        n_points=cfg["n_points"], n_heads=cfg["n_heads"], device=dev, **VARIANTS[variant], **extra,
+        n_points=cfg["n_points"], n_heads=cfg["n_heads"], device=dev,
+        **VARIANTS[variant], **extra,
     )
 
 
@@ -419,7 +422,8 @@ SEEDS_UNDECIDED = (
 
 # %%
 seeds16 = circle.load_runs("seeds16")  # precomputed: scripts/circle_runs.py seeds16
-every16, by16 = {}, {}  # every run; the runs that pass the gate (the comparisons use these)
+# every run; the runs that pass the gate (the comparisons use these)
+every16, by16 = {}, {}
 for r in seeds16["runs"]:
     every16.setdefault((r["d_model"], r["variant"]), []).append(r)
     if r["mse_over_stay_put"] <= 0.5:
@@ -446,19 +450,23 @@ def delay16(a, b):
 # %% tags=["nbval-check-output"]
 SEEDS16 = seeds16["command"]
 [
-    attnbook.check("16 seeds: live runs whose merging differs from the file's same seed",
+    attnbook.check("16 seeds: live runs whose merging differs from the file's "
+                   "same seed",
                    status_flips, at_most=3, band=3, precomputed=SEEDS16),
     attnbook.check("16 seeds: runs that fail the gate (left out of the comparisons)",
                    failed16, at_most=2, precomputed=SEEDS16),
     attnbook.compare("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 "
                      "pure SAN (steps)", **delay16((128, "SAN"), (32, "SAN")), paper=1,
                      same_side_of=0, band=10, precomputed=SEEDS16,
-                     source="Fig. 3, one run per panel: width delays collapse (direction only)",
+                     source="Fig. 3, one run per panel: width delays collapse "
+                            "(direction only)",
                      reason=SEEDS_UNDECIDED),
-    attnbook.compare("circle, 16 seeds: delay of collapse from an MLP, d=32 SAN+MLP minus "
+    attnbook.compare("circle, 16 seeds: delay of collapse from an MLP, d=32 SAN+MLP "
+                     "minus "
                      "SAN (steps)", **delay16((32, "SAN+MLP"), (32, "SAN")), paper=1,
                      same_side_of=0, band=10, precomputed=SEEDS16,
-                     source="Fig. 3, one run per panel: an MLP delays collapse (direction only)",
+                     source="Fig. 3, one run per panel: an MLP delays collapse "
+                            "(direction only)",
                      reason=SEEDS_UNDECIDED),
 ]
 
@@ -489,8 +497,9 @@ for d in cfg["widths"]:
     of_d = [r for r in control["runs"] if r["d_model"] == d]
     gated[d] = [r for r in of_d if r["mse_over_stay_put"] <= 0.5]
     print(f"d={d:3d} without attention: one-step MSE / stay put "
-          f"{[round(r['mse_over_stay_put'], 2) for r in of_d]}; {len(gated[d])} pass the "
-          f"gate, of which {sum(r['collapse_step'] is not None for r in gated[d])} merge")
+          f"{[round(r['mse_over_stay_put'], 2) for r in of_d]}; {len(gated[d])} pass "
+          f"the gate, of which "
+          f"{sum(r['collapse_step'] is not None for r in gated[d])} merge")
 live = circle.summarise_run(fit_book(128, "SAN", 0, attention=False)[0], X, Y,
                             cfg["rollout"])
 shipped = next(r for r in control["runs"] if (r["d_model"], r["seed"]) == (128, 0))
@@ -563,7 +572,8 @@ attnbook.compare(
 m_skip, _ = fit_paper(32, "SAN", 0, official_skip=True)
 skip_traj = circle.rollout_official_skip(m_skip, X[0], cfg["rollout"])
 skip_gaps = token_gaps(skip_traj)
-print(f"official --circle_skip, d=32 SAN, seed 0: collapse step {collapse_step(skip_gaps)}, "
+print(f"official --circle_skip, d=32 SAN, seed 0: collapse step "
+      f"{collapse_step(skip_gaps)}, "
       f"final gap {skip_gaps[-1]:.2f}, spread {circle.spread(skip_traj):.2f}")
 attnbook.compare(
     "circle, paper recipe with the official --circle_skip scheme (an untrained model): "

@@ -177,7 +177,9 @@ by_scale = {
 }
 # beyond: real random W_Q up to and past LayerNorm scale (s = 1: ||x_i||^2 about d)
 large_scales = [0.4, 0.56, 0.8, 1.0, 1.4, 2.0, 2.8, 4.0]
-by_large_scale = [draws(s * X, sizes["n_draws"] // 2, uniform=False) for s in large_scales]
+by_large_scale = [
+    draws(s * X, sizes["n_draws"] // 2, uniform=False) for s in large_scales
+]
 
 # %%
 widths = [2 * n, 4 * n, 8 * n, 16 * n]  # tokens_with_cosine needs d > n

@@ -713,7 +713,8 @@ attnbook.compare(
     band=0.03,
     source=POSITIONAL,
     reason=f"heads twice as wide give a best neighbour share of "
-    f"{max(best_h4.values()):.2f} (8 heads of width 16: {max(best_prev, best_next):.2f})",
+    f"{max(best_h4.values()):.2f} (8 heads of width 16: "
+    f"{max(best_prev, best_next):.2f})",
     precomputed=meta_h4["command"],
 )
 
