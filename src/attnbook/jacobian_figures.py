@@ -49,37 +49,12 @@ def scaling_laws(scales: Sequence[float], by_scale: Mapping[str, Sequence[dict]]
         title="$W_Q$ grows like $s^6$, $W_V$ like $s^2$,\nuntil attention sharpens past s = 1",
     )
     plotting.plain_log_ticks(axes[0], [0.1, 0.2, 0.4, 1.0, 2.0, 4.0])
-    for key, color in (("q", "#d62728"), ("v", "#1f77b4")):
-        axes[1].plot(
-            widths,
-            [mc_[key] for mc_, _ in by_width],
-            "o",
-            color=color,
-            label=f"$W_{key.upper()}$ simulation",
-        )
-        axes[1].plot(
-            widths,
-            [f_[key] for _, f_ in by_width],
-            "-",
-            color=color,
-            lw=1.2,
-            label=f"$W_{key.upper()}$ formula",
-        )
-        axes[2].plot(
-            lengths,
-            [mc_[key] for mc_, _ in by_length],
-            "o",
-            color=color,
-            label=f"W_{key.upper()} simulation",
-        )
-        axes[2].plot(
-            lengths,
-            [f_[key] for _, f_ in by_length],
-            "-",
-            color=color,
-            lw=1.2,
-            label=f"W_{key.upper()} formula",
-        )
+    # width and length panels: simulation (dots) and formula (line); the length panel's labels are plain text
+    for ax, xs, pairs, name in ((axes[1], widths, by_width, "$W_{}$"), (axes[2], lengths, by_length, "W_{}")):
+        for key, color in (("q", "#d62728"), ("v", "#1f77b4")):
+            label = name.format(key.upper())
+            ax.plot(xs, [mc_[key] for mc_, _ in pairs], "o", color=color, label=f"{label} simulation")
+            ax.plot(xs, [f_[key] for _, f_ in pairs], "-", color=color, lw=1.2, label=f"{label} formula")
     axes[1].set(
         xscale="log",
         yscale="log",
