@@ -194,7 +194,8 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     s = rec["settings"]
     out = _output(name, out_dir)
     sweep = sweeps.load(s["gate_recipe"])
-    gs = recipes.recipe(s["gate_recipe"])["settings"]
+    gate_settings = recipes.recipe(s["gate_recipe"])["settings"]  # the sweep's, to look its runs up
+    gs = gate_settings  # the settings the pruned models are rebuilt with (shortened by --smoke)
     p = dict(attnbook.preset("translation", s["preset"]))
     pairs = tr.load_pairs(s["eval_split"])
     lambdas, seeds = s["lambdas"], s["seeds"]
@@ -213,7 +214,7 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
                 "hypotheses_beam": beam}
 
     def sweep_masks(lam) -> dict:
-        spec = _gate_spec(gs, lam) if not smoke else _gate_spec(recipes.recipe(s["gate_recipe"])["settings"], lam)
+        spec = _gate_spec(gate_settings, lam)
         return sweeps.kept_masks(next(r for r in sweep["runs"] if r["spec"] == spec))
 
     previous = json.loads(out.read_text()) if out.exists() and not smoke else {}

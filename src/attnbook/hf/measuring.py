@@ -72,15 +72,12 @@ def layer_outputs(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> list[t
     return record
 
 
-def residual_by_layer(model: nn.Module, batch: Mapping[str, torch.Tensor], relative: bool = True) -> np.ndarray:
+def residual_by_layer(model: nn.Module, batch: Mapping[str, torch.Tensor]) -> np.ndarray:
     """The paper's Fig. 2 measure per layer and input: ``||h_l - 1 mean(h_l)^T||_{1,inf} / ||h_l||_{1,inf}``
     (chapter "Rank collapse in pretrained transformers", eq. rel-res with the token mean as in the official
-    code), for ``l = 0`` (embeddings) to ``L``; with ``relative=False`` the residual norm itself (the
-    quantity of the bound). Returns an array of shape (L + 1, n_sequences)."""
-    hs = [h.float().cpu() for h in layer_outputs(model, batch)]
-    if relative:
-        return torch.stack([relative_residual(h) for h in hs]).numpy()
-    return torch.stack([norm_1_inf(res(h.double())) for h in hs]).numpy()
+    code), for ``l = 0`` (embeddings) to ``L``. Returns an array of shape (L + 1, n_sequences)."""
+    hs = layer_outputs(model, batch)
+    return torch.stack([relative_residual(h.float().cpu()) for h in hs]).numpy()
 
 
 def head_matrices(model: nn.Module) -> list[tuple[torch.Tensor, torch.Tensor, int]]:
