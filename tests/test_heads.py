@@ -117,6 +117,21 @@ def test_rare_token_share():
         hd.rare_token_share(a, ids[:, :3], counts, m, m)
 
 
+def test_rare_token_statistics_keep_only_sentences_with_a_rare_token():
+    """Sec. 5.3's condition: the second sentence's rarest token is among the most frequent, so only the
+    first is counted; ranks are 0 for the most frequent token."""
+    counts = torch.tensor([0, 0, 0, 0, 0, 90, 80, 1, 70, 60])
+    ranks = hd.frequency_ranks(counts)
+    assert ranks[5] == 0 and ranks[7] == 4 and ranks[9] == 3
+    ids = torch.tensor([[5, 6, 7, 8], [5, 6, 8, 9]])
+    a = torch.cat([onehot_attn([2, 2, 2, 0], 4), onehot_attn([3, 3, 3, 3], 4)], dim=1)
+    m = torch.ones(2, 4, dtype=torch.bool)
+    share, chance, queries, sentences = hd.rare_token_statistics(a, ids, counts, ranks, m, m, outside_top=4)
+    assert share.item() == pytest.approx(0.75, abs=1e-6) and (queries, sentences) == (4.0, 1.0)
+    assert chance == pytest.approx(0.25, abs=1e-6)
+    assert hd.rare_token_statistics(a, ids, counts, ranks, m, m, outside_top=5) is None
+
+
 def _relevance_model():
     torch.manual_seed(0)
     return Seq2SeqTransformer(Seq2SeqConfig(vocab_size=12, d_model=16, n_heads=2, enc_layers=2, dec_layers=2,

@@ -86,7 +86,9 @@ def _tokenizer(vocab, folder=None):
 
     folder = Path(folder or tempfile.mkdtemp())
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    return BertTokenizer(vocab_file=str(folder / "vocab.txt"))
+    tok = BertTokenizer(vocab=str(folder / "vocab.txt"))  # transformers 5: vocab_file= would map all to [UNK]
+    assert tok.unk_token_id not in tok(vocab[5])["input_ids"], "the test vocabulary was not read"
+    return tok
 
 
 # ------------------------------------------------------------------------------------------ loading
@@ -339,3 +341,34 @@ def test_where_the_bound_applies_compares_each_layer_input_with_its_threshold():
     absolute = norm_1_inf(res(hs[1].double()))
     assert w["input_residual"][1] == pytest.approx(float(absolute.median()), rel=1e-5)
     assert (w["applies"] == (w["input_residual"] < w["threshold"])).all()
+
+
+def test_encoder_head_roles_count_rare_tokens_on_the_qualifying_sentences_only():
+    """The rare-token share of a BERT encoder is :func:`attnbook.heads.rare_token_share` on the sentences
+    whose rarest content token is outside the most frequent ones, with [CLS]/[SEP] neither queries nor
+    keys."""
+    import tempfile
+    from pathlib import Path
+
+    from attnbook import heads as hd
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "the lord spake unto moses , saying .".split()
+    folder = Path(tempfile.mkdtemp())
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    tok = BertTokenizer(vocab=str(folder / "vocab.txt"))
+    model = tiny_model("bert")
+    counts = pt.token_counts(tok, ["the lord spake unto moses", "moses ."] + ["the lord spake , saying ."] * 2)
+    assert counts[vocab.index("moses")] == 2 and counts[vocab.index("the")] == 3 and counts[2] == 0
+    assert counts.shape == (len(vocab),)  # the only rare token: the first sentence qualifies, not the second
+    sentences = ["the lord spake unto moses", "the lord spake , saying ."]
+    # ranks: the, lord, spake, "." 0-3; moses, ",", saying 4-6; unto 7: only the first sentence has a token
+    # outside the top 7
+    roles = pt.encoder_head_roles(model, tok, sentences, token_counts=counts, rare_outside_top=7)
+    assert roles["rare_sentences"] == 1.0 and roles["rare"].shape == (3, 4)
+    enc = tok(sentences[:1], return_tensors="pt")
+    a = pt.attention_matrices(model, enc).transpose(0, 1)  # (layers, 1, heads, n, n)
+    content = torch.ones(1, a.shape[-1], dtype=torch.bool)
+    content[0, [0, -1]] = False
+    share, chance = hd.rare_token_share(a, enc["input_ids"], counts, content, content)
+    torch.testing.assert_close(roles["rare"], share, atol=1e-6, rtol=0)
+    assert roles["rare_chance"] == pytest.approx(chance) == pytest.approx(1 / 5)

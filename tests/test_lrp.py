@@ -132,3 +132,4 @@ def test_shipped_relevance_file_loads():
     assert rec["command"].startswith("python scripts/head_relevance.py")
     with pytest.raises(ValueError, match="expected the relevance file"):
         lrp.load_relevance(path.with_name("nothing.json"))
+

@@ -101,3 +101,29 @@ def test_smallest_gap_compares_at_the_same_number_of_heads():
     assert sweeps.smallest_gap(points, curve) == pytest.approx(0.5)  # 25 - 24 = 1, 29.5 - 29 = 0.5
     with pytest.raises(ValueError):
         sweeps.smallest_gap([(40, 1.0)], curve)
+
+
+def test_scratch_versus_pruned_pairs_each_seed_with_its_shapes_pruned_model():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
+    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
+    mask = {"enc_self": [[1.0, 0.0]]}
+    record = {"n_eval": 3, "runs": [
+        {"arm": "scratch", "lam": 0.1, "seed": 1, "kept": 1, "masks": mask, "bleu_beam": {"bleu": 100.0},
+         "hypotheses_beam": refs},
+        {"arm": "scratch", "lam": 0.1, "seed": 0, "kept": 1, "masks": mask, "bleu_beam": {"bleu": 20.0},
+         "hypotheses_beam": worse},
+        {"arm": "pruned", "lam": 0.1, "seed": None, "kept": 1, "masks": mask, "matches_sweep": True,
+         "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
+        {"arm": "scratch", "lam": 0.05, "seed": 0, "kept": 2, "masks": mask, "bleu_beam": {"bleu": 1.0},
+         "hypotheses_beam": worse},  # no pruned arm yet: no row
+    ]}
+    rows = sweeps.scratch_versus_pruned(record, refs + ["unused"], n_bootstrap=50)
+    assert [r["lam"] for r in rows] == [0.1] and [s["seed"] for s in rows[0]["scratch"]] == [0, 1]
+    same, better = rows[0]["scratch"]
+    assert same["delta"] == 0 and same["low"] == same["high"] == 0
+    assert better["delta"] > 50 and better["p_not_better"] == 0
+    record["runs"][0]["masks"] = {"enc_self": [[0.0, 1.0]]}
+    with pytest.raises(ValueError, match="another shape"):
+        sweeps.scratch_versus_pruned(record, refs)
+    with pytest.raises(ValueError, match="evaluated on 3"):
+        sweeps.scratch_versus_pruned(record, refs[:2])

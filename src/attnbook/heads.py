@@ -175,6 +175,28 @@ def rare_token_share(attns, src_ids: torch.Tensor, token_counts: torch.Tensor, q
     return share, chance
 
 
+def frequency_ranks(token_counts: torch.Tensor) -> torch.Tensor:
+    """The rank of every token id by its training-set count (0 = the most frequent)."""
+    order = torch.argsort(token_counts, descending=True)
+    ranks = torch.empty_like(order)
+    ranks[order] = torch.arange(len(order))
+    return ranks
+
+
+def rare_token_statistics(a: torch.Tensor, ids: torch.Tensor, token_counts: torch.Tensor, ranks: torch.Tensor,
+                          query_mask: torch.Tensor, key_mask: torch.Tensor, outside_top: int = 500):
+    """:func:`rare_token_share` on the sentences of a batch whose rarest key token is outside the
+    ``outside_top`` most frequent (the condition of Voita et al. sec. 5.3): ``(share, chance, queries,
+    sentences)``, or None when no sentence of the batch qualifies. ``a`` ``(layers, batch, heads, q, k)``,
+    ``ranks`` from :func:`frequency_ranks`."""
+    rank = ranks.to(ids.device)[ids].masked_fill(~key_mask, -1)
+    keep = rank.amax(-1) >= outside_top
+    if not keep.any():
+        return None
+    share, chance = rare_token_share(a[:, keep], ids[keep], token_counts, query_mask[keep], key_mask[keep])
+    return share, chance, float(query_mask[keep].sum()), float(keep.sum())
+
+
 @torch.no_grad()
 def ablation_relevance(model, src: torch.Tensor, tgt_in: torch.Tensor, kinds: Optional[Sequence[str]] = None,
                        normalise: bool = True) -> Mapping[str, torch.Tensor]:
@@ -277,11 +299,7 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
     sums: dict = {}
     weights: dict = {}
     word_maps = []
-    rare_rank = None
-    if token_counts is not None:
-        order = torch.argsort(token_counts, descending=True)
-        rare_rank = torch.empty_like(order)
-        rare_rank[order] = torch.arange(len(order))
+    rare_rank = None if token_counts is None else frequency_ranks(token_counts)
 
     def add(key, value, weight):
         sums[key] = sums.get(key, 0) + value * weight
@@ -316,15 +334,13 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
                     add((kind, "next"), _share(rel == 1, qm).cpu(), nq)
         if rare_rank is not None:
             qm, content = masks["enc_self"][0], masks["enc_self"][1]
-            ranks = rare_rank.to(dev)[src].masked_fill(~content, -1)
-            keep = ranks.amax(-1) >= rare_outside_top  # the rarest token is outside the top ones
-            if keep.any():
-                a = _stack(att["enc_self"])[:, keep]
-                share, chance = rare_token_share(a, src[keep], token_counts, qm[keep], content[keep])
-                nq = float(qm[keep].sum())
+            found = rare_token_statistics(_stack(att["enc_self"]), src, token_counts, rare_rank, qm, content,
+                                          rare_outside_top)
+            if found is not None:
+                share, chance, nq, n_sentences = found
                 add(("enc_self", "rare"), share.cpu(), nq)
                 add(("enc_self", "rare_chance"), chance, nq)
-                add(("enc_self", "rare_sentences"), float(keep.sum()), 1.0)
+                add(("enc_self", "rare_sentences"), n_sentences, 1.0)
         if parses is not None:
             enc = _stack(att["enc_self"])
             for i in range(src.shape[0]):

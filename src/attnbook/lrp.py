@@ -218,6 +218,26 @@ def relprop_mha(R: torch.Tensor, attn, x: torch.Tensor, context: torch.Tensor | 
                                                          _concat_linear(attn.k, attn.v))
 
 
+def merge_shares(R_a: torch.Tensor, R_b: torch.Tensor) -> torch.Tensor:
+    """The two shares ``(Q, n, d)`` of one tensor's relevance (through a sublayer and through the skip)
+    added and rescaled, per relevance row, to their total absolute value before adding
+    (``ResidualLayerWrapper.relprop``)."""
+    before = R_a.abs().sum((1, 2), keepdim=True) + R_b.abs().sum((1, 2), keepdim=True)
+    merged = R_a + R_b
+    return merged * before / (merged.abs().sum((1, 2), keepdim=True) + EPS)
+
+
+def residual_post_ln(R: torch.Tensor, x: torch.Tensor, update: torch.Tensor, norm: torch.nn.LayerNorm,
+                     sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """The post-LN block ``norm(x + update)``, ``update = sublayer(x)`` (BERT's layers; the official code
+    is pre-LN, :func:`_residual`): the relevance ``R`` ``(Q, n, d)`` of the block's output goes back
+    through the norm at ``x + update``, is split over the sum (:func:`relprop_add`), the update's share goes
+    back through the sublayer (``sublayer(R) -> R at x``), and the two shares of ``x`` are merged
+    (:func:`merge_shares`)."""
+    R_skip, R_update = relprop_add(relprop_norm(R, x + update, norm), x, update)
+    return merge_shares(sublayer(R_update), R_skip)
+
+
 def _residual(R: torch.Tensor, x: torch.Tensor, update: torch.Tensor, norm,
               sublayer: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]):
     """``ResidualLayerWrapper.relprop`` for the pre-LN block ``x + update``, ``update = sublayer(norm(x))``:
@@ -228,23 +248,26 @@ def _residual(R: torch.Tensor, x: torch.Tensor, update: torch.Tensor, norm,
     original = R.abs().sum((1, 2), keepdim=True)
     R_skip, R_update = relprop_add(R, x, update)
     R_norm, R_context = sublayer(R_update)
-    R_x = relprop_norm(R_norm, x, norm)
-    before = R_x.abs().sum((1, 2), keepdim=True) + R_skip.abs().sum((1, 2), keepdim=True)
-    R_x = R_x + R_skip
-    R_x = R_x * before / (R_x.abs().sum((1, 2), keepdim=True) + EPS)
+    R_x = merge_shares(relprop_norm(R_norm, x, norm), R_skip)
     if R_context is None:
         return R_x, None
     total = R_x.abs().sum((1, 2), keepdim=True) + R_context.abs().sum((1, 2), keepdim=True)
     return R_x * original / (total + EPS), R_context * original / (total + EPS)
 
 
+def relprop_feed_forward(R: torch.Tensor, x: torch.Tensor, hidden: torch.Tensor, first: torch.nn.Linear,
+                         second: torch.nn.Linear) -> torch.Tensor:
+    """A feed-forward sublayer ``second(act(first(x)))`` with ``hidden = act(first(x))``: the second, then
+    the first linear layer; the token-wise activation passes relevance on unchanged (``FFN.relprop``)."""
+    return relprop_linear(relprop_linear(R, hidden, second), x, first)
+
+
 def _relprop_ff(ff, h: torch.Tensor):
-    """The feed-forward sublayer ``Linear, ReLU, Dropout, Linear`` at input ``h``: second, then first
-    linear layer (``FFN.relprop``)."""
+    """The feed-forward sublayer ``Linear, ReLU, Dropout, Linear`` at input ``h``."""
     hidden = torch.relu(ff[0](h)).detach()
 
     def back(R):
-        return relprop_linear(relprop_linear(R, hidden, ff[3]), h, ff[0]), None
+        return relprop_feed_forward(R, h, hidden, ff[0], ff[3]), None
     return back
 
 

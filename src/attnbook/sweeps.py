@@ -18,6 +18,7 @@ import torch
 from . import recipes
 from .gates import STRETCH, TEMPERATURE, deterministic_gates
 from .head_masks import HeadMask, as_head_mask, binary
+from .tasks.translation import paired_bleu_difference
 
 
 def load(name: str) -> dict:
@@ -151,3 +152,29 @@ def smallest_gap(points: Sequence[tuple[float, float]], curve: Sequence[tuple[fl
     if not inside:
         raise ValueError("no point lies within the curve's range of heads")
     return min(b - bleu_at(n, curve) for n, b in inside)
+
+
+def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstrap: int = 1000) -> list[dict]:
+    """The rows of chapter "Pruning heads"'s pruned-versus-scratch comparison (Voita et al. Table 3) from
+    the result of recipe ``scratch_converged``: one row per pruned shape that has a pruned arm, with
+    ``lam``, ``kept``, the pruned model's beam BLEU and, per seed trained from scratch, its beam BLEU and
+    the paired bootstrap difference scratch minus pruned on the same ``references``
+    (:func:`attnbook.tasks.translation.paired_bleu_difference`). The hypotheses must be the file's, for
+    the first ``record["n_eval"]`` references."""
+    refs = list(references)[: record["n_eval"]]
+    if len(refs) != record["n_eval"]:
+        raise ValueError(f"the record was evaluated on {record['n_eval']} references, got {len(refs)}")
+    pruned = {r["lam"]: r for r in record["runs"] if r["arm"] == "pruned"}
+    rows = []
+    for lam, p in sorted(pruned.items(), key=lambda kv: -kv[0]):
+        seeds = []
+        for s in sorted((r for r in record["runs"] if r["arm"] == "scratch" and r["lam"] == lam),
+                        key=lambda r: r["seed"]):
+            if s["kept"] != p["kept"] or s["masks"] != p["masks"]:
+                raise ValueError(f"lambda {lam}: the scratch run of seed {s['seed']} has another shape")
+            diff = paired_bleu_difference(p["hypotheses_beam"], s["hypotheses_beam"], refs,
+                                          n_bootstrap=n_bootstrap)
+            seeds.append({"seed": s["seed"], "bleu_beam": s["bleu_beam"]["bleu"], **diff})
+        rows.append({"lam": lam, "kept": p["kept"], "pruned_beam": p["bleu_beam"]["bleu"],
+                     "matches_sweep": p.get("matches_sweep"), "scratch": seeds})
+    return rows

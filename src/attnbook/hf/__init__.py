@@ -7,7 +7,8 @@
 * :mod:`.measuring`: layer outputs, attention matrices and head roles of an encoder;
 * :mod:`.gating`: head gates through forward pre-hooks, given through a context manager (chapter
   "Pruning heads");
-* :mod:`.embeddings`: MiniLM's sentence embeddings and the task losses it is pruned with.
+* :mod:`.embeddings`: MiniLM's sentence embeddings and the task losses it is pruned with;
+* :mod:`.relevance`: LRP relevance of every head to the sentence embedding (chapter "A translation model").
 
 The names below are re-exported so that a chapter can write ``hf.load_pretrained(...)``.
 """
@@ -35,6 +36,7 @@ from .measuring import (
     layer_outputs,
     residual_by_layer,
     residual_curves,
+    token_counts,
     where_the_bound_applies,
     word_of_token,
 )
@@ -45,6 +47,6 @@ __all__ = [
     "VARIANT_SWITCHES", "architecture", "attach_head_gates", "attention_matrices", "contraction_thresholds", "contrastive_loss",
     "drop_words", "embedding_similarity", "encoder_head_roles", "head_matrices", "hub_offline_by_env", "hub_reachable",
     "init_model", "layer_outputs", "load_paper_models", "load_pretrained", "load_tokenizer", "mean_pooled",
-    "minilm_source", "output_projections", "residual_by_layer", "residual_curves", "text_batch", "variant",
+    "minilm_source", "output_projections", "residual_by_layer", "residual_curves", "text_batch", "token_counts", "variant",
     "where_the_bound_applies", "word_of_token",
 ]

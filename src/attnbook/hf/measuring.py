@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import deep_bound
+from .. import deep_bound, heads
 from ..heads import word_attention
 from ..norms import norm_1_inf, relative_residual, res
 from .surgery import VARIANTS, _blocks, _first, _layers, architecture, variant
@@ -162,17 +162,31 @@ def word_of_token(text: str, words: Sequence[str], offsets: Sequence[tuple[int, 
     return out
 
 
+def token_counts(tokenizer, texts: Sequence[str]) -> torch.Tensor:
+    """How often each token id of ``tokenizer``'s vocabulary occurs in ``texts`` (special tokens not
+    added): the training-set frequencies that rank tokens for the rare-token statistic (chapter "A
+    translation model", Voita et al. sec. 5.3)."""
+    if isinstance(texts, str) or not len(texts):
+        raise ValueError("expected a non-empty list of texts")
+    ids = [i for row in tokenizer(list(texts), add_special_tokens=False)["input_ids"] for i in row]
+    return torch.bincount(torch.tensor(ids, dtype=torch.long), minlength=len(tokenizer))
+
+
 @torch.no_grad()
 def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
                        parses: Optional[Sequence[Mapping]] = None, batch_size: int = 32,
-                       max_length: int = 128) -> dict:
+                       max_length: int = 128, token_counts: Optional[torch.Tensor] = None,
+                       rare_outside_top: int = 500) -> dict:
     """Voita et al.'s head statistics for a pretrained BERT-style encoder (chapter "A translation model", MiniLM beside
     the translation model; Clark et al. 2019 for BERT). Special tokens ([CLS], [SEP]) are neither queries
     nor content keys. Returns ``{statistic: (layers, heads) tensor}``: ``confidence`` (largest weight on
     a content key), ``sink`` (share of queries whose largest weight over all keys is on [CLS] or [SEP]),
     ``prev`` / ``next`` (share whose largest content weight is on the neighbouring token), the scalar
-    ``chance`` (mean 1/n), and with ``parses`` the word-level maps ``word_maps`` for
-    :func:`attnbook.heads.dependency_accuracy`.
+    ``chance`` (mean 1/n), with ``parses`` the word-level maps ``word_maps`` for
+    :func:`attnbook.heads.dependency_accuracy`, and with ``token_counts`` (a count per token id) the
+    rare-token share ``rare`` on the sentences whose rarest content token is outside the
+    ``rare_outside_top`` most frequent, with ``rare_chance`` and ``rare_sentences``
+    (:func:`attnbook.heads.rare_token_statistics`).
     """
     if parses is not None and len(parses) != len(sentences):
         raise ValueError(f"need one parse per sentence, got {len(parses)} for {len(sentences)}")
@@ -181,6 +195,8 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
     sums: dict = {}
     n_queries = 0.0
     word_maps = []
+    ranks = None if token_counts is None else heads.frequency_ranks(token_counts)
+    rare = {"rare": 0.0, "rare_chance": 0.0, "queries": 0.0, "rare_sentences": 0.0}
     for b in range(0, len(sentences), batch_size):
         chunk = list(sentences[b: b + batch_size])
         enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
@@ -206,6 +222,13 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
         for k, v in stats.items():
             sums[k] = sums.get(k, 0) + v.cpu()
         n_queries += nq
+        found = None if ranks is None else heads.rare_token_statistics(
+            a, enc["input_ids"].to(dev), token_counts, ranks, content, content, rare_outside_top)
+        if found is not None:
+            share, rare_chance, rare_nq, n_sentences = found
+            for key, value in (("rare", share.cpu() * rare_nq), ("rare_chance", rare_chance * rare_nq),
+                               ("queries", rare_nq), ("rare_sentences", n_sentences)):
+                rare[key] = rare[key] + value
         if parses is not None:
             for i, text in enumerate(chunk):
                 p = parses[b + i]
@@ -214,6 +237,10 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
                 word_maps.append(word_attention(a[:, i, :, :n, :n].cpu(), wot, len(p["words"])))
     result = {k: v / max(n_queries, 1.0) for k, v in sums.items()}
     result["chance"] = float(result["chance"])
+    if ranks is not None:
+        result.update(rare=rare["rare"] / max(rare["queries"], 1.0),
+                      rare_chance=float(rare["rare_chance"]) / max(rare["queries"], 1.0),
+                      rare_sentences=rare["rare_sentences"])
     if parses is not None:
         result["word_maps"] = word_maps
     return result

@@ -1,0 +1,85 @@
+"""Tests of attnbook.hf.relevance (chapter "A translation model", all-MiniLM-L6-v2's head relevance): the
+recomputed BERT states against the model's own, conservation from the sentence embedding to the token
+embeddings, and a head that provably carries nothing, on a tiny random BERT."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from attnbook.hf import relevance  # noqa: E402
+
+def tiny_bert(seed: int = 0):
+    config = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=32)
+    torch.manual_seed(seed)
+    model = transformers.BertModel(config, add_pooling_layer=False).double().eval()
+    with torch.no_grad():  # trained-looking LayerNorms and biases
+        for mod in model.modules():
+            if isinstance(mod, (torch.nn.LayerNorm, torch.nn.Linear)) and mod.bias is not None:
+                mod.bias.normal_(0, 0.1)
+            if isinstance(mod, torch.nn.LayerNorm):
+                mod.weight.uniform_(0.5, 1.5)
+    return model
+
+
+IDS = [2, 17, 9, 33, 41, 5, 3]
+
+
+def test_bert_states_are_the_models_own():
+    model = tiny_bert()
+    first, states = relevance.forward_states(model, torch.tensor(IDS))
+    hidden = model(torch.tensor([IDS]), output_hidden_states=True).hidden_states
+    assert torch.allclose(first, hidden[0][0], atol=1e-12)
+    for (x, a, x1, h, f, out), want in zip(states, hidden[1:]):
+        assert torch.allclose(out, want[0], atol=1e-10)
+
+
+def test_embedding_relevance_is_conserved_and_all_tokens_share_it():
+    h = torch.randn(5, 4, dtype=torch.double)
+    R = relevance.embedding_relevance(h)
+    assert R.shape == (1, 5, 4) and abs(float(R.abs().sum()) - 1) < 1e-4
+    # a positive coordinate pooled from positive token states: the z-rule's split by size
+    h = torch.tensor([[1.0, 0.0], [3.0, 0.0]], dtype=torch.double)
+    assert torch.allclose(relevance.embedding_relevance(h)[0, :, 0], torch.tensor([0.25, 0.75],
+                          dtype=torch.double), atol=1e-4)
+
+
+def test_bert_relevance_is_conserved_to_the_token_embeddings():
+    heads, tokens = relevance.sentence_head_relevance(tiny_bert(), IDS)
+    assert heads.shape == (2, 2) and tokens.shape == (len(IDS),)
+    assert abs(float(tokens.sum()) - 1) < 1e-3
+
+
+def test_a_bert_head_that_carries_nothing_has_no_relevance():
+    model = tiny_bert()
+    att = model.encoder.layer[1].attention
+    with torch.no_grad():
+        att.self.value.weight[8:].zero_()
+        att.self.value.bias[8:].zero_()
+        att.output.dense.bias.zero_()
+    heads, _ = relevance.sentence_head_relevance(model, IDS)
+    assert heads[1, 1] == 0 and abs(float(heads[1, 0])) > 1e-4 and heads[0].abs().min() > 1e-4
+
+
+def test_bert_head_relevance_is_a_share_of_each_layer_with_halves():
+    class Tokenizer:
+        def __call__(self, text, truncation, max_length):
+            return {"input_ids": [2] + [int(w) for w in text.split()][: max_length - 2] + [3]}
+
+    out = relevance.head_relevance(tiny_bert(), Tokenizer(), ["17 9 33", "41 5", "9 9 12 40"])
+    assert out["per_sentence"].shape == (3, 2, 2)
+    assert torch.allclose(out["per_sentence"].abs().sum(-1), torch.ones(3, 2), atol=1e-3)
+    assert torch.allclose(out["halves"][1], out["per_sentence"][1], atol=1e-7)
+    assert torch.allclose(out["relevance"], out["per_sentence"].mean(0))
+    with pytest.raises(ValueError, match="at least two"):
+        relevance.head_relevance(tiny_bert(), Tokenizer(), ["17 9"])
+    with pytest.raises(ValueError, match="1-d id sequence"):
+        relevance.sentence_head_relevance(tiny_bert(), [[2, 3]])
+
+
+def test_a_model_without_bert_layers_is_refused():
+    with pytest.raises(ValueError, match="BERT-style encoder"):
+        relevance.sentence_head_relevance(torch.nn.Linear(2, 2), IDS)
