@@ -177,10 +177,10 @@ def test_memorization_data():
                                           max_len=4, generator=torch.Generator().manual_seed(0))
     assert data.ids.shape == (2, 4) and data.mask.all()
     assert set(data.labels.unique().tolist()) <= {0, 1}
-    data = memorization.memorization_data(["a b c d e f", "a"], max_len=8)
-    assert (data.labels[~data.mask] == memorization.IGNORE).all() and data.ids[1, 1:].eq(0).all()
-    assert data.ids[0, 0] == data.ids[1, 0]  # the same word piece gets the same compact id
-    assert data.vocab_size == 7 and sorted(data.ids[0].tolist()) == list(range(1, 7))
+    data = memorization.memorization_data(["a b c d e f", "a"], max_len=8)  # [CLS] a ... f [SEP]
+    assert (data.labels[~data.mask] == memorization.IGNORE).all() and data.ids[1, 3:].eq(0).all()
+    assert data.ids[0, 1] == data.ids[1, 1]  # the same word piece gets the same compact id
+    assert data.vocab_size == 9 and sorted(data.ids[0].tolist()) == list(range(1, 9))
     with pytest.raises(ValueError):
         memorization.memorization_data([], 8)
 
@@ -339,3 +339,57 @@ def test_token_gaps_and_baselines():
     p = torch.tensor([circle.RADIUS, 0.0])
     traj = torch.stack([torch.stack([p, -p]), torch.stack([p, p])])  # opposite, then merged
     assert torch.allclose(circle.token_gaps(traj), torch.tensor([1.0, 0.0]))
+
+
+def test_memorization_ceiling_is_the_majority_label_of_each_repeated_token():
+    """Without positions two occurrences of one token in one sentence get one prediction: the ceiling
+    counts each (sentence, token) group's majority label; [CLS]/[SEP] are kept and labelled."""
+    data = memorization.MemorizationData(
+        ids=torch.tensor([[1, 2, 2, 2, 3], [1, 4, 4, 0, 0]]),
+        labels=torch.tensor([[0, 1, 1, 0, 1], [1, 0, 1, -100, -100]]),
+        mask=torch.tensor([[True] * 5, [True] * 3 + [False] * 2]), vocab_size=5)
+    # sentence 1: tokens 1, 3 alone (2 right), token 2 x3 with labels 1,1,0 (2 right); sentence 2: 1 alone
+    # (1 right), token 4 x2 with labels 0,1 (1 right): 6 of 8
+    assert memorization.achievable_accuracy(data) == pytest.approx(6 / 8)
+
+    class Pieces:
+        def __init__(self, tokens):
+            self.tokens = tokens
+
+    class Tok:
+        def encode(self, text):
+            return Pieces(["[CLS]"] + text.split() + ["[SEP]"])
+
+    kept = memorization.memorization_data(["a b c d", "b"], 4, torch.Generator().manual_seed(0), Tok())
+    dropped = memorization.memorization_data(["a b c d", "b"], 4, torch.Generator().manual_seed(0), Tok(),
+                                             special_tokens=False)
+    assert kept.mask.sum(1).tolist() == [4, 3] and dropped.mask.sum(1).tolist() == [4, 1]
+    assert kept.ids[0, 0] == kept.ids[1, 0] and kept.ids[0, 3] == kept.ids[1, 2]  # [CLS], [SEP]
+    assert (kept.labels[kept.mask] != memorization.IGNORE).all()
+
+
+def test_path_models_are_the_official_ones():
+    hull_model = tasks.path_task("hull", SIZE, torch.Generator().manual_seed(0))["model"]
+    assert isinstance(hull_model.embed, torch.nn.Sequential)  # --ffn2: Linear, GELU, Linear
+    assert [type(m).__name__ for m in hull_model.embed] == ["Linear", "GELU", "Linear"]
+    mem = tasks.path_task("memorization", dict(SIZE, max_len=24), torch.Generator().manual_seed(0))
+    assert mem["model"].pos is None and 0.5 < mem["ceiling"] <= 1.0
+    with pytest.raises(ValueError, match="embed_mlp"):
+        tasks.PathSAN(2, 8, 2, 2, vocab_size=5, embed_mlp=True)
+
+
+def test_probe_refitted_to_paths_reads_what_the_models_classifier_cannot():
+    """Labels that depend on the token alone: the length-0 path (the embedding) carries them, so a probe
+    refitted to it is right everywhere, while the untrained model's own classifier is near chance."""
+    torch.manual_seed(0)
+    model = tasks.PathSAN(2, 16, 2, 3, vocab_size=6)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 6, (64, 5), generator=g)
+    y = (x % 2 == 0).long()
+    probe = tasks.path_probe_accuracy(model, (x, y, None), (x, y, None), 0, 3, 2, g)
+    own = tasks.path_accuracy(model, (x, y, None), 0, 3, 2, g)
+    assert probe == [1.0, 1.0] and max(own) < 0.9
+    fitted = tasks.fit_probe(torch.randn(10, 4), torch.tensor([0, 1] * 5), 2)
+    assert fitted.weight.shape == (2, 4) and not fitted.weight.requires_grad
+    with pytest.raises(ValueError, match="disagree"):
+        tasks.fit_probe(torch.randn(10, 4), torch.zeros(9, dtype=torch.long), 2)

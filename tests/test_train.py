@@ -137,6 +137,9 @@ def test_lr_schedule_shape():
     assert T.lr_factor(55, 100, 10) == pytest.approx(0.5, rel=1e-12)
     assert all(a >= b for a, b in zip(f[10:], f[11:]))
     assert T.lr_factor(50, 100, 0, "constant") == 1.0
+    # MultiStepLR: gamma per milestone reached (the official hull recipe, milestones in steps here)
+    steps = [T.lr_factor(s, 100, 0, "multistep", milestones=(15, 30), gamma=0.5) for s in (0, 14, 15, 29, 30, 99)]
+    assert steps == [1.0, 1.0, 0.5, 0.5, 0.25, 0.25]
 
 
 def test_time_limit():

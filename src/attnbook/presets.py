@@ -110,7 +110,8 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(n_points=1000, widths=(32, 128), n_heads=2, steps=3000, lr=3e-3, batch=128,
                       n_seeds=16, rollout=300, paper_recipe_epochs=70),
     },
-    # chapter "Path effectiveness": accuracy of sampled paths of each length (Dong et al. 2021, Fig. 4).
+    # chapter "Path effectiveness": accuracy of sampled paths of each length (Dong et al. 2021, Fig. 4);
+    # probe_train: training sequences the probe refitted to each path length is fitted on.
     "path_effectiveness": {
         "quick": dict(
             sort=dict(d_model=48, n_heads=2, depth=6, length=8, vocab=10, n_train=1000, n_eval=200,
@@ -119,7 +120,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       steps=250),
             memorization=dict(d_model=64, n_heads=2, depth=6, n_sentences=200, max_len=24,
                               n_train=200, n_eval=200, steps=150),
-            n_paths=(5, 20), repeats=3, lr=2e-3, batch=128),
+            n_paths=(5, 20), repeats=3, lr=2e-3, batch=128, probe_train=1000),
         "paper": dict(
             sort=dict(d_model=48, n_heads=2, depth=6, length=8, vocab=10, n_train=1000, n_eval=200,
                       steps=1000),
@@ -127,7 +128,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       steps=1000),
             memorization=dict(d_model=250, n_heads=2, depth=6, n_sentences=500, max_len=32,
                               n_train=500, n_eval=500, steps=1500),
-            n_paths=(5, 20), repeats=5, lr=2e-3, batch=128),
+            n_paths=(5, 20), repeats=5, lr=2e-3, batch=128, probe_train=5000),
     },
     # chapter "Pruning heads" (Voita et al. 2019; Michel et al. 2019): hard-concrete gate samples;
     # MiniLM: held-out sentences for the embedding similarity, importance batches, heads pruned per step.

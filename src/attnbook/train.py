@@ -18,7 +18,7 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from .presets import device as default_device
 from .presets import seed_everything
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
-SCHEDULES = ("cosine", "constant")
+SCHEDULES = ("cosine", "constant", "multistep")
 
 
 def to_device(batch: Any, dev: torch.device) -> Any:
@@ -81,15 +81,20 @@ def make_optimizer(
     return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, **kwargs)
 
 
-def lr_factor(step: int, steps: int, warmup: int, schedule: str = "cosine") -> float:
+def lr_factor(step: int, steps: int, warmup: int, schedule: str = "cosine", milestones: Sequence[int] = (),
+              gamma: float = 1.0) -> float:
     """The learning-rate multiplier at ``step`` (0-based): linear warm-up over ``warmup`` steps, then
-    constant or a cosine decay to 0 at ``steps``."""
+    constant, a cosine decay to 0 at ``steps``, or ``"multistep"``: ``gamma`` to the power of the number of
+    ``milestones`` (steps) reached (``MultiStepLR``; the official convex-hull recipe of chapter "Path
+    effectiveness" steps it once an epoch)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     if warmup > 0 and step < warmup:
         return (step + 1) / warmup
     if schedule == "constant":
         return 1.0
+    if schedule == "multistep":
+        return gamma ** sum(step >= m for m in milestones)
     progress = (step - warmup) / max(1, steps - warmup)
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
@@ -120,6 +125,8 @@ def train(
     weight_decay: float = 0.0,
     warmup: Union[int, float] = 0.05,
     schedule: str = "cosine",
+    milestones: Sequence[int] = (),
+    gamma: float = 1.0,
     clip: Optional[float] = 1.0,
     device: Optional[Union[str, torch.device]] = None,
     eval_fn: Optional[Callable[[nn.Module], Mapping[str, float]]] = None,
@@ -145,7 +152,7 @@ def train(
     runs every ``eval_every`` steps (0: only at the end) in ``eval()`` mode under ``no_grad``;
     ``stop_when(metrics)`` ends training early when true, as does ``time_limit`` (seconds of training).
     ``seed`` re-seeds everything first (``attnbook.seed_everything``). ``progress=False`` hides tqdm.
-    ``lr_scale``: per-parameter-name learning-rate multipliers (see :func:`make_optimizer`).
+    ``milestones``, ``gamma``: the ``"multistep"`` schedule (:func:`lr_factor`). ``lr_scale``: per-parameter-name learning-rate multipliers (see :func:`make_optimizer`).
     ``step_fn(step, model)`` runs after every optimiser step (chapter "A translation model"'s training script records
     head statistics with it; it must restore the model's mode if it changes it).
 
@@ -178,7 +185,7 @@ def train(
     model.to(dev)
     opt = make_optimizer(model, optimizer, lr, weight_decay, lr_scale=lr_scale)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: lr_factor(s, steps, warmup_steps, schedule)
+        opt, lambda s: lr_factor(s, steps, warmup_steps, schedule, milestones, gamma)
     )
     history: dict = {"step": [], "loss": [], "evals": [], "stopped": "steps"}
     elapsed = 0.0

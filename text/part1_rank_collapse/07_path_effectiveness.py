@@ -24,7 +24,8 @@ except ImportError:
 # **In this chapter you will**
 # - implement the path-restricted forward pass of the paper's code on the book's attention layers;
 # - train the paper's three tasks (sorting, convex hull, memorization) with a fast recipe;
-# - measure accuracy against path length with 5 and 20 paths, next to the paper's reference lines;
+# - measure accuracy against path length with 5 and 20 paths, next to the paper's reference lines, read by the
+#   model's own classifier and by a probe refitted to each path length;
 # - measure how much faster the book's recipe reaches the paper's accuracy than the paper's own recipe.
 
 # %%
@@ -80,12 +81,15 @@ print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 # ## Three tasks, trained fast
 #
 # - **Sorting**: 8 digits from $\{0,\dots,9\}$ with repetition; the label at position $i$ is the $i$-th smallest digit. Token and position embeddings. Chance: 0.1.
-# - **Convex hull**: 10 points uniform in $[0,10]^2$ shifted together by $\mathcal N(0, 3.3^2 I)$; label 1 for a vertex of the convex hull (`scipy.spatial.ConvexHull`). No positions; the line to beat is always answering the majority label.
-# - **Memorization**: a random 0/1 label per token of real sentences, scored on the training set itself. The paper used 500 RTE sentences; the book uses verses of the public-domain World English Bible shipped with the package (`attnbook.text`), tokenised with MiniLM's WordPiece tokenizer. Chance: 0.5.
+# - **Convex hull**: 10 points uniform in $[0,10]^2$ shifted together by $\mathcal N(0, 3.3^2 I)$; label 1 for a vertex of the convex hull (`scipy.spatial.ConvexHull`). No positions; as in the official code (`--ffn2`), each point is embedded by a small MLP (linear, GELU, linear) rather than one linear map. The line to beat is always answering the majority label.
+# - **Memorization**: a random 0/1 label per token of real sentences, scored on the training set itself. The paper used 500 RTE sentences; the book uses verses of the public-domain World English Bible shipped with the package (`attnbook.text`), tokenised with MiniLM's WordPiece tokenizer. As in the official code, [CLS] and [SEP] are kept and labelled and the model has **no position embeddings**, so it cannot tell two occurrences of a word in one sentence apart: the best it can do is each repeated word piece's majority label (`tasks.memorization.achievable_accuracy`, the *ceiling* printed below). Chance: 0.5.
 #
 # All three use `attnbook.tasks.PathSAN`: embedding, LayerNorm, $L = 6$ post-LN attention layers, a linear
 # classifier per token. The book's recipe: fresh random batches every step (memorization: random batches
-# of its fixed sentences), AdamW, warm-up then cosine decay, gradient clipping (`attnbook.train.train`).
+# of its fixed sentences), AdamW, warm-up then cosine decay, gradient clipping (`attnbook.train.train`). At
+# the `quick` preset the hull model is 48 wide (the paper's 84 at `paper`) and the memorization model 64 wide
+# on 200 verses of at most 24 word pieces (the paper's: 250 wide on 500 sentences of 128), so that the
+# chapter runs in its time budget; the sort model has the paper's size at both presets.
 
 # %%
 TASKS = ("sort", "hull", "memorization")
@@ -110,7 +114,8 @@ for name in TASKS:
     print(
         f"{name:13s} {h['steps_done']} steps in {h['time']:.0f} s: full-model "
         f"accuracy {full[name]:.3f} "
-        f"(paper {PAPER_FULL[name]}), chance {t['chance']:.3f}"
+        f"(paper {PAPER_FULL[name]}), chance {t['chance']:.3f}, ceiling "
+        f"{t['ceiling']:.3f}"
     )
 
 # %% tags=["nbval-check-output"]
@@ -118,15 +123,15 @@ for name in TASKS:
 # above chance / majority
 TRAINED_ENOUGH = {"sort": 0.95, "hull": 0.85, "memorization": 0.95}
 DIFFERS = {
-    "memorization": "scored on its own training sentences, the book's model memorizes "
-        "them completely; "
-    "the paper's stopped lower"
+    "memorization": "scored on its own training sentences, the book's model reaches its "
+    f"ceiling ({setups['memorization']['ceiling']:.3f}, the best a model without "
+    "positions can do on them); the paper's stopped lower"
 }
 [
     *[
         attnbook.check(
-            f"paths: full-model accuracy, {name} (trained-enough gate)",
-            full[name],
+            f"paths: full-model accuracy / ceiling, {name} (trained-enough gate)",
+            full[name] / setups[name]["ceiling"],
             at_least=TRAINED_ENOUGH[name],
         )
         for name in TASKS
@@ -167,6 +172,31 @@ for name in TASKS:
         name, "mean accuracy by length (20 paths):", np.round(acc[name, 20].mean(1), 2)
     )
 
+# %% [markdown]
+# The path-restricted model is read by the full model's classifier, which was trained on the full model's
+# representation, not on a normalised sum of a few paths: a path can carry the answer in a form that
+# classifier does not read. As a robustness arm the book refits a linear probe to each path length's
+# representation (on `probe_train` training sequences; memorization: on its sentences, where it is scored) and
+# scores it the same way (`tasks.path_probe_accuracy`). The length-0 "path" is the embedding alone: what a
+# path adds above it is what its attention contributes.
+
+# %%
+probe = {}
+g = torch.Generator().manual_seed(2)
+n_fit = cfg["probe_train"]
+for name in TASKS:
+    x, y, m = setups[name]["train_set"]
+    fit_on = (x[:n_fit], y[:n_fit], None if m is None else m[:n_fit])
+    probe[name] = np.array(
+        [
+            tasks.path_probe_accuracy(
+                models[name], fit_on, setups[name]["eval"], k, 20, cfg["repeats"], g
+            )
+            for k in range(cfg[name]["depth"] + 1)
+        ]
+    )
+    print(name, "refitted probe, by length (20 paths):", np.round(probe[name].mean(1), 2))
+
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(3, 1, figsize=(6.4, 10.5), layout="constrained")
 for ax, name in zip(axes, TASKS):
@@ -182,6 +212,8 @@ for ax, name in zip(axes, TASKS):
             capsize=3,
             label=f"{n} paths",
         )
+    ax.plot(ks, probe[name].mean(1), "s--", color="tab:orange",
+            label="20 paths, probe refitted")
     ax.axhline(full[name], color="k", lw=1.2, label="this book: full model")
     ax.axhline(
         setups[name]["chance"],
@@ -208,20 +240,19 @@ plt.show()
 # the longest path (all six layers); accuracies are with 20 paths unless stated.
 
 # %%
-def mean_acc(name, n, k):
-    return float(acc[name, n][k].mean())
+def mean_acc(name, n, k, readout=acc):
+    table = readout[name, n] if readout is acc else readout[name]
+    return float(table[k].mean())
 
 
-# best short path above chance, as a fraction of the full model's gain over chance
+def best_short(name, n=20, readout=acc):
+    return max(mean_acc(name, n, 1, readout), mean_acc(name, n, 2, readout))
 
 
-def gain_short(name,):
+def gain_share(name, readout=acc):
+    # the best short path's accuracy above chance, as a share of the full model's
     c = setups[name]["chance"]
-    return (max(mean_acc(name, 20, 1), mean_acc(name, 20, 2)) - c) / (full[name] - c)
-
-
-def best_short(name, n=20):
-    return max(mean_acc(name, n, 1), mean_acc(name, n, 2))
+    return (best_short(name, readout=readout) - c) / (full[name] - c)
 
 
 FIG4 = "Fig. 4, read by eye (+-0.15)"
@@ -246,9 +277,47 @@ FIG4 = "Fig. 4, read by eye (+-0.15)"
         best_short("hull") - setups["hull"]["chance"], paper=0.65 - 0.54,
         same_side_of=0, band=0.01,
         source="Fig. 4: above 0.65 at length 1, majority line 0.54",
-        reason="the book's hull model keeps its accuracy only as a whole: its sampled "
-        "paths stay near the majority line (the official hull model embeds the points "
-        "with an MLP, --ffn2, which the book's quick model does not)"),
+        reason="with the official --ffn2 embedding the hull model keeps its accuracy "
+        "only as a whole: its best short paths are at "
+        f"{best_short('hull'):.2f} (refitted probe {best_short('hull', readout=probe):.2f}) "
+        f"against the majority line {setups['hull']['chance']:.2f}"),
+]
+
+# %% [markdown]
+# The same claims with the probe refitted to each path length, and two more: whether any path length of the
+# hull model beats the majority line, and how much of the full model's gain over chance the best short path
+# keeps on memorization (the paper's curves give about $(0.8 - 0.5)/(0.85 - 0.5) \approx 0.86$; the rule: more
+# than half of it).
+
+# %% tags=["nbval-check-output"]
+MAJORITY = setups["hull"]["chance"]
+any_length = max(mean_acc("hull", 20, k, probe) for k in range(len(probe["hull"])))
+[
+    attnbook.compare("paths, refitted probe: sort, best short path (20 paths), accuracy",
+        best_short("sort", readout=probe), paper=0.6, tol=0.15, band=0.02,
+        source=FIG4 + ": above 0.6 at length 1",
+        reason="the probe reads much more from short paths than the full model's "
+        f"classifier ({best_short('sort'):.2f})"),
+    attnbook.compare(
+        "paths, refitted probe: memorization, best short path (20 paths), accuracy",
+        best_short("memorization", readout=probe), paper=0.8, tol=0.15, band=0.02,
+        source=FIG4 + ": above 0.8 at length 1"),
+    attnbook.compare(
+        "paths, refitted probe: hull, best path of any length minus the majority line",
+        any_length - MAJORITY, paper=0.65 - 0.54, same_side_of=0.01, band=0.01,
+        source="Fig. 4: above 0.65 at length 1, majority line 0.54",
+        reason=f"no path length beats the majority line {MAJORITY:.2f} by more than "
+        f"0.01 even with a refitted probe (best {any_length:.2f})"),
+    *[
+        attnbook.compare(
+            f"paths: memorization, share of the gain over chance kept by the best short "
+            f"path ({label})", gain_share("memorization", readout), paper=0.86,
+            same_side_of=0.5, band=0.03,
+            source="Fig. 4: about 0.8 at length 1, full model 0.85, chance 0.5",
+            reason=f"the best short path keeps {gain_share('memorization', readout):.0%} "
+            "of the full model's gain over chance")
+        for label, readout in (("model's classifier", acc), ("refitted probe", probe))
+    ],
 ]
 
 # %% [markdown]
@@ -288,12 +357,11 @@ def more_paths(name):
     return dict(value=est, interval=(lo, hi))
 
 
-NOT_DECIDED = {
-    "sort": "the gain is positive but the interval over the sampled repeats contains "
-        "0: they do not "
-    "decide at this number of repeats",
-    "hull": "on the hull model, paths of any number stay at the majority line",
-}
+def not_decided(name):
+    r = more_paths(name)
+    lo, hi = r["interval"]
+    return (f"20 minus 5 paths is {r['value']:+.3f}, interval [{lo:+.3f}, {hi:+.3f}] "
+            "over the sampled repeats: not all above 0")
 [
     attnbook.compare(
         f"paths: {name}, 20 paths minus 5 paths (lengths 1-2)",
@@ -302,7 +370,7 @@ NOT_DECIDED = {
         same_side_of=0,
         band=0.01,
         source="Fig. 4: 20 paths beat 5 paths (direction)",
-        reason=NOT_DECIDED.get(name, ""),
+        reason=not_decided(name),
     )
     for name in TASKS
 ]
@@ -311,11 +379,13 @@ NOT_DECIDED = {
 # ## How fast can it be trained?
 #
 # The paper trained with Adam at learning rate $10^{-5}$, batch 30, for 65-70 epochs over a fixed training
-# set. `scripts/bench_recipes.py` trains the paper-size models (sort: $L=6, H=2, d=48$; hull: $L=6, H=3,
-# d=84$) with the paper's recipe and with the book's, side by side in one run, and records the training time
-# until the full model first reaches the paper's accuracy (evaluated every 25 steps). The paper's recipe is
-# stopped at a time cap. The table is the script's output file, shipped in `src/attnbook/data/bench/` (it is not recomputed
-# here, since the paper's recipe alone takes minutes); regenerate it with the command it names.
+# set, in a fixed order; for the hull the official code adds weight decay $10^{-3}$ and a step schedule (the
+# learning rate times 0.91 at epochs 15, 30, 40, 50 and 60). `scripts/bench_recipes.py --full` trains the
+# paper-size models (sort: $L=6, H=2, d=48$; hull: $L=6, H=3, d=84$, with the `--ffn2` embedding) with that
+# recipe to the end of its 70 epochs and with the book's recipe, side by side in one run, and records the CPU
+# time until the full model first reaches the paper's accuracy (evaluated every 25 steps). The table is the
+# script's output file, shipped in `src/attnbook/data/bench/` (it is not recomputed here, since the paper's
+# recipe alone takes minutes); regenerate it with the command it names.
 
 # %%
 bench = json.loads(
@@ -342,24 +412,22 @@ for r in bench["rows"]:
 # %% tags=["nbval-check-output"]
 rows = {(r["task"], r["recipe"]): r for r in bench["rows"]}
 sort_book, sort_paper = rows["sort", "book"], rows["sort", "paper"]
+hull_book, hull_paper = rows["hull", "book"], rows["hull", "paper"]
+hull_ratio = hull_paper["cpu_seconds_to_target"] / hull_book["cpu_seconds_to_target"]
 BENCH = bench["command"]
 [
-    attnbook.check(
-        "paths: sort, book recipe reaches 0.98 (bench run, CPU s)",
-        sort_book["cpu_seconds_to_target"],
-        at_most=sort_paper["cpu_seconds"] / 3,
-        digits=2,
-        precomputed=BENCH,
-    ),
+    attnbook.check("paths: sort, book recipe reaches 0.98 (bench run, CPU s)",
+        sort_book["cpu_seconds_to_target"], at_most=sort_paper["cpu_seconds"] / 3,
+        digits=2, precomputed=BENCH),
+    attnbook.check("paths: hull, CPU time to 0.90, the paper's recipe / the book's",
+        hull_ratio, at_least=3, digits=2, precomputed=BENCH),
     *[
-        attnbook.check(
-            f"paths: {task}, the paper's recipe reaches the paper's accuracy within "
-            "the cap (1 = yes)",
-            int(rows[task, "paper"]["reached"]),
-            close_to=0,
-            tol=0,
-            precomputed=BENCH,
-        )
+        attnbook.compare(
+            f"paths: {task}, full-model accuracy after the paper's recipe (70 epochs)",
+            rows[task, "paper"]["final_acc"], paper=PAPER_FULL[task], tol=0.05,
+            source="Fig. 4, the full model's reference line",
+            reason=f"its {rows[task, 'paper']['steps_done']} steps end at "
+            f"{rows[task, 'paper']['final_acc']:.2f}", precomputed=BENCH)
         for task in ("sort", "hull")
     ],
 ]
@@ -368,9 +436,11 @@ BENCH = bench["command"]
 # ## Summary
 #
 # - A path-restricted forward pass keeps, of all the $(H+1)^L$ paths through a network with skip connections, only a few sampled ones of one length, each a chain of single heads with LayerNorms (eq. {eq}`eq-path-step`).
-# - On sorting and memorization, paths of length 1-2 alone keep a large share of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found. Twenty paths beat five on memorization, beyond the noise of the sampled repeats; on sorting the gain is within that noise, and on the hull there is none.
-# - On the convex-hull task the book's well-trained model does not reproduce the paper's short-path accuracy: its sampled paths stay near the majority line, although the full model is accurate. The paper's models were trained far less (Adam at $10^{-5}$), and how much of the computation runs through short paths depends on the training.
-# - Within the benchmark's time cap the paper's recipe (Adam at $10^{-5}$) did not reach the paper's accuracy on either task; AdamW with warm-up, cosine decay, clipping and fresh data reaches it in a few hundred steps (table above).
+# - On sorting and memorization, paths of length 1 and 2 alone keep part of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found. How much the short paths keep depends on the readout: the full model's classifier, which the paper's protocol uses, never saw a sum of a few paths; a linear probe refitted to each path length reads much more from them (sorting 0.86 at length 1 against 0.55). On memorization the best short path keeps 37% of the full model's gain over chance with the model's classifier and 57% with the probe, against about 86% in the paper.
+# - Twenty paths beat five by a few points on sorting and memorization, but the sampled repeats do not decide it (their intervals contain 0), and on the hull there is no gain.
+# - On the convex hull the official model (points embedded by an MLP, `--ffn2`) is accurate as a whole, but its sampled paths stay at the majority line with its own classifier; with a refitted probe the best path length is a little above it (0.63 against 0.59). The paper's majority line, 0.54, is not its own generator's (0.596).
+# - Memorization without position embeddings, as in the official code, has a ceiling below 1 (repeated words in a sentence cannot be told apart); the book's model reaches it.
+# - Run to its 70 epochs, the paper's recipe (Adam at $10^{-5}$, fixed order; for the hull with weight decay and a step schedule) reaches the hull's 0.90 after 142 CPU seconds, 24 times the book's recipe, and on sorting it ends at 0.52, far below the paper's 0.98, which AdamW with warm-up, cosine decay, clipping and fresh data reaches in 175 steps (table above).
 #
 # ## Exercises
 #

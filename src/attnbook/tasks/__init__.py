@@ -12,13 +12,14 @@ Each task draws its data from an explicit ``torch.Generator`` so that a chapter 
 import torch
 import torch.nn.functional as F
 
-from ..paths import sample_paths
+from ..paths import path_forward, sample_paths
 from ..text import english_sentences
 from ..train import to_device
 from . import circle, hull, memorization, sort
 from .path_model import PathSAN
 
-__all__ = ["PathSAN", "circle", "hull", "memorization", "path_task", "sort", "token_accuracy"]
+__all__ = ["PathSAN", "circle", "fit_probe", "hull", "memorization", "path_probe_accuracy", "path_task", "sort",
+           "token_accuracy"]
 
 
 def token_accuracy(logits, labels, ignore_index: int = -100) -> float:
@@ -42,7 +43,11 @@ def path_task(name: str, size, generator=None):
     ``max_len``). Returns a dict with ``model`` (:class:`attnbook.tasks.path_model.PathSAN`), ``batch_fn(batch_size,
     generator)`` drawing fresh training batches (memorization: a random batch of its fixed sentences),
     ``train_set`` (a fixed training set of the paper's kind, for the paper's recipe), ``eval`` (inputs,
-    labels, key_mask), ``loss_fn`` and ``chance`` (the chance / majority accuracy line).
+    labels, key_mask), ``loss_fn``, ``chance`` (the chance / majority accuracy line) and ``ceiling`` (the
+    best accuracy the model can reach: 1, or for memorization without positions
+    :func:`attnbook.tasks.memorization.achievable_accuracy`). Convex hull embeds its points with the
+    official ``--ffn2`` MLP; memorization has no position embeddings and labels [CLS]/[SEP], as the
+    official code.
     """
 
     d, H, L = size["d_model"], size["n_heads"], size["depth"]
@@ -58,7 +63,7 @@ def path_task(name: str, size, generator=None):
         train_set = batch_fn(size["n_train"])
         chance = 1.0 / size["vocab"]
     elif name == "hull":
-        model = PathSAN(2, d, H, L, in_features=2)
+        model = PathSAN(2, d, H, L, in_features=2, embed_mlp=True)  # the official --ffn2 embedding
 
         def batch_fn(bs, gen=g):
             x, y = hull.hull_batch(bs, size["n_points"], generator=gen)
@@ -69,7 +74,7 @@ def path_task(name: str, size, generator=None):
         chance = hull.majority_accuracy(ey)
     elif name == "memorization":
         data = memorization.memorization_data(english_sentences(size["n_sentences"]), size["max_len"], g)
-        model = PathSAN(2, d, H, L, vocab_size=data.vocab_size, n_positions=data.ids.shape[1])
+        model = PathSAN(2, d, H, L, vocab_size=data.vocab_size)  # no positions, as the official model
 
         def batch_fn(bs, gen=g):
             i = torch.randint(0, len(data.ids), (bs,), generator=gen)
@@ -79,11 +84,12 @@ def path_task(name: str, size, generator=None):
         train_set = (data.ids, data.labels, data.mask)
         chance = 0.5
         return dict(model=model, batch_fn=batch_fn, train_set=train_set, loss_fn=_loss,
-                    eval=(data.ids, data.labels, data.mask), chance=chance)
+                    eval=(data.ids, data.labels, data.mask), chance=chance,
+                    ceiling=memorization.achievable_accuracy(data))
     else:
         raise ValueError(f"unknown task {name!r}; expected 'sort', 'hull' or 'memorization'")
     return dict(model=model, batch_fn=batch_fn, train_set=train_set, loss_fn=_loss,
-                eval=(ex, ey, None), chance=chance)
+                eval=(ex, ey, None), chance=chance, ceiling=1.0)
 
 
 def _loss(model, batch):
@@ -122,5 +128,56 @@ def path_accuracy(model, eval_data, length: int, n_paths: int, repeats: int, gen
         for _ in range(repeats):
             paths = sample_paths(model.depth, model.n_heads, length, n_paths, generator)
             accs.append(token_accuracy(model(x, paths=paths, key_mask=mask), y))
+    model.train(was_training)
+    return accs
+
+
+def fit_probe(features: torch.Tensor, labels: torch.Tensor, n_classes: int, steps: int = 50,
+              ignore_index: int = -100) -> torch.nn.Linear:
+    """A linear classifier fitted to ``features`` ``(..., d)`` and ``labels`` ``(...)`` by full-batch L-BFGS
+    on the cross-entropy (chapter "Path effectiveness": the probe refitted to each path length's
+    representation). Deterministic: zero initial weights."""
+    if features.shape[:-1] != labels.shape:
+        raise ValueError(f"features (..., d) and labels (...) disagree: {tuple(features.shape)} vs "
+                         f"{tuple(labels.shape)}")
+    keep = labels != ignore_index
+    x, y = features[keep].detach(), labels[keep]
+    probe = torch.nn.Linear(x.shape[-1], n_classes).to(x.dtype).to(x.device)
+    torch.nn.init.zeros_(probe.weight)
+    torch.nn.init.zeros_(probe.bias)
+    opt = torch.optim.LBFGS(probe.parameters(), max_iter=steps, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(probe(x), y)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return probe.requires_grad_(False)
+
+
+def path_probe_accuracy(model, train_data, eval_data, length: int, n_paths: int, repeats: int,
+                        generator=None, steps: int = 50) -> list:
+    """:func:`path_accuracy` with the classifier refitted to the paths' representation (chapter "Path
+    effectiveness", the robustness arm): for each of ``repeats`` draws of ``n_paths`` paths of the given
+    ``length``, a linear probe (:func:`fit_probe`) is fitted on ``train_data``'s path representation and
+    scored on ``eval_data``'s, so that a path is not judged by a classifier trained on another
+    representation (the full model's). Returns the ``repeats`` accuracies."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be positive, got {repeats}")
+    (xt, yt, mt), (xe, ye, me) = _on_model_device(model, train_data), _on_model_device(model, eval_data)
+    n_classes = model.classifier.out_features
+    accs = []
+    was_training = model.training
+    model.eval()
+    for _ in range(repeats):
+        paths = sample_paths(model.depth, model.n_heads, length, n_paths, generator)
+        with torch.no_grad():
+            ft = path_forward(model.blocks, model.embed_inputs(xt), paths, mt)
+            fe = path_forward(model.blocks, model.embed_inputs(xe), paths, me)
+        with torch.enable_grad():
+            probe = fit_probe(ft, yt, n_classes, steps)
+        accs.append(token_accuracy(probe(fe), ye))
     model.train(was_training)
     return accs

@@ -17,7 +17,9 @@ class PathSAN(nn.Module):
     """The token classifier of the path-effectiveness experiments (chapter "Path effectiveness").
 
     Embedding (token ids through ``nn.Embedding`` when ``vocab_size`` is given, else a
-    ``Linear(in_features, d)``; plus learned positions when ``n_positions > 0``), a LayerNorm, ``depth``
+    ``Linear(in_features, d)``, or with ``embed_mlp`` the official convex-hull embedding ``--ffn2``,
+    ``Linear(in_features, d)``, GELU, ``Linear(d, d)``; plus learned positions when ``n_positions > 0``),
+    a LayerNorm, ``depth``
     post-LN attention layers ``LN(X + SA(X))`` without MLP (:class:`attnbook.attention.Block`), and a linear
     classifier per token. ``forward(inputs, paths=None, key_mask=None)`` runs the full model, or only the
     given paths (:func:`path_forward`).
@@ -33,6 +35,7 @@ class PathSAN(nn.Module):
         vocab_size: Optional[int] = None,
         in_features: Optional[int] = None,
         n_positions: int = 0,
+        embed_mlp: bool = False,
     ) -> None:
         super().__init__()
         if (vocab_size is None) == (in_features is None):
@@ -41,7 +44,14 @@ class PathSAN(nn.Module):
             raise ValueError(
                 f"need n_classes >= 2, depth >= 1, n_positions >= 0; got {n_classes}, {depth}, {n_positions}"
             )
-        self.embed = nn.Embedding(vocab_size, d_model) if vocab_size else nn.Linear(in_features, d_model)
+        if embed_mlp and in_features is None:
+            raise ValueError("embed_mlp embeds vectors (in_features), not token ids")
+        if vocab_size:
+            self.embed = nn.Embedding(vocab_size, d_model)
+        elif embed_mlp:
+            self.embed = nn.Sequential(nn.Linear(in_features, d_model), nn.GELU(), nn.Linear(d_model, d_model))
+        else:
+            self.embed = nn.Linear(in_features, d_model)
         self.pos = nn.Embedding(n_positions, d_model) if n_positions else None
         self.norm = nn.LayerNorm(d_model)
         self.blocks = nn.ModuleList(
