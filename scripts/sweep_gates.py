@@ -4,6 +4,7 @@
     python scripts/sweep_gates.py encoder_gates_converged    # converged translation model: encoder heads
     python scripts/sweep_gates.py all_kinds_gates_converged  # converged translation model: all 96 heads
     python scripts/sweep_gates.py michel_converged           # Michel et al.'s importance pruning, its arms
+    python scripts/sweep_gates.py michel_fine_tuned_converged   # Michel's masks with the gates' fine-tuning
     python scripts/sweep_gates.py scratch_converged          # the pruned shapes trained from scratch
 
 Every setting is in the recipe; the file written (under ``src/attnbook/data/``, or ``--out``) records the
@@ -390,6 +391,47 @@ def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -
     _write_recipe(out, name, rec, payload)
 
 
+def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
+    """Michel et al.'s importance masks at the gates' numbers of encoder heads, fine-tuned as the gates were
+    (:func:`attnbook.gate_training.fine_tune_with_masks`, the gate recipe's settings), so that the
+    selection of heads is compared with the gates' at the same fine-tuning (chapter "Pruning heads")."""
+    rec = recipes.recipe(name)
+    s = rec["settings"]
+    out = _output(name, out_dir)
+    michel, sweep = sweeps.load(s["michel_recipe"]), sweeps.load(s["gate_recipe"])
+    gs = recipes.recipe(s["gate_recipe"])["settings"]
+    base, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
+    pairs, lambdas, steps = tr.load_pairs(gs["eval_split"]), s["lambdas"], gs["steps"]
+    if smoke:
+        pairs, lambdas, steps = pairs[:8], lambdas[:1], 3
+    srcs, refs = [e for e, _ in pairs], [r for _, r in pairs]
+    importance = {"enc_self": torch.tensor(michel["importance"]["per_token"]["enc_self"])}
+    shape = {"enc_self": tuple(michel["shapes"]["enc_self"])}
+    n_heads = shape["enc_self"][0] * shape["enc_self"][1]
+
+    def greedy_bleu(model, masks) -> dict:
+        hyps = tr.translate(model, srcs, head_gates=masks)
+        return {k: round(v, 3) for k, v in tr.bleu_interval(hyps, refs).items()}
+
+    rows = []
+    for lam in lambdas:
+        t0 = time.time()
+        gate_run = next(r for r in sweep["runs"] if r["spec"] == _gate_spec(gs, lam))
+        masks = P.prune_least_important(importance, P.full_masks(shape), n_heads - gate_run["n_kept"])
+        before = greedy_bleu(base, masks)
+        model, hist = GT.fine_tune_with_masks(
+            base, _gate_stream(base, gs), masks, kinds=["enc_self"], steps=steps, lr=gs["lr"],
+            label_smoothing=gs["label_smoothing"], clip=gs["clip"], seed=gs["seed"], device=DEVICE,
+            progress=True, desc=f"Michel masks, {gate_run['n_kept']} heads")
+        rows.append({"lam": lam, "n_kept": P.count_kept(masks), "masks": _tolist(masks),
+                     "bleu_not_fine_tuned": before, "bleu_fine_tuned": greedy_bleu(model, masks),
+                     "gate_bleu_greedy": gate_run["bleu_greedy"], "steps": hist["steps_done"],
+                     "seconds": round(time.time() - t0, 1)})
+        print({k: v for k, v in rows[-1].items() if k != "masks"}, flush=True)
+        _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": False, "rows": rows})
+    _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": True, "rows": rows})
+
+
 def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload["meta"] = {
@@ -405,7 +447,7 @@ def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
 
 
 PARTS = {"minilm_gates": run_minilm_gates, "gate_sweep": run_gate_sweep, "michel": run_michel,
-         "scratch": run_scratch}
+         "michel_fine_tuned": run_michel_fine_tuned, "scratch": run_scratch}
 
 
 def main() -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
 from attnbook import gate_training as GT
 from attnbook import gates as G
 from attnbook.attention import MultiHeadSelfAttention
+from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 
 def _constant_task(model, batch, head_gates):
@@ -84,3 +87,25 @@ def test_train_gates_closes_gates_of_useless_heads():
         GT.Gated(attn, "not gates")
 
 
+
+
+def test_fine_tuning_with_fixed_masks_trains_only_the_encoder_and_leaves_masked_heads():
+    """Michel et al.'s masks given the gates' fine-tuning: with encoder heads pruned only the encoder
+    trains (the decoder is exactly unchanged), a masked head gets no gradient (its query rows do not
+    move), the others do, and the input model is left unchanged."""
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=20, d_model=16, n_heads=2, enc_layers=2, dec_layers=1,
+                                             d_ff=32, dropout=0.0, max_len=8))
+    original = copy.deepcopy(model.state_dict())
+    src = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+    tgt = torch.tensor([[1, 10, 11, 12, 2], [1, 13, 2, 0, 0]])
+    mask = {"enc_self": torch.tensor([[1.0, 0.0], [1.0, 1.0]])}
+    tuned, hist = GT.fine_tune_with_masks(model, lambda step: (src, tgt), mask, kinds=["enc_self"], steps=4,
+                                       lr=1e-2, label_smoothing=0.1, clip=1.0, seed=0, device="cpu")
+    assert len(hist["loss"]) == 4 and hist["loss"][-1] < hist["loss"][0]
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, original[k]), f"{k}: the input model changed"
+    after = tuned.state_dict()
+    assert all(torch.equal(after[k], original[k]) for k in original if k.startswith("decoder."))
+    q = "encoder.0.self_attn.q.weight"
+    assert torch.equal(after[q][8:], original[q][8:]) and not torch.equal(after[q][:8], original[q][:8])

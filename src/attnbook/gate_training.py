@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from .gates import REDUCTIONS, HeadGates
+from .head_masks import as_head_mask
 from .train import train
 
 
@@ -95,6 +96,16 @@ def train_gates(
     return history
 
 
+def _trainable_copy(model: nn.Module, kinds: Sequence[str]) -> nn.Module:
+    """A copy of a translation model; with only ``"enc_self"`` pruned, only its encoder trains."""
+    model = copy.deepcopy(model)
+    if list(kinds) == ["enc_self"]:
+        model.requires_grad_(False)
+        model.encoder.requires_grad_(True)
+        model.enc_norm.requires_grad_(True)
+    return model
+
+
 def gate_translation_model(
     model: nn.Module,
     batches,
@@ -118,11 +129,7 @@ def gate_translation_model(
     label-smoothed loss at constant learning rates, dropout on. With only ``"enc_self"`` gated, the decoder,
     the shared embeddings and the output layer are frozen and the encoder trains. Returns the fine-tuned
     copy, its gates and the training history; ``model`` is left unchanged."""
-    model = copy.deepcopy(model)
-    if list(kinds) == ["enc_self"]:
-        model.requires_grad_(False)
-        model.encoder.requires_grad_(True)
-        model.enc_norm.requires_grad_(True)
+    model = _trainable_copy(model, kinds)
     shapes = {k: (model.cfg.layers(k), model.cfg.n_heads) for k in kinds}
     gates = HeadGates(shapes, init_log_alpha=init_log_alpha, seed=seed)
 
@@ -134,3 +141,34 @@ def gate_translation_model(
                           record_every=record_every, schedule="constant", warmup=0, clip=clip, seed=seed,
                           progress=progress, device=device, desc=desc)
     return model, gates, history
+
+
+def fine_tune_with_masks(
+    model: nn.Module,
+    batches,
+    masks,
+    *,
+    kinds: Sequence[str],
+    steps: int,
+    lr: float,
+    label_smoothing: float,
+    clip: Optional[float],
+    seed: int,
+    device=None,
+    progress: bool = False,
+    desc: str = "masks",
+) -> tuple[nn.Module, dict]:
+    """:func:`gate_translation_model`'s fine-tuning with the heads fixed by binary ``masks`` instead of
+    learned gates (chapter "Pruning heads": Michel et al.'s masks given the same fine-tuning as the gates):
+    the same trainable parameters, optimiser, constant learning rate, loss, dropout, clipping and batches,
+    no penalty. Returns the fine-tuned copy and the training history; ``model`` is left unchanged."""
+    masks = as_head_mask(masks)
+    model = _trainable_copy(model, kinds)
+
+    def loss(m, batch):
+        src, tgt = batch
+        return m.loss(src, tgt, head_gates=masks, label_smoothing=label_smoothing)
+
+    history = train(model, batches, loss, steps=steps, lr=lr, schedule="constant", warmup=0, clip=clip,
+                    seed=seed, progress=progress, device=device, desc=desc)
+    return model, history

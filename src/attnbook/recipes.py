@@ -104,6 +104,21 @@ RECIPES: dict[str, dict[str, Any]] = {
             length_penalty=0.6,
         ),
     ),
+    "michel_fine_tuned_converged": dict(
+        script="scripts/sweep_gates.py",
+        part="michel_fine_tuned",
+        output="pruning/michel_fine_tuned_converged.json",
+        what="Michel et al.'s masks given the gates' fine-tuning: the authors' per-token importance of "
+        "michel_converged (encoder heads, layer-normalised, ranked once) pruned to the number of encoder heads "
+        "the gates of encoder_gates_converged kept at each lambda, then fine-tuned exactly as the gates were "
+        "(that recipe's steps, learning rate, label-smoothed loss, clipping, batches and seed; encoder only), "
+        "the masks fixed; test BLEU, greedy, with sacreBLEU intervals, before and after the fine-tuning",
+        settings=dict(
+            michel_recipe="michel_converged",
+            gate_recipe="encoder_gates_converged",
+            lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads
+        ),
+    ),
     "michel_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel",
