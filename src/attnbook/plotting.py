@@ -82,3 +82,27 @@ def paper_marker(
 ) -> None:
     """Draw paper values read off its figures as hollow black markers."""
     ax.plot(x, y, label=None if label is None else f"paper: {label}", **PAPER_MARKER)
+
+
+def head_grid(values, kinds: Sequence[str], titles, title: str, vmax: Optional[float] = None) -> plt.Figure:
+    """One heat map per attention kind of a ``kind -> (layers, heads)`` table (chapter "A translation
+    model": confidence and relevance of every head), stacked with heights proportional to the layer counts
+    and one shared colour scale from 0 to ``vmax`` (default: the largest value); ``titles``: kind -> panel
+    title. Returns the figure."""
+    if not kinds or any(k not in values for k in kinds):
+        raise ValueError(f"values must hold every kind of {list(kinds)}, got {sorted(values)}")
+    arrays = [values[k].numpy() if hasattr(values[k], "numpy") else values[k] for k in kinds]
+    fig, axes = plt.subplots(len(kinds), 1, figsize=(6.4, 9.0), layout="constrained", squeeze=False,
+                             gridspec_kw=dict(height_ratios=[a.shape[0] for a in arrays]))
+    axes = axes[:, 0]
+    vmax = vmax or max(float(a.max()) for a in arrays)
+    for ax, k, v in zip(axes, kinds, arrays):
+        im = ax.imshow(v, vmin=0, vmax=vmax, cmap="viridis", aspect="auto")
+        ax.set(title=titles[k], ylabel="layer", xticks=range(v.shape[1]),
+               xticklabels=range(1, v.shape[1] + 1), yticks=range(v.shape[0]),
+               yticklabels=range(1, v.shape[0] + 1))
+        ax.grid(False)
+    axes[-1].set_xlabel("head")
+    fig.colorbar(im, ax=list(axes), shrink=0.6)
+    fig.suptitle(title)
+    return fig

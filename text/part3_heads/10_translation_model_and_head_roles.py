@@ -331,7 +331,6 @@ print(
     {k: sorted(v) for k, v in roles.items() if k != "word_maps"},
 )
 
-
 # %% [markdown]
 # ## Confident heads
 #
@@ -349,39 +348,13 @@ print(
 # keys, so the chance level there is the mean of $1/t$, much higher ({numref}`fig-ch10-2`).
 
 # %% tags=["hide-input"]
-def head_grid(values, title, vmax=None, fmt="{:.2f}"):
-    fig, axes = plt.subplots(
-        3,
-        1,
-        figsize=(6.4, 9.0),
-        layout="constrained",
-        gridspec_kw=dict(
-            height_ratios=[cfg.enc_layers, cfg.dec_layers, cfg.dec_layers]
-        ),
-    )
-    vmax = vmax or max(float(values[k].max()) for k in ATTENTION_KINDS)
-    for ax, k in zip(axes, ATTENTION_KINDS):
-        v = values[k].numpy()
-        im = ax.imshow(v, vmin=0, vmax=vmax, cmap="viridis", aspect="auto")
-        ax.set(
-            title=KIND_NAMES[k],
-            ylabel="layer",
-            xticks=range(cfg.n_heads),
-            xticklabels=range(1, cfg.n_heads + 1),
-            yticks=range(v.shape[0]),
-            yticklabels=range(1, v.shape[0] + 1),
-        )
-        ax.grid(False)
-    axes[-1].set_xlabel("head")
-    fig.colorbar(im, ax=axes, shrink=0.6)
-    fig.suptitle(title)
-    plt.show()
+from attnbook import plotting
 
-
-head_grid(
-    {k: roles[k]["confidence"] for k in ATTENTION_KINDS},
+plotting.head_grid(
+    {k: roles[k]["confidence"] for k in ATTENTION_KINDS}, ATTENTION_KINDS, KIND_NAMES,
     "Confidence (EOS/BOS excluded): a few confident heads per kind",
 )
+plt.show()
 
 # %% tags=["nbval-check-output"]
 for k in ATTENTION_KINDS:
@@ -482,7 +455,8 @@ print(f"share of each top-1 logit's relevance that reaches the source tokens: "
       f"{shipped_lrp['source_share']:.2f}")
 
 # %% tags=["hide-input"]
-head_grid(relevance, "LRP relevance (share of the layer)")
+plotting.head_grid(relevance, ATTENTION_KINDS, KIND_NAMES, "LRP relevance (share of the layer)")
+plt.show()
 
 # %%
 n_rel = sizes["n_relevance"]
