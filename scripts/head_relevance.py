@@ -2,7 +2,7 @@
 """LRP relevance of every head of chapter 10's encoders, and ship it:
 
     .venv/bin/python scripts/head_relevance.py                  # translation model, about 20 min (1 thread)
-    .venv/bin/python scripts/head_relevance.py --model minilm   # all-MiniLM-L6-v2, about 20 min (1 thread)
+    .venv/bin/python scripts/head_relevance.py --model minilm   # all-MiniLM-L6-v2, about 23 min (1 thread)
 
 Translation model: for every dev verse and every target token (teacher forcing), the relevance of the
 top-1 logit is propagated back to every head with the official rule of Voita et al. (``attnbook.lrp``),

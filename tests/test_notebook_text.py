@@ -32,10 +32,8 @@ LONG_CELLS = {
     ('05_pretrained_transformers.ipynb', 'def paper_at_last_layer(points):'),
     ('05_pretrained_transformers.ipynb', 'gen = torch.Generator().manual_seed(0)'),
     ('07_path_effectiveness.ipynb', 'fig, axes = plt.subplots(3, 1, figsize=(6.4, 10.5), layout="constrained")'),
-    ('10_translation_model_and_head_roles.ipynb', 'best_prev, best_next = float(prev_share.max()), float(next_share.max())'),
     ('10_translation_model_and_head_roles.ipynb', 'RELATIONS = ['),
     ('10_translation_model_and_head_roles.ipynb', 'trace = meta["roles"]'),
-    ('10_translation_model_and_head_roles.ipynb', 'table = ['),
 }
 
 

@@ -455,7 +455,9 @@ print(f"share of each top-1 logit's relevance that reaches the source tokens: "
       f"{shipped_lrp['source_share']:.2f}")
 
 # %% tags=["hide-input"]
-plotting.head_grid(relevance, ATTENTION_KINDS, KIND_NAMES, "LRP relevance (share of the layer)")
+plotting.head_grid(
+    relevance, ATTENTION_KINDS, KIND_NAMES, "LRP relevance (share of the layer)"
+)
 plt.show()
 
 # %%
@@ -578,36 +580,22 @@ trace_pos = [
     max(np.max(r["enc_self"]["prev"]), np.max(r["enc_self"]["next"]))
     for r in meta["roles"]
 ]
-late = [
-    v
-    for r, v in zip(meta["roles"], trace_pos)
-    if r["step"] >= 0.8 * meta["roles"][-1]["step"]
-]
+last_step = meta["roles"][-1]["step"]
+late = [v for r, v in zip(meta["roles"], trace_pos) if r["step"] >= 0.8 * last_step]
 n_positional = int(((prev_share >= 0.9) | (next_share >= 0.9)).sum())
-print(
-    f"best previous-token share {best_prev:.2f}, best next-token share "
-    f"{best_next:.2f}; "
-    f"positional heads (>= 90%): {n_positional}"
-)
+print(f"best previous-token share {best_prev:.2f}, best next-token share "
+      f"{best_next:.2f}; positional heads (>= 90%): {n_positional}")
 POSITIONAL = (
     "Voita et al. Sec. 5.1: positional heads exist (max weight on -1 or +1 for at "
-    "least 90% of "
-    "tokens by definition)"
+    "least 90% of tokens by definition)"
 )
 attnbook.compare(
-    "best positional share of an encoder head (-1 or +1)",
-    max(best_prev, best_next),
-    paper=0.9,
-    same_side_of=0.9 - 1e-9,
-    digits=2,
-    band=0.03,
-    source=POSITIONAL,
+    "best positional share of an encoder head (-1 or +1)", max(best_prev, best_next),
+    paper=0.9, same_side_of=0.9 - 1e-9, digits=2, band=0.03, source=POSITIONAL,
     reason=f"the best neighbour share rose from {trace_pos[0]:.2f} at initialisation "
-        "to "
-    f"{trace_pos[-1]:.2f} and moved by {late[-1] - late[0]:+.2f} over the last fifth "
-    "of "
-    "training: this recipe converges with its neighbour heads short of 90% (role "
-    "figure)",
+    f"to {trace_pos[-1]:.2f} and moved by {late[-1] - late[0]:+.2f} over the last "
+    "fifth of training: this recipe converges with its neighbour heads short of 90% "
+    "(role figure)",
 )
 
 # %% [markdown]
@@ -993,7 +981,7 @@ CLARK = (
 # explained, not in the rule. The unit tests check that the recomputed layers are the model's own, that
 # relevance is conserved down to the token embeddings, and that a head that writes nothing receives none
 # (`tests/test_hf_relevance.py`). The relevance of the verses of the role table is precomputed
-# (`python scripts/head_relevance.py --model minilm`, about 25 minutes on one thread); the chapter recomputes
+# (`python scripts/head_relevance.py --model minilm`, about 23 minutes on one thread); the chapter recomputes
 # the first two verses live. For the rare-token statistic, MiniLM's word pieces are ranked by their frequency
 # in the English side of the training verses ({numref}`fig-ch10-6`).
 
@@ -1071,7 +1059,8 @@ plt.show()
         "relevant (Fig. 1)", reason=f"rank correlation {lm_rho:.2f}",
         precomputed=shipped_lm["command"]),
     attnbook.compare(
-        "MiniLM: of the 3 most relevant heads, how many are among the 3 most positional",
+        "MiniLM: of the 3 most relevant heads, how many are among the 3 most "
+        "positional",
         len(lm_both), paper=3, same_side_of=1.5, digits=1,
         source="Voita et al. Sec. 5: the most relevant heads are the ones with roles",
         reason=f"{len(lm_both)} of the 3 most relevant heads are among the 3 most "
@@ -1112,57 +1101,28 @@ plt.show()
 
 # %%
 table = [
-    (
-        "data",
-        "WMT / OpenSubtitles, English-Russian",
-        f"{len(train_pairs):,} Bible verse pairs, English-Spanish",
-    ),
-    (
-        "model",
-        "Transformer-base: 6+6 layers, 8 heads, d=512",
-        f"{cfg.enc_layers}+{cfg.dec_layers} layers, {cfg.n_heads} heads, "
-        f"d={cfg.d_model}",
-    ),
-    (
-        "BLEU (test, beam 4)",
-        "29.6 (WMT EN-RU)",
-        f"{evaluation['beam4']['bleu']:.1f} (Bible EN-ES)",
-    ),
-    (
-        "positional heads (encoder)",
-        ">= 90%",
-        f"{max(best_prev, best_next):.2f} (MiniLM {lm_pos:.2f})",
-    ),
-    (
-        "syntactic gain over baseline",
-        ">= 10 points",
-        f"{mt_gain:+.0f} (MiniLM {lm_gain:+.0f})",
-    ),
-    (
-        "rare-token head (layer 1, most relevant)",
-        "0.66",
-        f"{float(rare[0, top_layer1]):.2f} "
-        f"(MiniLM {float(lm_roles['rare'][0, lm_top1]):.2f})",
-    ),
-    (
-        "confidence vs LRP relevance (rank correlation)",
-        "the confident heads are the relevant ones",
-        f"{rho_enc:.2f} (MiniLM {lm_rho:.2f})",
-    ),
-    (
-        "of the 3 most relevant heads, among the 3 most positional",
-        "all, qualitatively",
-        f"{len(both)} (MiniLM {len(lm_both)})",
-    ),
+    ("data", "WMT / OpenSubtitles, English-Russian",
+     f"{len(train_pairs):,} Bible verse pairs, English-Spanish"),
+    ("model", "Transformer-base: 6+6 layers, 8 heads, d=512",
+     f"{cfg.enc_layers}+{cfg.dec_layers} layers, {cfg.n_heads} heads, "
+     f"d={cfg.d_model}"),
+    ("BLEU (test, beam 4)", "29.6 (WMT EN-RU)",
+     f"{evaluation['beam4']['bleu']:.1f} (Bible EN-ES)"),
+    ("positional heads (encoder)", ">= 90%",
+     f"{max(best_prev, best_next):.2f} (MiniLM {lm_pos:.2f})"),
+    ("syntactic gain over baseline", ">= 10 points",
+     f"{mt_gain:+.0f} (MiniLM {lm_gain:+.0f})"),
+    ("rare-token head (layer 1, most relevant)", "0.66",
+     f"{float(rare[0, top_layer1]):.2f} "
+     f"(MiniLM {float(lm_roles['rare'][0, lm_top1]):.2f})"),
+    ("confidence vs LRP relevance (rank correlation)",
+     "the confident heads are the relevant ones",
+     f"{rho_enc:.2f} (MiniLM {lm_rho:.2f})"),
+    ("of the 3 most relevant heads, among the 3 most positional", "all, qualitatively",
+     f"{len(both)} (MiniLM {len(lm_both)})"),
 ]
-display(
-    Markdown(
-        "\n".join(
-            ["| | paper | this chapter |", "|---|---|---|"]
-            + [f"| {a} | {b} | {c} |" for a, b, c in table]
-        )
-    )
-)
+rows = ["| | paper | this chapter |", "|---|---|---|"]
+display(Markdown("\n".join(rows + [f"| {a} | {b} | {c} |" for a, b, c in table])))
 
 # %% [markdown]
 # ## Summary

@@ -66,7 +66,9 @@ def forward_states(model: nn.Module, input_ids: torch.Tensor) -> tuple[torch.Ten
 def embedding_relevance(h: torch.Tensor) -> torch.Tensor:
     """The relevance ``(1, n, d)`` of the last layer's token states ``h`` ``(n, d)`` for the score
     ``s = e . e/|e|`` of their mean ``e``: the alpha-beta rule through the score (impacts ``e_d^2/|e|``)
-    and through the mean (impacts ``h_td / n`` on ``e_d``), total 1."""
+    and through the mean (impacts ``h_td / n`` on ``e_d``), the mean taken as one layer and rescaled over
+    the whole sentence to total 1, as :func:`attnbook.lrp.relprop_jacobian` rescales a layer (so a
+    coordinate whose token states have mixed signs keeps more than its ``e_d^2/|e|^2``)."""
     e = h.mean(0)
     R_e = lrp.transition((e * e / e.norm())[None, :])[0]  # (d,)
     R_e = R_e / (R_e.abs().sum() + lrp.EPS)
