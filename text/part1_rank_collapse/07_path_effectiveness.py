@@ -196,7 +196,8 @@ for name in TASKS:
             for k in range(cfg[name]["depth"] + 1)
         ]
     )
-    print(name, "refitted probe, by length (20 paths):", np.round(probe[name].mean(1), 2))
+    print(name, "refitted probe, by length (20 paths):",
+          np.round(probe[name].mean(1), 2))
 
 # %% tags=["hide-input"]
 fig, axes = plt.subplots(3, 1, figsize=(6.4, 10.5), layout="constrained")
@@ -282,7 +283,8 @@ FIG4 = "Fig. 4, read by eye (+-0.15)"
         source="Fig. 4: above 0.65 at length 1, majority line 0.54",
         reason="with the official --ffn2 embedding the hull model keeps its accuracy "
         "only as a whole: its best short paths are at "
-        f"{best_short('hull'):.2f} (refitted probe {best_short('hull', readout=probe):.2f}) "
+        f"{best_short('hull'):.2f} (refitted probe "
+        f"{best_short('hull', readout=probe):.2f}) "
         f"against the majority line {setups['hull']['chance']:.2f}"),
 ]
 
@@ -305,7 +307,8 @@ any_own = max(mean_acc("hull", 20, k) for k in range(len(probe["hull"])))
         source="Fig. 4: above 0.65 at length 1, majority line 0.54",
         reason=f"read by the model's classifier no path length beats the majority line "
         f"{MAJORITY:.2f} by more than 0.01 (best {any_own:.2f})"),
-    attnbook.compare("paths, refitted probe: sort, best short path (20 paths), accuracy",
+    attnbook.compare(
+        "paths, refitted probe: sort, best short path (20 paths), accuracy",
         best_short("sort", readout=probe), paper=0.6, tol=0.15, band=0.02,
         source=FIG4 + ": above 0.6 at length 1",
         reason=f"{'above' if best_short('sort', readout=probe) > 0.6 else 'below'} the "
@@ -326,8 +329,9 @@ any_own = max(mean_acc("hull", 20, k) for k in range(len(probe["hull"])))
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare(
-        f"paths: memorization, share of the full model's gain (over chance; probe: over "
-        f"length 0) kept by the best short path ({label})", gain_share("memorization", readout), paper=0.86,
+        f"paths: memorization, share of the full model's gain (over chance; probe: "
+        f"over length 0) kept by the best short path ({label})",
+        gain_share("memorization", readout), paper=0.86,
         same_side_of=0.5, band=0.03,
         source="Fig. 4: about 0.8 at length 1, full model 0.85, chance 0.5",
         reason=f"the best short path keeps {gain_share('memorization', readout):.0%} "

@@ -1027,7 +1027,7 @@ print(f"rare tokens: {lm_roles['rare_sentences']:.0f} verses; most relevant laye
 # %% tags=["hide-input"]
 import matplotlib.patheffects as pe
 
-fig, ax = plt.subplots(figsize=(7.2, 3.8), layout="constrained")
+fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
 im = ax.imshow(lm_rel.numpy(), cmap="viridis", aspect="auto")
 marks = {"P": (lm_roles["prev"] >= 0.9) | (lm_roles["next"] >= 0.9), "S": lm_sink}
 for (l, h), _ in np.ndenumerate(lm_rel.numpy()):

@@ -1164,11 +1164,13 @@ same_masks, lines = [], [
 for r in michel_ft["rows"]:
     again = pruning.prune_least_important(
         imp_enc, pruning.full_masks(enc_shape), 48 - r["n_kept"])
-    same_masks.append(torch.equal(again["enc_self"], torch.tensor(r["masks"]["enc_self"])))
+    shipped = torch.tensor(r["masks"]["enc_self"])
+    same_masks.append(torch.equal(again["enc_self"], shipped))
     a, b = r["bleu_not_fine_tuned"], r["bleu_fine_tuned"]
     lines.append(
         f"| {r['n_kept']} | {a['bleu']:.2f} [{a['low']:.1f}, {a['high']:.1f}] | "
-        f"{b['bleu']:.2f} [{b['low']:.1f}, {b['high']:.1f}] | {r['gate_bleu_greedy']:.2f} |")
+        f"{b['bleu']:.2f} [{b['low']:.1f}, {b['high']:.1f}] | "
+        f"{r['gate_bleu_greedy']:.2f} |")
 display(Markdown("\n".join(lines)))
 print(f"precomputed by {MFT_CMD} (complete: {michel_ft['complete']}); test BLEU, "
       "greedy, with sacreBLEU's 95% intervals")
