@@ -206,6 +206,12 @@ def test_resumed_training_matches_an_uninterrupted_run(tmp_path):
     rest = T.train(model, batch_fn, _loss, state_path=state, state_every=2, resume=True, extra_state=extra,
                    **kw)
     assert extra == {"note": 1} and rest["stopped"] == "steps" and rest["steps_done"] == 12
+    # a resumed run's time limit counts its own seconds, not the first run's as well
+    blob = torch.load(state, weights_only=False)
+    blob["elapsed"], blob["step"] = 1e6, 1
+    torch.save(blob, state)
+    again = T.train(make(), batch_fn, _loss, state_path=state, resume=True, time_limit=60, **kw)
+    assert again["stopped"] == "steps" and again["steps_done"] == 12
     torch.testing.assert_close(torch.tensor(rest["loss"]), torch.tensor(full["loss"]), atol=0, rtol=1e-6)
     with pytest.raises(ValueError, match="state_path"):
         T.train(make(), batch_fn, _loss, steps=2, state_every=1, progress=False)

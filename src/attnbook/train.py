@@ -150,7 +150,8 @@ def train(
     returns a scalar loss; batches are moved to the device first. ``warmup``: steps, or a fraction of
     ``steps`` when below 1. ``clip``: max gradient norm, or ``None``. ``eval_fn(model) -> {name: value}``
     runs every ``eval_every`` steps (0: only at the end) in ``eval()`` mode under ``no_grad``;
-    ``stop_when(metrics)`` ends training early when true, as does ``time_limit`` (seconds of training).
+    ``stop_when(metrics)`` ends training early when true, as does ``time_limit`` (seconds of training in
+    this call: a resumed run gets its own limit, not what is left of the first run's).
     ``seed`` re-seeds everything first (``attnbook.seed_everything``). ``progress=False`` hides tqdm.
     ``milestones``, ``gamma``: the ``"multistep"`` schedule (:func:`lr_factor`). ``lr_scale``: per-parameter-name learning-rate multipliers (see :func:`make_optimizer`).
     ``step_fn(step, model)`` runs after every optimiser step (chapter "A translation model"'s training script records
@@ -203,6 +204,7 @@ def train(
         if extra_state is not None:
             extra_state.clear()
             extra_state.update(saved["extra"])
+    elapsed_before = elapsed
 
     def save_state(step: int) -> None:
         blob = {"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": sched.state_dict(),
@@ -249,7 +251,7 @@ def train(
             if evaluate(step):
                 history["stopped"] = "stop_when"
                 break
-        if time_limit is not None and elapsed >= time_limit:
+        if time_limit is not None and elapsed - elapsed_before >= time_limit:
             history["stopped"] = "time_limit"
             break
         if state_every and step % state_every == 0:
