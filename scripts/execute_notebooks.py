@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from attnbook.presets import active_preset
 from attnbook.reproduction import toc_entries
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,8 +81,6 @@ def main() -> int:
         rows.append((p.resolve().relative_to(ROOT), seconds))
         print(f"{seconds:7.1f} s  {rows[-1][0]}", flush=True)
     if args.timings:
-        from attnbook.presets import active_preset
-
         preset = active_preset()
         total = sum(s for _, s in rows)
         # BOOK.md's budgets hold for the quick preset on 2 cores: each chapter < 180 s, the book < 900 s.

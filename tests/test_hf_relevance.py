@@ -10,19 +10,13 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from attnbook.hf import relevance  # noqa: E402
+from model_helpers import trained_looking_  # noqa: E402
 
 def tiny_bert(seed: int = 0):
     config = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                                      intermediate_size=32, max_position_embeddings=32)
     torch.manual_seed(seed)
-    model = transformers.BertModel(config, add_pooling_layer=False).double().eval()
-    with torch.no_grad():  # trained-looking LayerNorms and biases
-        for mod in model.modules():
-            if isinstance(mod, (torch.nn.LayerNorm, torch.nn.Linear)) and mod.bias is not None:
-                mod.bias.normal_(0, 0.1)
-            if isinstance(mod, torch.nn.LayerNorm):
-                mod.weight.uniform_(0.5, 1.5)
-    return model
+    return trained_looking_(transformers.BertModel(config, add_pooling_layer=False).double().eval())
 
 
 IDS = [2, 17, 9, 33, 41, 5, 3]
@@ -64,18 +58,7 @@ def test_a_bert_head_that_carries_nothing_has_no_relevance():
     assert heads[1, 1] == 0 and abs(float(heads[1, 0])) > 1e-4 and heads[0].abs().min() > 1e-4
 
 
-def test_bert_head_relevance_is_a_share_of_each_layer_with_halves():
-    class Tokenizer:
-        def __call__(self, text, truncation, max_length):
-            return {"input_ids": [2] + [int(w) for w in text.split()][: max_length - 2] + [3]}
-
-    out = relevance.head_relevance(tiny_bert(), Tokenizer(), ["17 9 33", "41 5", "9 9 12 40"])
-    assert out["per_sentence"].shape == (3, 2, 2)
-    assert torch.allclose(out["per_sentence"].abs().sum(-1), torch.ones(3, 2), atol=1e-3)
-    assert torch.allclose(out["halves"][1], out["per_sentence"][1], atol=1e-7)
-    assert torch.allclose(out["relevance"], out["per_sentence"].mean(0))
-    with pytest.raises(ValueError, match="at least two"):
-        relevance.head_relevance(tiny_bert(), Tokenizer(), ["17 9"])
+def test_a_batch_of_ids_is_refused():
     with pytest.raises(ValueError, match="1-d id sequence"):
         relevance.sentence_head_relevance(tiny_bert(), [[2, 3]])
 

@@ -9,6 +9,7 @@ import torch
 from torch.func import jacrev
 
 from attnbook import lrp
+from model_helpers import trained_looking_
 from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 
@@ -16,14 +17,7 @@ def small_model(seed: int = 0) -> Seq2SeqTransformer:
     torch.manual_seed(seed)
     cfg = Seq2SeqConfig(vocab_size=23, d_model=16, n_heads=2, enc_layers=2, dec_layers=2, d_ff=32,
                         dropout=0.0, attention_dropout=0.0, max_len=16)
-    model = Seq2SeqTransformer(cfg).double().eval()
-    with torch.no_grad():  # trained-looking LayerNorms and biases, not the init's ones and zeros
-        for mod in model.modules():
-            if isinstance(mod, (torch.nn.LayerNorm, torch.nn.Linear)) and mod.bias is not None:
-                mod.bias.normal_(0, 0.1)
-            if isinstance(mod, torch.nn.LayerNorm):
-                mod.weight.uniform_(0.5, 1.5)
-    return model
+    return trained_looking_(Seq2SeqTransformer(cfg).double().eval())
 
 
 SRC, TGT = [5, 9, 7, 11, 2], [1, 8, 6, 14, 2]

@@ -26,3 +26,12 @@ def test_unknown_paper_or_number_is_an_error():
     with pytest.raises(ValueError, match="has no number"):
         papers.number("voita2019", "nothing")
     assert papers.number("michel2019", "prunable_share_wmt").value == 0.2
+
+
+def test_numbers_reads_every_number_of_a_paper():
+    every = papers.numbers("voita2019")
+    data = json.loads((papers.FOLDER / "voita2019.json").read_text())["numbers"]
+    assert list(every) == list(data)
+    assert every["rare_token_head_share"] == papers.number("voita2019", "rare_token_head_share")
+    with pytest.raises(ValueError, match="no paper"):
+        papers.numbers("nobody2020")

@@ -19,6 +19,7 @@ from attnbook.paths import (
     path_length_counts,
     path_products,
     rank1_distance,
+    rank1_distance_by_length,
     sample_paths,
     san_parameters,
     value_products,
@@ -121,6 +122,23 @@ def test_rank1_distance():
     assert rank1_distance(D, norm="spectral").item() == pytest.approx(2 / 3, rel=1e-12)
     batch = torch.randn(3, 5, 5, generator=g)
     assert_close(rank1_distance(batch), torch.stack([rank1_distance(m) for m in batch]), atol=1e-6, rtol=0)
+
+
+def test_rank1_distance_by_length():
+    g = torch.Generator().manual_seed(0)
+    attn = torch.softmax(torch.randn(2, 3, 2, 5, 5, generator=g), -1)
+    attn[1, :, 1] = 1 / 5  # uniform heads: any path through one is exactly rank one
+    d = rank1_distance_by_length(attn, 40, torch.Generator().manual_seed(4))
+    assert list(d) == [1, 2, 3] and all(v.shape == (40,) for v in d.values())
+    assert d[1].min() < 1e-6 < d[1].max()  # some length-1 paths hit a uniform head, some do not
+    # the same draws by hand: a path on sequence s gets s's matrices
+    g2 = torch.Generator().manual_seed(4)
+    paths, seqs = sample_paths(3, 2, 1, 40, g2), torch.randint(0, 2, (40,), generator=g2)
+    by_hand = torch.cat([rank1_distance(path_products(attn[s], paths[seqs == s])) for s in (0, 1)])
+    assert_close(d[1], by_hand)
+    assert d[3].median() < d[1].median()  # longer products are closer to rank one
+    with pytest.raises(ValueError, match="sequences, L, H"):
+        rank1_distance_by_length(attn[0], 4)
 
 
 # --- path-restricted forward (chapter "Path effectiveness", eqs. path-step and path-forward) ---

@@ -156,6 +156,36 @@ def positional_baseline(arcs: Sequence[Sequence], relation: str, direction: str)
     return c / sum(offs.values()), off
 
 
+# The dependency relations chapter "A translation model" tests, in both directions: (relation, direction,
+# reading); the paper's Sec. 5.2 reports nsubj, dobj, amod and advmod.
+DEPENDENCY_RELATIONS = (
+    ("nsubj", "dep->head", "subject -> verb"),
+    ("nsubj", "head->dep", "verb -> subject"),
+    ("dobj", "head->dep", "verb -> object"),
+    ("dobj", "dep->head", "object -> verb"),
+    ("amod", "dep->head", "adjective -> noun"),
+    ("amod", "head->dep", "noun -> adjective"),
+    ("advmod", "dep->head", "adverb -> head"),
+    ("advmod", "head->dep", "head -> adverb"),
+)
+
+
+def syntactic_head_table(word_attns: Sequence[torch.Tensor], arcs: Sequence[Sequence],
+                         relations: Sequence[tuple[str, str, str]] = DEPENDENCY_RELATIONS) -> list[dict]:
+    """The best head for each dependency relation against the positional baseline (chapter "A translation
+    model", Voita et al. sec. 5.2): one row per ``(relation, direction, reading)`` with ``relation``,
+    ``direction``, ``reading``, ``n`` (arcs), ``best`` (the best head's accuracy), ``head`` (its 1-based
+    ``(layer, head)``), ``base`` and ``offset`` (:func:`positional_baseline`)."""
+    rows = []
+    for relation, direction, reading in relations:
+        acc, n = dependency_accuracy(word_attns, arcs, relation, direction)
+        base, offset = positional_baseline(arcs, relation, direction)
+        layer, head = divmod(int(acc.argmax()), acc.shape[1])
+        rows.append(dict(relation=relation, direction=direction, reading=reading, n=n, best=float(acc.max()),
+                         head=(layer + 1, head + 1), base=base, offset=offset))
+    return rows
+
+
 def rare_token_share(attns, src_ids: torch.Tensor, token_counts: torch.Tensor, query_mask: torch.Tensor,
                      key_mask: torch.Tensor) -> tuple[torch.Tensor, float]:
     """Share of queries whose maximum attention falls on the rarest key token of the sentence (by

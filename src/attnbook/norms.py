@@ -55,6 +55,7 @@ def _argmin_lp(n: int, d: int):
     every row sum of ``E`` (the objective). Rows: the two sides of each absolute value, the n row sums
     ``<= b``, and last the d column sums ``<= s`` (so only the last d entries of ``b_ub`` depend on ``s``).
     """
+    # scipy.sparse and scipy.optimize take about a second to import; only the exact argmin centre needs them
     from scipy.sparse import csr_matrix, hstack, identity, kron, vstack
 
     tile_x = kron(np.ones((n, 1)), identity(d))  # (n*d, d): picks x_j for entry (i, j)
@@ -97,7 +98,7 @@ def _argmin_center_certified(X: np.ndarray, rtol: float = 1e-12, max_lps: int = 
     column medians and scaled to unit largest entry, so that solver tolerances are relative to the residual,
     not to the (possibly much larger) common row ``1 x^T``.
     """
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # imported here for the same reason as in _argmin_lp
 
     n, d = X.shape
     shift = np.median(X, axis=0)

@@ -35,3 +35,8 @@ def number(paper: str, name: str) -> PaperNumber:
         raise ValueError(f"{paper} has no number {name!r}; it has {', '.join(sorted(numbers))}")
     entry = numbers[name]
     return PaperNumber(entry["value"], entry["where"])
+
+
+def numbers(paper: str) -> dict[str, PaperNumber]:
+    """Every number of ``paper`` by name (a chapter that compares with many of them reads them once)."""
+    return {name: number(paper, name) for name in _paper(paper)["numbers"]}

@@ -248,6 +248,27 @@ def rank1_distance(M: torch.Tensor, norm: str = "fro") -> torch.Tensor:
     raise ValueError(f"norm must be 'fro' or 'spectral', got {norm!r}")
 
 
+def rank1_distance_by_length(
+    attn: torch.Tensor, n_paths: int, generator: Optional[torch.Generator] = None
+) -> dict[int, torch.Tensor]:
+    """Distance to rank one of products of real attention matrices along sampled paths, by path length
+    (chapter "Rank collapse in pretrained Transformers", after Dong et al. 2021, Sec. 5.2).
+
+    ``attn``: (sequences, L, H, n, n) attention of ``S`` sequences. For each length ``k = 1..L``,
+    ``n_paths`` paths are drawn with :func:`sample_paths`, each on a sequence drawn uniformly; returns
+    ``{k: (n_paths,) rank1_distance of each path's product}`` (Frobenius norm), grouped by sequence."""
+    if not isinstance(attn, torch.Tensor) or attn.ndim != 5:
+        raise ValueError(f"attn must be (sequences, L, H, n, n), got {getattr(attn, 'shape', type(attn).__name__)}")
+    S, L, H = attn.shape[:3]
+    out = {}
+    for k in range(1, L + 1):
+        paths = sample_paths(L, H, k, n_paths, generator=generator)
+        seqs = torch.randint(0, S, (n_paths,), generator=generator)
+        P = torch.cat([path_products(attn[s], paths[seqs == s]) for s in range(S)])
+        out[k] = rank1_distance(P)
+    return out
+
+
 # --- Path-restricted forward (chapter "Path effectiveness"), owned by the path-effectiveness chapter ---
 
 

@@ -32,6 +32,7 @@ import math
 from typing import Optional, Sequence
 
 import torch
+from torch.func import jacrev
 
 from .attention import SelfAttentionNetwork, gaussian_init_
 
@@ -264,7 +265,6 @@ def jacobian_sq_norms(
     shape (n, d_v, d, d_k); its squared Frobenius norm is the sum of the squares of all its entries,
     computed exactly with ``torch.func.jacrev``. Returns ``{"q", "k", "v"}``.
     """
-    from torch.func import jacrev
 
     def f(wq, wk, wv):
         return single_head(X, wq, wk, wv, temperature)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 import numpy as np
 import torch
 from torch import nn
+from tqdm.auto import tqdm
 
 from .presets import device as default_device
 from .presets import seed_everything
@@ -166,8 +167,6 @@ def train(
     History: ``step``/``loss`` per step, ``evals`` (a list of ``{"step", "time", **metrics}``), ``time``
     (seconds), ``steps_done``, ``stopped`` (``"steps"``, ``"stop_when"`` or ``"time_limit"``).
     """
-    from tqdm.auto import tqdm
-
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     if eval_every < 0:

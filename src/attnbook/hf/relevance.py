@@ -8,13 +8,13 @@ layer's token states, as sentence-transformers pools all-MiniLM-L6-v2) by its sc
 direction, ``s = e . e/|e| = |e|``, the quantity every cosine similarity of the model is built from. The
 impacts of ``e``'s coordinates on ``s`` are ``e_d^2 / |e|`` and those of the token states on ``e_d`` are
 ``h_td / n``; from there the relevance goes back layer by layer to every head's output neurons, and a
-head's relevance is their sum, as a share of its layer (:func:`attnbook.lrp.layer_shares`).
+head's relevance is their sum, as a share of its layer (:func:`attnbook.lrp.layer_shares`;
+``scripts/head_relevance.py --model minilm`` averages the shares over verses, as for the translation model).
 """
 
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Sequence
 
 import torch
 from torch import nn
@@ -103,17 +103,3 @@ def sentence_head_relevance(model: nn.Module, input_ids) -> tuple[torch.Tensor, 
     finally:
         model.train(was_training)
     return torch.stack(per_layer).float(), R[0].abs().sum(-1).float()
-
-
-def head_relevance(model: nn.Module, tokenizer, sentences: Sequence[str], max_length: int = 128) -> dict:
-    """Every head's LRP relevance to the sentence embedding, as a share of its layer, over ``sentences``:
-    ``relevance`` (the mean over sentences, ``(layers, heads)``), ``halves`` (the means over the even and
-    the odd sentences, for split-half reliability) and ``per_sentence`` ``(sentences, layers, heads)``."""
-    if isinstance(sentences, str) or len(sentences) < 2:
-        raise ValueError("expected a list of at least two sentences (each half needs one)")
-    shares = []
-    for text in sentences:
-        ids = tokenizer(text, truncation=True, max_length=max_length)["input_ids"]
-        shares.append(lrp.layer_shares(sentence_head_relevance(model, ids)[0]))
-    per = torch.stack(shares)
-    return {"relevance": per.mean(0), "halves": [per[0::2].mean(0), per[1::2].mean(0)], "per_sentence": per}

@@ -20,6 +20,7 @@ import numpy as np
 import sacrebleu
 import torch
 from sacrebleu.metrics import BLEU
+from tokenizers import Tokenizer
 
 from ..seq2seq import Seq2SeqConfig, Seq2SeqTransformer, load_model
 from ..train import train
@@ -72,7 +73,6 @@ def load_pairs(split: str, with_keys: bool = False) -> list:
 def load_tokenizer():
     """The joint English-Spanish BPE tokenizer (``tokenizers.Tokenizer``, 8000 tokens; ids 0-3 are
     ``<pad> <s> </s> <unk>``) (chapter "A translation model")."""
-    from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(DATA_DIR / "tokenizer.json"))
 
