@@ -46,7 +46,7 @@ from attnbook.attention import (
     SelfAttentionNetwork,
     gaussian_init_,
 )
-from attnbook import norms
+from attnbook import norms, papers
 from attnbook.norms import (
     norm_1,
     norm_1_inf,
@@ -353,10 +353,10 @@ def slowest_layer_ratio(c):
 
 
 # %% tags=["nbval-check-output"]
+CUBIC = papers.number("dong2021", "collapse_order")
 [
     attnbook.compare("pure SAN: order of collapse p in log r(l+1) = log C + p log r(l)",
-        order["SAN"]["order"], paper=3,
-        source="introduction: 'converges with a cubic rate'", tol=0.5, digits=2,
+        order["SAN"]["order"], paper=CUBIC.value, source=CUBIC.where, tol=0.5, digits=2,
         band=0.05),
     attnbook.check(
         "SAN+MLP and SAN+LN: smaller order of collapse (the bound keeps the cubic "

@@ -37,6 +37,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
+from attnbook import papers
 from attnbook.attention import SelfAttentionNetwork, gaussian_init_
 from attnbook.paths import (
     SKIP,
@@ -333,13 +334,17 @@ for name, (L, H) in models.items():
         f"most common lengths {[k for k, c in enumerate(counts) if c == max(counts)]}"
     )
 
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
 for i, (name, fr) in enumerate(fractions.items()):
     ax.bar([k + (i - 1) * 0.27 for k in range(len(fr))], fr, 0.27, label=name)
 ax.set_xlabel("path length $k$ (layers not skipped)")
 ax.set_ylabel("fraction of all paths")
+PEAK = papers.number("dong2021", "bert_path_length_peak")
 attnbook.plotting.paper_line(
-    ax, 11.5, "BERT-base histogram peaks at lengths 11-12", horizontal=False
+    ax, sum(PEAK.value) / 2,
+    f"BERT-base histogram peaks at lengths {PEAK.value[0]}-{PEAK.value[1]}",
+    horizontal=False,
 )
 ax.set_xticks(range(0, 13, 2))
 ax.set_title("With skip connections, most paths\nof BERT-base are 11-12 layers long")
@@ -353,9 +358,9 @@ bert_mode = max(range(13), key=lambda k: (bert[k], -k))  # smallest k among ties
     attnbook.compare(
         "BERT-base: most common path length (smallest of ties)",
         bert_mode,
-        paper=11,
+        paper=PEAK.value[0],
         tol=1,
-        source="path-length histogram of BERT-base, peaks at 11-12",
+        source=PEAK.where,
     ),
     attnbook.check(
         "BERT-base: fraction of paths of length 11 or 12",

@@ -45,7 +45,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook import bound_search
+from attnbook import bound_search, papers
 from attnbook.norms import norm_1, norm_1_inf, norm_inf, res
 from attnbook.plotting import PAPER_STYLE
 
@@ -746,6 +746,7 @@ print(
 )
 
 # %% tags=["nbval-check-output"]
+CUBIC = papers.number("dong2021", "collapse_order")
 [
     attnbook.check(
         "log-log slope of observed residual, smallest (cubic regime)",
@@ -760,8 +761,8 @@ print(
     attnbook.compare(
         "log-log slope of observed residual, median (cubic regime)",
         float(torch.tensor(slopes).median()),
-        paper=3,
-        source="introduction: 'converges with a cubic rate'",
+        paper=CUBIC.value,
+        source=CUBIC.where,
         tol=0.05,
     ),
     attnbook.check("sweep: worst observed / bound", worst, at_most=1.0, digits=2),

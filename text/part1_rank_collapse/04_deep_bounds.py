@@ -170,14 +170,10 @@ plt.show()
 # for every layer and any value weights: the residual is preserved exactly, while the shared row drifts ({numref}`fig-ch04-2`).
 
 # %% tags=["hide-input"]
-nc, dc, Lc = (
-    sizes["collapse_tokens"],
-    sizes["collapse_d_model"],
-    sizes["collapse_depth"],
-)
+nc, dc = sizes["collapse_tokens"], sizes["collapse_d_model"]
+Lc = sizes["collapse_depth"]
 gen = torch.Generator().manual_seed(1)
-# drawn on the CPU, the networks run on dev
-X = torch.randn(1, nc, dc, generator=gen).to(dev)
+X = torch.randn(1, nc, dc, generator=gen).to(dev)  # drawn on the CPU, run on dev
 curves = {}
 torch.manual_seed(1)
 for name, kw in {"SAN": dict(skip=False), "SAN+skip": dict(skip=True)}.items():
@@ -195,22 +191,16 @@ with torch.no_grad():
             lin.bias.zero_()
         block.attn.v.bias.normal_()  # non-zero value bias: the shared row drifts
     out = construction.to(dev)(X)[0]
-curves["SAN+skip (W_Q = W_K = 0)"] = residual_by_layer(
-    construction, X, relative=False
-)[0]
-preserved = (
-    (curves["SAN+skip (W_Q = W_K = 0)"] / curves["SAN+skip (W_Q = W_K = 0)"][0] - 1)
-    .abs()
-    .max()
-    .item()
-)
+zero_qk = residual_by_layer(construction, X, relative=False)[0]
+curves["SAN+skip (W_Q = W_K = 0)"] = zero_qk
+preserved = (zero_qk / zero_qk[0] - 1).abs().max().item()
 drift = (out[0].mean(0) - X[0].mean(0)).norm().item()
 print(
     f"construction: largest relative change of ||res(X^l)|| over {Lc} layers "
-    f"{preserved:.1e}; "
-    f"the shared row moved by {drift:.1f}"
+    f"{preserved:.1e}; the shared row moved by {drift:.1f}"
 )
 
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
 styles = {
     "SAN (random)": variant_color("SAN"),
@@ -382,18 +372,16 @@ san = gaussian_init_(
     SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=False, layernorm=None)
 ).to(dev)
 san_curve = residual_by_layer(san, X)[0]
+
+# %% tags=["hide-input"]
 depth_below = {
     g: int((c < 1e-8).nonzero()[0]) if (c < 1e-8).any() else Lc + 1
     for g, c in mlp_curves.items()
 }
 depth_below_san = int((san_curve < 1e-8).nonzero()[0])
 print("lambda per MLP weight scale:", {g: round(v, 1) for g, v in lambdas.items()})
-print(
-    "first layer with relative residual < 1e-8: SAN",
-    depth_below_san,
-    "| SAN+MLP",
-    depth_below,
-)
+print("first layer with relative residual < 1e-8: SAN", depth_below_san,
+      "| SAN+MLP", depth_below)
 
 fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
 ax.semilogy(san_curve.clamp(min=1e-17), color=variant_color("SAN"), label="SAN")

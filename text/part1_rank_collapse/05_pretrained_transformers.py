@@ -41,7 +41,7 @@ from IPython.display import Markdown, display
 import attnbook
 from attnbook import hf, papers
 from attnbook.norms import collapse_order
-from attnbook.paths import path_products, rank1_distance, sample_paths
+from attnbook.paths import rank1_distance_by_length
 from attnbook.plotting import paper_marker, variant_color
 
 dev = attnbook.setup(seed=0)
@@ -168,6 +168,11 @@ PAPER = {
 }
 
 
+def fig2_at(model, state, variant, layer):  # the paper's r_l of one curve, Fig. 2
+    return dict(PAPER[(model, state)][variant])[layer]
+
+
+# %%
 def plot_panel(ax, curves, paper, title, paper_depth=12):
     # the book: mean over inputs (line), mean +- std (band) per variant
     for variant, r in curves.items():
@@ -277,6 +282,7 @@ SHORT = {
 }
 
 
+# %%
 def last_layer_table():
     variants = list(hf.VARIANTS)
     rows = [
@@ -325,13 +331,8 @@ def first_below(curve, level):
 
 
 mlp_delay = first_below(mini["SAN+MLP"], 0.05) - first_below(mini["SAN"], 0.05)
-FIG_FILES = (
-    "authors' figure files (residual_bert_vert.pdf): BERT-base SAN < 0.01 at layer 5"
-)
-FIG_FILES_MLP = (
-    "authors' figure files (residual_bert_vert.pdf): BERT-base SAN < 0.05 at layer 4, "
-    "SAN+MLP at layer 3"
-)
+FILES = papers.number("dong2021", "figure_files_bert_collapse_layers")
+FIG_FILES = FILES.where
 
 
 def at_round_off(x):
@@ -343,14 +344,16 @@ def at_round_off(x):
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare("pretrained MiniLM, SAN: first layer with mean r_l < 0.01",
-        first_collapsed, paper=5, tol=1, source=FIG_FILES),
+        first_collapsed, paper=FILES.value["SAN_below_0.01"], tol=1, source=FIG_FILES),
     attnbook.check(
         "pretrained MiniLM, SAN+MLP minus SAN: layers until mean r_l < 0.05 (MLPs "
         "delay collapse)",
         mlp_delay, at_least=1, at_most=1),
     attnbook.compare(
         "pretrained MiniLM vs BERT-base: layers the MLPs add before mean r_l < 0.05",
-        mlp_delay, paper=-1, same_side_of=0, source=FIG_FILES_MLP,
+        mlp_delay,
+        paper=FILES.value["SAN+MLP_below_0.05"] - FILES.value["SAN_below_0.05"],
+        same_side_of=0, source=FIG_FILES,
         reason="MiniLM's trained MLPs delay collapse by one layer, BERT-base's speed "
         "it up by one; "
         "BERT-base is not reachable offline, so the book cannot say whether the model "
@@ -370,16 +373,22 @@ collapsed_init = max(
 )
 [
     attnbook.compare("BERT-base at init, SAN: mean r_1 after one layer",
-        bert0["SAN"][1].mean(), paper=0.02, tol=0.02, source=FIG2, band=0.002),
+        bert0["SAN"][1].mean(), paper=fig2_at("bert-base-cased", "init", "SAN", 1),
+        tol=0.02, source=FIG2, band=0.002),
     attnbook.compare("ALBERT and XLNet at init, SAN: mean r_1 (the larger)",
-        max(albert0["SAN"][1].mean(), xlnet0["SAN"][1].mean()), paper=0.0, tol=0.01,
+        max(albert0["SAN"][1].mean(), xlnet0["SAN"][1].mean()),
+        paper=max(fig2_at(m, "init", "SAN", 1)
+                  for m in ("albert-base-v2", "xlnet-base-cased")),
+        tol=0.01,
         source=FIG2, band=0.001),
     attnbook.check("all three at init, SAN and SAN+MLP: max r_12 (to 3 decimals)",
         at_round_off(collapsed_init), at_most=1e-3),
     attnbook.compare("BERT-base at init: embeddings, mean r_0", bert0["SAN"][0].mean(),
-        paper=0.60, tol=0.08, source=FIG2),
+        paper=PAPER[("bert-base-cased", "init")]["embeddings"], tol=0.08, source=FIG2),
     attnbook.compare("XLNet-base at init: embeddings, mean r_0",
-        xlnet0["SAN"][0].mean(), paper=1.0, tol=0.05, source=FIG2),
+        xlnet0["SAN"][0].mean(),
+        paper=PAPER[("xlnet-base-cased", "init")]["embeddings"],
+        tol=0.05, source=FIG2),
 ]
 
 # %% [markdown]
@@ -424,7 +433,9 @@ mini_order = collapse_order(torch.tensor(mini["SAN"].T), lo=1e-5)
                    "which the step contracts", relative_where_it_applies, at_most=1e-4,
                    digits=1),
     attnbook.compare("pretrained MiniLM, pure SAN: order of convergence of r_l",
-                     mini_order["order"], paper=3, tol=0.5, digits=2, band=0.1,
+                     mini_order["order"],
+                     paper=papers.number("dong2021", "collapse_order").value,
+                     tol=0.5, digits=2, band=0.1,
                      source="the theorem's r_(l+1) <= a r_l^3 (order 3; a tolerance of "
                             "0.5 tells 3 from 2)"),
 ]
@@ -446,31 +457,34 @@ mini_order = collapse_order(torch.tensor(mini["SAN"].T), lo=1e-5)
 # section).
 
 # %% tags=["nbval-check-output"]
-def near_paper(name, value, paper, tol=0.1):
+def near_paper(name, value, model, variant, tol=0.1):  # against r_12 at init, Fig. 2
+    paper = fig2_at(model, "init", variant, 12)
     return attnbook.compare(name, value, paper=paper, tol=tol, source=FIG2)
 
 
 [
     near_paper(
-        "BERT-base at init, SAN+skip: mean r_12", bert0["SAN+skip"][-1].mean(), 0.45
+        "BERT-base at init, SAN+skip: mean r_12", bert0["SAN+skip"][-1].mean(),
+        "bert-base-cased", "SAN+skip",
     ),
     near_paper(
         "BERT-base at init, Transformer: mean r_12",
         bert0["Transformer"][-1].mean(),
-        0.35,
+        "bert-base-cased", "Transformer",
     ),
     near_paper(
-        "XLNet-base at init, SAN+skip: mean r_12", xlnet0["SAN+skip"][-1].mean(), 0.93
+        "XLNet-base at init, SAN+skip: mean r_12", xlnet0["SAN+skip"][-1].mean(),
+        "xlnet-base-cased", "SAN+skip",
     ),
     near_paper(
         "XLNet-base at init, Transformer: mean r_12",
         xlnet0["Transformer"][-1].mean(),
-        0.74,
+        "xlnet-base-cased", "Transformer",
     ),
     near_paper(
         "ALBERT-base at init, Transformer: mean r_12",
         albert0["Transformer"][-1].mean(),
-        0.26,
+        "albert-base-v2", "Transformer",
     ),
 ]
 
@@ -499,7 +513,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
     attnbook.compare(
         "ALBERT at init, SAN+skip, book surgery: mean r_12",
         albert0["SAN+skip"][-1].mean(),
-        paper=0.26,
+        paper=fig2_at("albert-base-v2", "init", "SAN+skip", 12),
         tol=0.1,
         source=FIG2,
         reason="the book removes ALBERT's whole feed-forward block; the paper's code "
@@ -509,7 +523,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
     near_paper(
         "ALBERT at init, SAN+skip, paper's surgery: mean r_12",
         albert_paper["SAN+skip"][-1].mean(),
-        0.26,
+        "albert-base-v2", "SAN+skip",
         tol=0.08,
     ),
     attnbook.check(
@@ -540,7 +554,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
     attnbook.compare(
         "pretrained MiniLM, SAN+skip: mean r_L at the last layer",
         mini["SAN+skip"][-1].mean(),
-        paper=0.07,
+        paper=fig2_at("bert-base-cased", "pretrained", "SAN+skip", 12),
         tol=0.1,
         source="BERT-base at layer 12, Fig. 2",
         reason="a different pretrained model (6 layers, distilled, fine-tuned on "
@@ -550,7 +564,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
     attnbook.compare(
         "pretrained MiniLM, Transformer: mean r_L, last layer",
         mini["Transformer"][-1].mean(),
-        paper=0.31,
+        paper=fig2_at("bert-base-cased", "pretrained", "Transformer", 12),
         tol=0.1,
         source="BERT-base at layer 12, Fig. 2",
         reason="a different pretrained model (6 layers, distilled, fine-tuned on "
@@ -560,7 +574,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
     attnbook.compare(
         "pretrained MiniLM: embeddings, mean r_0",
         mini["SAN"][0].mean(),
-        paper=0.69,
+        paper=PAPER[("bert-base-cased", "pretrained")]["embeddings"],
         tol=0.1,
         source="BERT-base, Fig. 2",
         reason="a different pretrained model and tokenizer on different inputs",
@@ -587,7 +601,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # longer. The book samples paths as the paper did (`attnbook.paths.sample_paths`: a head per layer, then
 # $L - k$ layers skipped at random), multiplies real attention matrices along them
 # (`path_products`), and measures the distance to the best rank-one approximation by SVD,
-# $\|P - P_1\|_F / \|P\|_F$ (`rank1_distance`; the paper used the composite norm, which changes the scale,
+# $\|P - P_1\|_F / \|P\|_F$ (`rank1_distance`; `rank1_distance_by_length` does all three; the paper used the composite norm, which changes the scale,
 # not the trend). The paper used BERT-base; here: pretrained MiniLM (6 layers) and BERT-base at
 # initialisation (12 layers) ({numref}`fig-ch05-3`).
 
@@ -599,23 +613,10 @@ path_attention = {  # (sequences, L, H, n, n)
     "pretrained all-MiniLM-L6-v2": hf.attention_matrices(minilm, path_batch),
     "BERT-base at initialisation": init_attention[:n_seq],
 }
-
-
-def rank1_by_length(attn, n_paths):
-    # for each length k: n_paths sampled paths, each on a random sequence
-    S, L, H = attn.shape[:3]
-    out = {}
-    for k in range(1, L + 1):
-        paths = sample_paths(L, H, k, n_paths, generator=gen)
-        seqs = torch.randint(0, S, (n_paths,), generator=gen)
-        P = torch.cat([path_products(attn[s], paths[seqs == s]) for s in range(S)])
-        out[k] = rank1_distance(P).numpy()
-    return out
-
-
-rank1 = {
-    name: rank1_by_length(a, sizes["n_paths"]) for name, a in path_attention.items()
-}
+rank1 = {}
+for name, a in path_attention.items():  # each length: n_paths paths on random sequences
+    by_length = rank1_distance_by_length(a, sizes["n_paths"], generator=gen)
+    rank1[name] = {k: d.numpy() for k, d in by_length.items()}
 print("median distance to rank one, by path length")
 for name, d in rank1.items():
     medians = "  ".join(f"{k}: {np.median(v):.0e}" for k, v in d.items())

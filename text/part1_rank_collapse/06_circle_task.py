@@ -111,6 +111,11 @@ def fit_book(d, variant, seed, **extra):
 
 
 PAPER_RECIPE = papers.number("dong2021", "training_recipe").value
+DONG = papers.numbers("dong2021")  # the paper's numbers, each with where it was read
+MERGES, WIDTH = DONG["fig3_small_san_merges"], DONG["fig3_width_delays_collapse"]
+MLP_DELAYS = DONG["fig3_mlp_delays_collapse"]
+SKIP_APART = DONG["fig3_skip_keeps_tokens_apart"]
+FIG3 = MERGES.where
 
 
 def fit_paper(d, variant, seed, **extra):
@@ -329,7 +334,6 @@ for d in cfg["widths"]:
 # The paper's claims, checked on these runs. Each "collapsed fraction" is over the seeds above.
 
 # %% tags=["nbval-check-output"]
-FIG3 = "Fig. 3, one run per panel: the small pure SAN collapses to one point"
 paper_recipe_step = collapse_step(
     token_gaps(circle.rollout(m_paper, X[0], cfg["rollout"]))
 )
@@ -338,7 +342,7 @@ paper_recipe_step = collapse_step(
         "circle, book recipe: fraction of d=32 pure-SAN seeds whose tokens merge "
         "within 300 steps",
         frac_collapsed(32, "SAN"),
-        paper=1,
+        paper=MERGES.value,
         same_side_of=0.5,
         source=FIG3,
         reason="trained to a far smaller one-step error than the paper's recipe "
@@ -354,7 +358,7 @@ paper_recipe_step = collapse_step(
         "circle, paper recipe (an untrained model, far above the stay-put error): d=32 "
         "SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
         int(paper_recipe_step is not None),
-        paper=1,
+        paper=MERGES.value,
         tol=0,
         source=FIG3,
     ),
@@ -398,14 +402,14 @@ SEEDS_UNDECIDED = (
     attnbook.compare(
         "circle, book recipe: delay of collapse from width, d=128 minus d=32 pure SAN "
         "(steps)",
-        **delay((128, "SAN"), (32, "SAN")), paper=1, same_side_of=0, band=10,
-        source="Fig. 3, one run per panel: width delays collapse (direction only)",
+        **delay((128, "SAN"), (32, "SAN")), paper=WIDTH.value, same_side_of=0,
+        band=10, source=WIDTH.where,
         reason=SEEDS_UNDECIDED),
     attnbook.compare(
         "circle, book recipe: delay of collapse from an MLP, d=32 SAN+MLP minus SAN "
         "(steps)",
-        **delay((32, "SAN+MLP"), (32, "SAN")), paper=1, same_side_of=0, band=10,
-        source="Fig. 3, one run per panel: an MLP delays collapse (direction only)",
+        **delay((32, "SAN+MLP"), (32, "SAN")), paper=MLP_DELAYS.value, same_side_of=0,
+        band=10, source=MLP_DELAYS.where,
         reason=SEEDS_UNDECIDED),
     attnbook.check("circle: fraction of d=128 SAN+skip runs whose tokens merge",
         frac_collapsed(128, "SAN+skip"), at_most=0.0),
@@ -456,17 +460,16 @@ SEEDS16 = seeds16["command"]
     attnbook.check("16 seeds: runs that fail the gate (left out of the comparisons)",
                    failed16, at_most=2, precomputed=SEEDS16),
     attnbook.compare("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 "
-                     "pure SAN (steps)", **delay16((128, "SAN"), (32, "SAN")), paper=1,
-                     same_side_of=0, band=10, precomputed=SEEDS16,
-                     source="Fig. 3, one run per panel: width delays collapse "
-                            "(direction only)",
+                     "pure SAN (steps)", **delay16((128, "SAN"), (32, "SAN")),
+                     paper=WIDTH.value, same_side_of=0, band=10, precomputed=SEEDS16,
+                     source=WIDTH.where,
                      reason=SEEDS_UNDECIDED),
     attnbook.compare("circle, 16 seeds: delay of collapse from an MLP, d=32 SAN+MLP "
                      "minus "
-                     "SAN (steps)", **delay16((32, "SAN+MLP"), (32, "SAN")), paper=1,
-                     same_side_of=0, band=10, precomputed=SEEDS16,
-                     source="Fig. 3, one run per panel: an MLP delays collapse "
-                            "(direction only)",
+                     "SAN (steps)", **delay16((32, "SAN+MLP"), (32, "SAN")),
+                     paper=MLP_DELAYS.value, same_side_of=0, band=10,
+                     precomputed=SEEDS16,
+                     source=MLP_DELAYS.where,
                      reason=SEEDS_UNDECIDED),
 ]
 
@@ -556,7 +559,7 @@ attnbook.compare(
     "of d=32 SAN (seed 0)",
     (paper_steps["d=128 SAN+MLP"] or cfg["rollout"] + 1) - paper_steps["d=32 SAN"],
     digits=2,
-    paper=1,
+    paper=WIDTH.value * MLP_DELAYS.value,
     same_side_of=0,
     source="Fig. 3, one run per panel: width and an MLP delay collapse "
     "(direction only)",
@@ -579,9 +582,9 @@ attnbook.compare(
     "circle, paper recipe with the official --circle_skip scheme (an untrained model): "
     "d=32 SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
     int(collapse_step(skip_gaps) is not None),
-    paper=0,
+    paper=SKIP_APART.value,
     tol=0,
-    source="Fig. 3, skip rows: the two predicted sequences stay apart",
+    source=SKIP_APART.where,
 )
 
 # %% [markdown]

@@ -94,7 +94,7 @@ print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 # %%
 TASKS = ("sort", "hull", "memorization")
 PAPER_FULL = papers.number("dong2021", "path_effectiveness_full_model_accuracy").value
-PAPER_CHANCE = {"sort": 0.10, "hull": 0.54, "memorization": 0.50}
+PAPER_CHANCE = papers.number("dong2021", "path_effectiveness_chance").value
 models, setups, full = {}, {}, {}
 for name in TASKS:
     attnbook.seed_everything(0)
@@ -205,24 +205,13 @@ for ax, name in zip(axes, TASKS):
     ks = np.arange(cfg[name]["depth"] + 1)
     for n, shift, c in zip(cfg["n_paths"], (-0.06, 0.06), ("tab:purple", "tab:green")):
         a = acc[name, n]
-        ax.errorbar(
-            ks + shift,
-            a.mean(1),
-            yerr=a.std(1),
-            fmt="o-",
-            color=c,
-            capsize=3,
-            label=f"{n} paths",
-        )
+        ax.errorbar(ks + shift, a.mean(1), yerr=a.std(1), fmt="o-", color=c, capsize=3,
+                    label=f"{n} paths")
     ax.plot(ks, probe[name].mean(1), "s--", color="tab:orange",
             label="20 paths, probe refitted")
     ax.axhline(full[name], color="k", lw=1.2, label="this book: full model")
-    ax.axhline(
-        setups[name]["chance"],
-        color="tab:red",
-        lw=1.2,
-        label="this book: chance / majority",
-    )
+    ax.axhline(setups[name]["chance"], color="tab:red", lw=1.2,
+               label="this book: chance / majority")
     plotting.paper_line(ax, PAPER_FULL[name], "full model")
     plotting.paper_line(ax, PAPER_CHANCE[name], "chance / majority")
     ax.set(xlabel="path length k", title=name, ylim=(0, 1.05))
@@ -259,28 +248,37 @@ def gain_share(name, readout=acc):
     return (best_short(name, readout=readout) - c) / (full[name] - c)
 
 
-FIG4 = "Fig. 4, read by eye (+-0.15)"
+SHORT = papers.number("dong2021", "path_effectiveness_length_1")
+PAPER_SHORT, FIG4 = SHORT.value, "Fig. 4, read by eye (+-0.15)"
+HULL_GAIN = PAPER_SHORT["hull"] - PAPER_CHANCE["hull"]
+HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, majority line "
+               f"{PAPER_CHANCE['hull']}")
+PAPER_SHARE = (PAPER_SHORT["memorization"] - PAPER_CHANCE["memorization"]) / (
+    PAPER_FULL["memorization"] - PAPER_CHANCE["memorization"])
+SHARE_SOURCE = (f"Fig. 4: about {PAPER_SHORT['memorization']} at length 1, full model "
+                f"{PAPER_FULL['memorization']}, chance {PAPER_CHANCE['memorization']}")
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare("paths: sort, best short path (k=1,2, 20 paths), accuracy",
-        best_short("sort"), paper=0.6, tol=0.15,
-        source=FIG4 + ": above 0.6 at length 1"),
+        best_short("sort"), paper=PAPER_SHORT["sort"], tol=0.15,
+        source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1"),
     attnbook.compare("paths: sort, longest path (k=6, 20 paths) minus chance",
-        mean_acc("sort", 20, 6) - 0.1, paper=0.0, tol=0.05, band=0.01,
+        mean_acc("sort", 20, 6) - setups["sort"]["chance"], paper=0.0, tol=0.05,
+        band=0.01,
         source="Fig. 4: falls to chance"),
     attnbook.compare("paths: memorization, best short path (k=1,2, 20 paths), accuracy",
-        best_short("memorization"), paper=0.8, tol=0.15,
-        source=FIG4 + ": above 0.8 at length 1"),
+        best_short("memorization"), paper=PAPER_SHORT["memorization"], tol=0.15,
+        source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
     attnbook.compare(
         "paths: memorization, longest path minus best short path (20 paths)",
-        mean_acc("memorization", 20, 6) - best_short("memorization"), paper=0.5 - 0.8,
+        mean_acc("memorization", 20, 6) - best_short("memorization"), 
+        paper=PAPER_CHANCE["memorization"] - PAPER_SHORT["memorization"],
         same_side_of=0, source="Fig. 4: accuracy falls with length"),
     attnbook.compare(
         "paths: hull, best short path (k=1,2, 20 paths) minus the majority line",
-        best_short("hull") - setups["hull"]["chance"], paper=0.65 - 0.54,
-        same_side_of=0, band=0.01,
-        source="Fig. 4: above 0.65 at length 1, majority line 0.54",
+        best_short("hull") - setups["hull"]["chance"], paper=HULL_GAIN,
+        same_side_of=0, band=0.01, source=HULL_SOURCE,
         reason="with the official --ffn2 embedding the hull model keeps its accuracy "
         "only as a whole: its best short paths are at "
         f"{best_short('hull'):.2f} (refitted probe "
@@ -300,28 +298,30 @@ FIG4 = "Fig. 4, read by eye (+-0.15)"
 MAJORITY = setups["hull"]["chance"]
 any_length = max(mean_acc("hull", 20, k, probe) for k in range(len(probe["hull"])))
 any_own = max(mean_acc("hull", 20, k) for k in range(len(probe["hull"])))
+sort_probe = best_short("sort", readout=probe)
 [
     attnbook.compare(
         "paths: hull, best path of any length (20 paths) minus the majority line",
-        any_own - MAJORITY, paper=0.65 - 0.54, same_side_of=0.01, band=0.01,
-        source="Fig. 4: above 0.65 at length 1, majority line 0.54",
+        any_own - MAJORITY, paper=HULL_GAIN, same_side_of=0.01, band=0.01,
+        source=HULL_SOURCE,
         reason=f"read by the model's classifier no path length beats the majority line "
         f"{MAJORITY:.2f} by more than 0.01 (best {any_own:.2f})"),
     attnbook.compare(
         "paths, refitted probe: sort, best short path (20 paths), accuracy",
-        best_short("sort", readout=probe), paper=0.6, tol=0.15, band=0.02,
-        source=FIG4 + ": above 0.6 at length 1",
-        reason=f"{'above' if best_short('sort', readout=probe) > 0.6 else 'below'} the "
+        sort_probe, paper=PAPER_SHORT["sort"], tol=0.15,
+        band=0.02, source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1",
+        reason=f"{'above' if sort_probe > PAPER_SHORT['sort'] else 'below'} the "
         "paper's range; the model's classifier reads "
         f"{best_short('sort'):.1f} from the same paths"),
     attnbook.compare(
         "paths, refitted probe: memorization, best short path (20 paths), accuracy",
-        best_short("memorization", readout=probe), paper=0.8, tol=0.15, band=0.02,
-        source=FIG4 + ": above 0.8 at length 1"),
+        best_short("memorization", readout=probe), paper=PAPER_SHORT["memorization"],
+        tol=0.15, band=0.02,
+        source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
     attnbook.compare(
         "paths, refitted probe: hull, best path of any length minus the majority line",
-        any_length - MAJORITY, paper=0.65 - 0.54, same_side_of=0.01, band=0.01,
-        source="Fig. 4: above 0.65 at length 1, majority line 0.54",
+        any_length - MAJORITY, paper=HULL_GAIN, same_side_of=0.01, band=0.01,
+        source=HULL_SOURCE,
         reason=f"no path length beats the majority line {MAJORITY:.2f} by more than "
         f"0.01 even with a refitted probe (best {any_length:.2f})"),
 ]
@@ -331,9 +331,8 @@ any_own = max(mean_acc("hull", 20, k) for k in range(len(probe["hull"])))
     attnbook.compare(
         f"paths: memorization, share of the full model's gain (over chance; probe: "
         f"over length 0) kept by the best short path ({label})",
-        gain_share("memorization", readout), paper=0.86,
-        same_side_of=0.5, band=0.03,
-        source="Fig. 4: about 0.8 at length 1, full model 0.85, chance 0.5",
+        gain_share("memorization", readout), paper=PAPER_SHARE,
+        same_side_of=0.5, band=0.03, source=SHARE_SOURCE,
         reason=f"the best short path keeps {gain_share('memorization', readout):.0%} "
         "of the full model's gain")
     for label, readout in (("model's classifier", acc), ("refitted probe", probe))
@@ -359,13 +358,15 @@ attnbook.compare(
     tol=0.02,
     digits=3,
     band=0.005,
-    source="Fig. 4: majority line 0.54",
+    source=f"Fig. 4: majority line {PAPER_CHANCE['hull']}",
     reason=f"always answering 'inside' is right {generator_majority:.1%} of the time "
     "under the generator the paper describes (about 4 of 10 points are hull vertices)",
 )
 
-
 # %% tags=["nbval-check-output"]
+MORE_PATHS = papers.number("dong2021", "path_effectiveness_more_paths_help")
+
+
 def more_paths(name):
     # 20 paths minus 5 paths at lengths 1-2, with a 90% bootstrap interval over the
     # sampled repeats
@@ -385,10 +386,10 @@ def not_decided(name):
     attnbook.compare(
         f"paths: {name}, 20 paths minus 5 paths (lengths 1-2)",
         **more_paths(name),
-        paper=0.1,
+        paper=MORE_PATHS.value,
         same_side_of=0,
         band=0.01,
-        source="Fig. 4: 20 paths beat 5 paths (direction)",
+        source=MORE_PATHS.where,
         reason=not_decided(name),
     )
     for name in TASKS

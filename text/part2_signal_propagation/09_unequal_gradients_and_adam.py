@@ -280,7 +280,8 @@ print({k: round(v, 2) for k, v in local.items()})
 # tokens, cosine $\rho$, real random $W_Q$) by simulation and compare with {eq}`ch09-tau-star` ({numref}`fig-ch09-2`).
 
 # %% tags=["hide-input"]
-TAU_REVIEW = papers.number("noci2022", "balancing_temperature")  # the review's tau
+NOCI = papers.numbers("noci2022")  # the paper's numbers, each with where it was read
+TAU_REVIEW = NOCI["balancing_temperature"]  # the review's tau
 Xn = prop.tokens_with_cosine(n, d, rho, gen)
 tau_formula = prop.balancing_temperature(Xn, sig, sig)
 taus = [0.2, 0.28, 0.4, 0.57, 0.8, 1.13, 1.6]
@@ -553,9 +554,6 @@ adam_seeds = rv.seed_accuracies(arm["adam, alpha=1, tau=1"])
 init_ratio = rv.qv_ratios(size, False, (1.0, arm[tau_name]["temperature"]))
 
 # %% tags=["nbval-check-output"]
-REVIEW = (
-    "Noci et al. 2022 (the review's reading): adaptive optimisers and residual scaling "
-)
 [
     attnbook.check(
         "sweep: the live SGD run against its shipped twin (accuracy gap)",
@@ -569,11 +567,11 @@ REVIEW = (
     attnbook.compare(
         "unscaled model: Adam minus SGD, accuracy at each one's best learning rate",
         adam_gain,
-        paper=1.0,
+        paper=NOCI["adam_trains_what_sgd_cannot"].value,
         same_side_of=0.0,
         interval=adam_ci,
         digits=2,
-        source=REVIEW + "train what SGD cannot (a direction: positive)",
+        source=NOCI["adam_trains_what_sgd_cannot"].where,
         reason="Adam trains the unscaled model for 1 seed of 3 at its best learning "
                "rate "
         f"(accuracies {', '.join(f'{x:.2f}' for x in adam_seeds)}): the seeds do not "
@@ -588,11 +586,11 @@ REVIEW = (
         "SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning "
         "rate",
         scale_gain,
-        paper=1.0,
+        paper=NOCI["residual_scaling_helps_sgd"].value,
         same_side_of=0.0,
         interval=scale_ci,
         digits=2,
-        source=REVIEW + "let SGD train a deep model (a direction: positive)",
+        source=NOCI["residual_scaling_helps_sgd"].where,
         reason="the interval reaches zero",
         precomputed=sweep["command"],
     ),
@@ -605,13 +603,11 @@ REVIEW = (
         "one's best "
         "learning rate",
         tau_gain,
-        paper=1.0,
+        paper=NOCI["balancing_temperature_helps_sgd"].value,
         same_side_of=0.0,
         interval=tau_ci,
         digits=2,
-        source="Noci et al. 2022: a temperature that balances the query/key and value "
-               "gradients "
-        "helps SGD (a direction: positive)",
+        source=NOCI["balancing_temperature_helps_sgd"].where,
         reason=f"tau = {arm[tau_name]['temperature']:g} balances the gradients at "
                "initialisation "
         f"(Q/V ratio {init_ratio[arm[tau_name]['temperature']]:.2f}, against "
@@ -681,13 +677,11 @@ print(
 attnbook.compare(
     "depth 16, Adam: mean token cosine during training, alpha=1 minus alpha=1/sqrt(L)",
     deep_gap,
-    paper=1.0,
+    paper=NOCI["unscaled_cosine_stays_high"].value,
     same_side_of=0.0,
     digits=2,
     band=0.05,
-    source="Noci et al. 2022, Fig. 1: without scaling the cosine of deep post-LN "
-           "models "
-    "stays high in training (a direction: positive)",
+    source=NOCI["unscaled_cosine_stays_high"].where,
     reason="in this run the unscaled stack's cosine is not above the scaled one's",
 )
 

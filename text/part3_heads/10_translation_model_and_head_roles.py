@@ -43,7 +43,7 @@ from IPython.display import Markdown, display
 
 import attnbook
 from attnbook import heads as hd
-from attnbook import hf
+from attnbook import hf, papers
 from attnbook.head_masks import ATTENTION_KINDS
 from attnbook.tasks import translation as tr
 
@@ -55,6 +55,7 @@ KIND_NAMES = {
     "dec_self": "decoder self-attention",
     "dec_cross": "encoder-decoder attention",
 }
+VOITA = papers.numbers("voita2019")  # the paper's numbers, each with where it was read
 
 # %% [markdown]
 # ## The data: 31,000 verse pairs
@@ -370,7 +371,7 @@ enc_conf = roles["enc_self"]["confidence"]
 attnbook.compare(
     "most confident encoder self-attention head",
     float(enc_conf.max()),
-    paper=0.8,
+    paper=VOITA["most_confident_encoder_head"].value,
     same_side_of=0.5,
     digits=2,
     band=0.03,
@@ -379,9 +380,7 @@ attnbook.compare(
     "its favourite token on average, "
     f"{float(enc_conf.max()) / roles['enc_self']['chance']:.0f} "
     "times chance but not most of it",
-    source="Voita et al. Sec. 4.1, Fig. 1: the most confident encoder heads put most "
-        "of their "
-    "weight (0.8 and more) on one token",
+    source=VOITA["most_confident_encoder_head"].where,
 )
 
 # %% [markdown]
@@ -505,23 +504,23 @@ print(
         lrp_split["enc_self"], at_least=0.8, digits=2, band=0.02,
         precomputed=shipped_lrp["command"]),
     attnbook.compare("rank correlation of confidence and LRP relevance, encoder heads",
-        rho_enc, paper=0.5, same_side_of=0.25, digits=2, band=0.02,
+        rho_enc, paper=VOITA["confidence_tracks_relevance"].value, same_side_of=0.25,
+        digits=2, band=0.02,
         reason="the ranking by LRP is reliable (split-half "
         f"{lrp_split['enc_self']:.2f}) "
         f"but does not follow confidence (rank correlation {rho_enc:.2f})",
-        source="Voita et al. Sec. 4: the most confident heads are also the most "
-        "relevant (Fig. 1)",
+        source=VOITA["confidence_tracks_relevance"].where,
         precomputed=shipped_lrp["command"]),
     attnbook.compare(
         "the most relevant layer-1 encoder head is less confident than half its "
         "layer (1 = yes)",
-        float(less_confident >= cfg.n_heads // 2), paper=1.0, same_side_of=0.5,
+        float(less_confident >= cfg.n_heads // 2),
+        paper=VOITA["relevant_first_layer_head_not_confident"].value, same_side_of=0.5,
         digits=1,
         reason=f"the most relevant layer-1 head is more confident than "
         f"{cfg.n_heads - 1 - less_confident} of the layer's other {cfg.n_heads - 1} "
         "heads",
-        source="Voita et al. Sec. 4: a first-layer head is relevant without being "
-        "confident (Fig. 1)",
+        source=VOITA["relevant_first_layer_head_not_confident"].where,
         precomputed=shipped_lrp["command"]),
 ]
 
@@ -585,13 +584,12 @@ late = [v for r, v in zip(meta["roles"], trace_pos) if r["step"] >= 0.8 * last_s
 n_positional = int(((prev_share >= 0.9) | (next_share >= 0.9)).sum())
 print(f"best previous-token share {best_prev:.2f}, best next-token share "
       f"{best_next:.2f}; positional heads (>= 90%): {n_positional}")
-POSITIONAL = (
-    "Voita et al. Sec. 5.1: positional heads exist (max weight on -1 or +1 for at "
-    "least 90% of tokens by definition)"
-)
+POSITIONAL, CRITERION = (VOITA["positional_head_criterion"].where,
+                         VOITA["positional_head_criterion"].value)
 attnbook.compare(
     "best positional share of an encoder head (-1 or +1)", max(best_prev, best_next),
-    paper=0.9, same_side_of=0.9 - 1e-9, digits=2, band=0.03, source=POSITIONAL,
+    paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
+    source=POSITIONAL,
     reason=f"the best neighbour share rose from {trace_pos[0]:.2f} at initialisation "
     f"to {trace_pos[-1]:.2f} and moved by {late[-1] - late[0]:+.2f} over the last "
     "fifth of training: this recipe converges with its neighbour heads short of 90% "
@@ -623,11 +621,10 @@ attnbook.compare(
     "of the 3 most relevant encoder heads (LRP), how many are among the 3 most "
     "positional",
     len(both),
-    paper=3,
+    paper=VOITA["relevant_heads_have_roles"].value,
     same_side_of=1.5,
     digits=1,
-    source="Voita et al. Sec. 5: the most relevant heads are the ones with roles "
-    "(positional, syntactic, rare-token): all of them, qualitatively",
+    source=VOITA["relevant_heads_have_roles"].where,
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
            "positional",
     precomputed=shipped_lrp["command"],
@@ -669,8 +666,8 @@ display(Markdown("\n".join(rows)))
 attnbook.compare(
     "best positional share of an encoder head (-1 or +1), 4 heads of width 32",
     max(best_h4.values()),
-    paper=0.9,
-    same_side_of=0.9 - 1e-9,
+    paper=CRITERION,
+    same_side_of=CRITERION - 1e-9,
     digits=2,
     band=0.03,
     source=POSITIONAL,
@@ -704,41 +701,7 @@ attnbook.compare(
 # subwords as queries.
 
 # %%
-RELATIONS = [
-    ("nsubj", "dep->head", "subject -> verb"),
-    ("nsubj", "head->dep", "verb -> subject"),
-    ("dobj", "head->dep", "verb -> object"),
-    ("dobj", "dep->head", "object -> verb"),
-    ("amod", "dep->head", "adjective -> noun"),
-    ("amod", "head->dep", "noun -> adjective"),
-    ("advmod", "dep->head", "adverb -> head"),
-    ("advmod", "head->dep", "head -> adverb"),
-]
-PAPER_SYNTAX = {
-    "subject -> verb": (52, 35),
-    "verb -> object": (78, 41),
-    "adjective -> noun": (82, 72),
-}
-
-
-def syntax_table(word_maps, arcs):
-    rows = []
-    for rel, direction, label in RELATIONS:
-        acc, n = hd.dependency_accuracy(word_maps, arcs, rel, direction)
-        base, offset = hd.positional_baseline(arcs, rel, direction)
-        l, h = divmod(int(acc.argmax()), acc.shape[1])
-        rows.append(
-            dict(
-                label=f"{rel}: {label}",
-                n=n,
-                best=float(acc.max()),
-                head=(l + 1, h + 1),
-                base=base,
-                offset=offset,
-                paper=PAPER_SYNTAX.get(label),
-            )
-        )
-    return rows
+PAPER_SYNTAX = VOITA["syntactic_heads_wmt"].value  # reading: (accuracy, baseline), %
 
 
 def show_syntax(rows, who):
@@ -748,30 +711,30 @@ def show_syntax(rows, who):
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
-        paper = f"{r['paper'][0]} / {r['paper'][1]}" if r["paper"] else ""
+        paper = PAPER_SYNTAX.get(r["reading"])
+        paper = f"{paper[0]} / {paper[1]}" if paper else ""
         lines.append(
-            f"| {r['label']} | {r['n']} | {r['head']} | {100 * r['best']:.0f} | "
-            f"{100 * r['base']:.0f} ({r['offset']:+d}) | {paper} |"
+            f"| {r['relation']}: {r['reading']} | {r['n']} | {r['head']} | "
+            f"{100 * r['best']:.0f} | {100 * r['base']:.0f} ({r['offset']:+d}) | "
+            f"{paper} |"
         )
     display(Markdown("\n".join(lines)))
 
 
 arcs = [parses[i]["arcs"] for i in fits]
-mt_syntax = syntax_table(roles["word_maps"], arcs)
+mt_syntax = hd.syntactic_head_table(roles["word_maps"], arcs)
 show_syntax(mt_syntax, "translation encoder")
 
 # %% tags=["nbval-check-output"]
 mt_gain = max(100 * (r["best"] - r["base"]) for r in mt_syntax)
-SYNTAX = (
-    "Voita et al. Sec. 5.2: syntactic heads beat the positional baseline "
-    "by at least 10 points"
-)
+SYNTAX, POINTS = (VOITA["syntactic_head_criterion_points"].where,
+                  VOITA["syntactic_head_criterion_points"].value)
 attnbook.compare(
     "translation encoder: largest gain of a best head over the positional baseline "
     "(points)",
     mt_gain,
-    paper=10,
-    same_side_of=10 - 1e-9,
+    paper=POINTS,
+    same_side_of=POINTS - 1e-9,
     digits=2,
     band=1.0,
     source=SYNTAX,
@@ -812,8 +775,9 @@ print(
     attnbook.check("best rare-token share / chance", float(rare.max()) / chance,
         at_least=2.0, digits=2, band=0.5),
     attnbook.compare("rare-token share of the most relevant layer-1 encoder head",
-        float(rare[0, top_layer1]), paper=0.66, tol=0.15, digits=2, band=0.03,
-        source="Voita et al. Sec. 5.3, OpenSubtitles EN-RU",
+        float(rare[0, top_layer1]), paper=VOITA["rare_token_head_share"].value,
+        tol=0.15,
+        digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"the most relevant layer-1 head points at the rarest token for "
         f"{float(rare[0, top_layer1]):.0%} of tokens; the best head anywhere for "
         f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"),
@@ -843,41 +807,25 @@ def best(kind, stat):
 
 
 fig, ax = plt.subplots(figsize=(6.4, 5.6), layout="constrained")
-ax.plot(
-    steps_r, best("enc_self", "prev"), "o-", label="encoder: best previous-token share"
-)
-ax.plot(steps_r, best("enc_self", "next"), "s-", label="encoder: best next-token share")
-ax.plot(steps_r, best("enc_self", "confidence"), "^-", label="encoder: best confidence")
-ax.plot(steps_r, best("enc_self", "sink"), "v-", label="encoder: best EOS-sink share")
-ax.plot(
-    steps_r, best("dec_cross", "confidence"), "d-", label="enc-dec: best confidence"
-)
-ax.axhline(0.9, color="0.5", ls=":", lw=1, label="positional criterion (0.9)")
+for kind, stat, marker, label in (
+    ("enc_self", "prev", "o-", "encoder: best previous-token share"),
+    ("enc_self", "next", "s-", "encoder: best next-token share"),
+    ("enc_self", "confidence", "^-", "encoder: best confidence"),
+    ("enc_self", "sink", "v-", "encoder: best EOS-sink share"),
+    ("dec_cross", "confidence", "d-", "enc-dec: best confidence"),
+):
+    ax.plot(steps_r, best(kind, stat), marker, label=label)
+ax.axhline(CRITERION, color="0.5", ls=":", lw=1,
+           label=f"positional criterion ({CRITERION})")
 ax2 = ax.twinx()
-ax2.plot(
-    [max(e["step"], 1) for e in ev],
-    [e["dev_bleu"] for e in ev],
-    color="0.3",
-    lw=2,
-    label="dev BLEU",
-)
+ax2.plot([max(e["step"], 1) for e in ev], [e["dev_bleu"] for e in ev], color="0.3",
+         lw=2, label="dev BLEU")
 ax2.set_ylabel("dev BLEU")
 ax2.grid(False)
-ax.set(
-    xscale="log",
-    xlabel="training step",
-    ylabel="best head's value",
-    ylim=(0, 1),
-    title="Heads specialise while BLEU rises (precomputed)",
-)
-fig.legend(
-    *[
-        a + b
-        for a, b in zip(ax.get_legend_handles_labels(), ax2.get_legend_handles_labels())
-    ],
-    loc="outside lower center",
-    ncol=1
-)
+ax.set(xscale="log", xlabel="training step", ylabel="best head's value", ylim=(0, 1),
+       title="Heads specialise while BLEU rises (precomputed)")
+handles = zip(ax.get_legend_handles_labels(), ax2.get_legend_handles_labels())
+fig.legend(*[a + b for a, b in handles], loc="outside lower center", ncol=1)
 plt.show()
 
 # %% tags=["nbval-check-output"]
@@ -922,13 +870,14 @@ lm_roles = hf.encoder_head_roles(
     lm, lm_tok, [e for e, _ in dev_pairs[:n_lm]], parses=parses[:n_lm],
     token_counts=lm_counts,
 )
-lm_syntax = syntax_table(lm_roles["word_maps"], [p["arcs"] for p in parses[:n_lm]])
+lm_syntax = hd.syntactic_head_table(lm_roles["word_maps"],
+                                    [p["arcs"] for p in parses[:n_lm]])
 show_syntax(lm_syntax, "MiniLM")
 
 
 # %%
 def role_row(name, r, syntax):
-    pos = (r["prev"] >= 0.9) | (r["next"] >= 0.9)
+    pos = (r["prev"] >= CRITERION) | (r["next"] >= CRITERION)
     gain = max(100 * (s["best"] - s["base"]) for s in syntax)
     return (
         f"| {name} | {r['prev'].numel()} | {float(r['prev'].max()):.2f} | "
@@ -959,12 +908,14 @@ CLARK = (
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.compare("MiniLM: best positional share of a head", lm_pos, paper=0.9,
-        same_side_of=0.9 - 1e-9, digits=2, band=0.02, source=POSITIONAL + "; " + CLARK,
+    attnbook.compare("MiniLM: best positional share of a head", lm_pos, paper=CRITERION,
+        same_side_of=CRITERION - 1e-9, digits=2, band=0.02,
+        source=POSITIONAL + "; " + CLARK,
         reason=f"MiniLM's best neighbour head reaches {lm_pos:.2f}"),
     attnbook.compare(
         "MiniLM: largest gain of a best head over the positional baseline (points)",
-        lm_gain, paper=10, same_side_of=10 - 1e-9, digits=2, band=1.0, source=SYNTAX,
+        lm_gain, paper=POINTS, same_side_of=POINTS - 1e-9, digits=2, band=1.0,
+        source=SYNTAX,
         reason=f"MiniLM's largest gain is {lm_gain:+.1f} points"),
 ]
 
@@ -1054,27 +1005,29 @@ plt.show()
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare("MiniLM: rank correlation of confidence and LRP relevance",
-        lm_rho, paper=0.5, same_side_of=0.25, digits=2, band=0.02,
-        source="Voita et al. Sec. 4: the most confident heads are also the most "
-        "relevant (Fig. 1)", reason=f"rank correlation {lm_rho:.2f}",
+        lm_rho, paper=VOITA["confidence_tracks_relevance"].value, same_side_of=0.25,
+        digits=2, band=0.02,
+        source=VOITA["confidence_tracks_relevance"].where,
+        reason=f"rank correlation {lm_rho:.2f}",
         precomputed=shipped_lm["command"]),
     attnbook.compare(
         "MiniLM: of the 3 most relevant heads, how many are among the 3 most "
         "positional",
-        len(lm_both), paper=3, same_side_of=1.5, digits=1,
-        source="Voita et al. Sec. 5: the most relevant heads are the ones with roles",
+        len(lm_both), paper=VOITA["relevant_heads_have_roles"].value, same_side_of=1.5,
+        digits=1, source=VOITA["relevant_heads_have_roles"].where,
         reason=f"{len(lm_both)} of the 3 most relevant heads are among the 3 most "
         "positional", precomputed=shipped_lm["command"]),
     attnbook.compare(
         "MiniLM: the most relevant layer-1 head is less confident than half its layer "
-        "(1 = yes)", float(lm_less >= lm_h // 2), paper=1.0, same_side_of=0.5, digits=1,
-        source="Voita et al. Sec. 4: a first-layer head is relevant without being "
-        "confident (Fig. 1)",
+        "(1 = yes)", float(lm_less >= lm_h // 2),
+        paper=VOITA["relevant_first_layer_head_not_confident"].value, same_side_of=0.5,
+        digits=1,
+        source=VOITA["relevant_first_layer_head_not_confident"].where,
         reason=f"it is more confident than {lm_h - 1 - lm_less} of the layer's other "
         f"{lm_h - 1} heads", precomputed=shipped_lm["command"]),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
-        float(lm_roles["rare"][0, lm_top1]), paper=0.66, tol=0.15, digits=2,
-        band=0.03, source="Voita et al. Sec. 5.3, OpenSubtitles EN-RU",
+        float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
+        tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"it points at the rarest token for "
         f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens",
         precomputed=shipped_lm["command"]),
