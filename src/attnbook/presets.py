@@ -47,7 +47,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       n_argmin=100, sweep_points=25, n_sweep_nets=16),
     },
     # chapter "Deep bounds": the doubly exponential bound over depth, skips,
-    # MLP Lipschitz constants (the lemma searched adversarially, as chapter 3's steps), LayerNorm.
+    # MLP Lipschitz constants (the lemma searched adversarially, as in "The one-layer residual bound"), LayerNorm.
     "deep_bounds": {
         "quick": dict(n_tokens=6, d_model=8, n_heads=2, depth=5, n_nets=8, collapse_tokens=16,
                       collapse_d_model=32, collapse_depth=24, n_collapse_nets=4,
