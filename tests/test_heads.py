@@ -5,6 +5,7 @@ import torch
 from torch.testing import assert_close
 
 from attnbook import heads as hd
+from attnbook import papers
 from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 
@@ -101,13 +102,22 @@ def test_syntactic_head_table():
     wa = torch.zeros(2, 2, 3, 3)  # (layers, heads, W, W)
     wa[1, 0, 0, 1] = 1  # layer 2 head 1: subject -> verb
     wa[0, 1, 1, 2] = 1  # layer 1 head 2: verb -> object
-    arcs = [[[0, 1, "nsubj"], [2, 1, "dobj"]]]
-    rows = hd.syntactic_head_table([wa], arcs, [("nsubj", "dep->head", "s->v"), ("dobj", "head->dep", "v->o")])
+    arcs = [[[0, 1, "nsubj"], [2, 1, "dobj"]], [[2, 0, "nsubj"]]]
+    wa2 = torch.zeros(2, 2, 3, 3)
+    wa2[:, :, 2, 1] = 1  # in the second sentence every head misses the subject's verb
+    rows = hd.syntactic_head_table([wa, wa2], arcs,
+                                   [("nsubj", "dep->head", "s->v"), ("dobj", "head->dep", "v->o")])
     assert [r["reading"] for r in rows] == ["s->v", "v->o"]
     assert rows[0]["head"] == (2, 1) and rows[1]["head"] == (1, 2)
-    assert rows[0]["best"] == 1.0 and rows[0]["n"] == 1
-    assert (rows[0]["base"], rows[0]["offset"]) == (1.0, 1) and rows[1]["offset"] == 1
+    assert rows[0]["best"] == 0.5 and rows[0]["n"] == 2 and rows[1]["best"] == 1.0
+    # nsubj offsets head - dep: +1 and -2, so the most frequent offset is the first seen, +1, for half the arcs
+    assert (rows[0]["base"], rows[0]["offset"]) == (0.5, 1) and (rows[1]["base"], rows[1]["offset"]) == (1.0, 1)
     assert len(hd.DEPENDENCY_RELATIONS) == 8
+
+
+def test_the_papers_syntactic_heads_are_relations_the_book_tests():
+    readings = {reading for _, _, reading in hd.DEPENDENCY_RELATIONS}
+    assert set(papers.number("voita2019", "syntactic_heads_wmt").value) <= readings
 
 
 def test_rare_token_share():

@@ -82,7 +82,7 @@ def test_text_copies_are_in_step_with_the_notebooks():
 #: ``paper=`` followed by a number: a comparison whose paper value is typed in rather than read with
 #: ``attnbook.papers``. Zero is allowed: a difference the paper's statement makes zero (a path that
 #: "falls to chance", no pair "in the other order") is not a number read from the paper.
-TYPED_PAPER_NUMBER = re.compile(r"\bpaper=\(?-?(?!0(?:\.0+)?(?![\d.]))\d")
+TYPED_PAPER_NUMBER = re.compile(r"\bpaper\s*=\s*\(?[-+]?(?!0(?:\.0*)?(?![\d.]))\.?\d")
 
 
 @pytest.mark.parametrize("path", CHAPTERS + [ROOT / "book" / "reproduction.ipynb"], ids=lambda p: p.stem)
@@ -97,4 +97,6 @@ def test_the_typed_paper_number_pattern():
     assert TYPED_PAPER_NUMBER.search("paper=10,") and TYPED_PAPER_NUMBER.search("paper=(0.65 - 0.54)")
     assert TYPED_PAPER_NUMBER.search("paper=0.05)") and TYPED_PAPER_NUMBER.search("paper=0.07")
     assert not TYPED_PAPER_NUMBER.search("paper=0.0, tol") and not TYPED_PAPER_NUMBER.search("paper=0,")
+    assert TYPED_PAPER_NUMBER.search("paper = 0.5") and TYPED_PAPER_NUMBER.search("paper=.5")
+    assert TYPED_PAPER_NUMBER.search("paper=+1") and not TYPED_PAPER_NUMBER.search("paper=0.)")
     assert not TYPED_PAPER_NUMBER.search("paper=PAPER_FULL[name]")

@@ -212,6 +212,9 @@ def test_resumed_training_matches_an_uninterrupted_run(tmp_path):
     torch.save(blob, state)
     again = T.train(make(), batch_fn, _loss, state_path=state, resume=True, time_limit=60, **kw)
     assert again["stopped"] == "steps" and again["steps_done"] == 12
+    torch.save(blob, state)
+    brief = T.train(make(), batch_fn, _loss, state_path=state, resume=True, time_limit=1e-9, **kw)
+    assert brief["stopped"] == "time_limit" and brief["steps_done"] == 2  # one step after the saved one
     torch.testing.assert_close(torch.tensor(rest["loss"]), torch.tensor(full["loss"]), atol=0, rtol=1e-6)
     with pytest.raises(ValueError, match="state_path"):
         T.train(make(), batch_fn, _loss, steps=2, state_every=1, progress=False)

@@ -252,7 +252,7 @@ def rank1_distance_by_length(
     attn: torch.Tensor, n_paths: int, generator: Optional[torch.Generator] = None
 ) -> dict[int, torch.Tensor]:
     """Distance to rank one of products of real attention matrices along sampled paths, by path length
-    (chapter "Rank collapse in pretrained Transformers", after Dong et al. 2021, Sec. 5.2).
+    (chapter "Rank collapse in pretrained transformers", after the path experiments of Dong et al. 2021).
 
     ``attn``: (sequences, L, H, n, n) attention of ``S`` sequences. For each length ``k = 1..L``,
     ``n_paths`` paths are drawn with :func:`sample_paths`, each on a sequence drawn uniformly; returns
