@@ -423,11 +423,15 @@ def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool
             base, _gate_stream(base, gs), masks, kinds=["enc_self"], steps=steps, lr=gs["lr"],
             label_smoothing=gs["label_smoothing"], clip=gs["clip"], seed=gs["seed"], device=DEVICE,
             progress=True, desc=f"Michel masks, {gate_run['n_kept']} heads")
+        beam = tr.translate(model, srcs, head_gates=masks, beam=s["beam"], length_penalty=s["length_penalty"])
         rows.append({"lam": lam, "n_kept": P.count_kept(masks), "masks": _tolist(masks),
                      "bleu_not_fine_tuned": before, "bleu_fine_tuned": greedy_bleu(model, masks),
+                     "bleu_beam_fine_tuned": {k: round(v, 3) for k, v in tr.bleu_interval(beam, refs).items()},
+                     "hypotheses_beam_fine_tuned": beam,
                      "gate_bleu_greedy": gate_run["bleu_greedy"], "steps": hist["steps_done"],
                      "seconds": round(time.time() - t0, 1)})
-        print({k: v for k, v in rows[-1].items() if k != "masks"}, flush=True)
+        print({k: v for k, v in rows[-1].items() if k not in ("masks", "hypotheses_beam_fine_tuned")},
+              flush=True)
         _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": False, "rows": rows})
     _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": True, "rows": rows})
 

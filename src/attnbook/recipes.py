@@ -112,11 +112,15 @@ RECIPES: dict[str, dict[str, Any]] = {
         "michel_converged (encoder heads, layer-normalised, ranked once) pruned to the number of encoder heads "
         "the gates of encoder_gates_converged kept at each lambda, then fine-tuned exactly as the gates were "
         "(that recipe's steps, learning rate, label-smoothed loss, clipping, batches and seed; encoder only), "
-        "the masks fixed; test BLEU, greedy, with sacreBLEU intervals, before and after the fine-tuning",
+        "the masks fixed; test BLEU, greedy, with sacreBLEU intervals, before and after the fine-tuning, and "
+        "the fine-tuned models' beam hypotheses (scratch_converged's decoding, so that they pair with its "
+        "rebuilt gate-pruned models' for a paired bootstrap)",
         settings=dict(
             michel_recipe="michel_converged",
             gate_recipe="encoder_gates_converged",
             lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads
+            beam=4,  # beam search as scratch_converged decodes
+            length_penalty=0.6,
         ),
     ),
     "michel_converged": dict(
