@@ -7,6 +7,7 @@ can slip into the unit layer."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -51,8 +52,6 @@ def build_book(out: Path, timeout: int = 900) -> BuiltBook:
 def built_book(tmp_path_factory) -> BuiltBook:
     """The book rendered once per session (a few minutes). ``ATTNBOOK_BUILT_BOOK=<folder>`` reuses a
     build made by :func:`build_book` into that folder (for working on the browser test)."""
-    import os
-
     reuse = os.environ.get("ATTNBOOK_BUILT_BOOK")
     if reuse:
         return BuiltBook(0, "reused " + reuse, Path(reuse) / "_build" / "html")
