@@ -218,3 +218,22 @@ def test_resumed_training_matches_an_uninterrupted_run(tmp_path):
     torch.testing.assert_close(torch.tensor(rest["loss"]), torch.tensor(full["loss"]), atol=0, rtol=1e-6)
     with pytest.raises(ValueError, match="state_path"):
         T.train(make(), batch_fn, _loss, steps=2, state_every=1, progress=False)
+
+
+def test_a_time_limited_run_is_evaluated_on_schedule_only(tmp_path):
+    """A run stopped by its time limit is not evaluated at its last step: resumed, it evaluates at the steps
+    an uninterrupted run does (an extra evaluation would be an extra checkpoint for stop_when's patience)."""
+    x, y = _regression()
+
+    def evals(m):
+        return {"loss": float(_loss(m, (x, y)))}
+
+    kw = dict(steps=12, lr=0.01, seed=5, progress=False, device="cpu", eval_fn=evals, eval_every=4)
+    full = T.train(nn.Linear(4, 1), lambda s: (x, y), _loss, **kw)
+    state = tmp_path / "state.pt"
+    part = T.train(nn.Linear(4, 1), lambda s: (x, y), _loss, state_path=state, state_every=4,
+                   time_limit=1e-9, **kw)
+    assert part["stopped"] == "time_limit" and part["steps_done"] == 1 and part["evals"] == []
+    rest = T.train(nn.Linear(4, 1), lambda s: (x, y), _loss, state_path=state, state_every=4, resume=True,
+                   **kw)
+    assert [e["step"] for e in rest["evals"]] == [e["step"] for e in full["evals"]] == [4, 8, 12]

@@ -162,7 +162,8 @@ def train(
     training state (model, optimiser, schedule, step, history, random-number states and the caller's
     ``extra_state`` dict) is written there every ``state_every`` steps and at the end; with ``resume`` an
     existing state file is loaded first (``extra_state`` is updated in place) and training continues
-    from the step after it, drawing the same batches and dropout masks as an uninterrupted run.
+    from the step after it, drawing the same batches and dropout masks as an uninterrupted run, and
+    evaluating at the same steps (a run stopped by ``time_limit`` is not evaluated at its last step).
 
     History: ``step``/``loss`` per step, ``evals`` (a list of ``{"step", "time", **metrics}``), ``time``
     (seconds), ``steps_done``, ``stopped`` (``"steps"``, ``"stop_when"`` or ``"time_limit"``).
@@ -256,7 +257,10 @@ def train(
         if state_every and step % state_every == 0:
             save_state(step)
     bar.close()
-    if eval_fn is not None and (not history["evals"] or history["evals"][-1]["step"] != step):
+    # the last step is evaluated, unless a time limit stopped the run: it is unfinished, and an evaluation
+    # here would be one that an uninterrupted run never makes (a checkpoint for stop_when's patience)
+    if (eval_fn is not None and history["stopped"] != "time_limit"
+            and (not history["evals"] or history["evals"][-1]["step"] != step)):
         if evaluate(step) and history["stopped"] == "steps":
             history["stopped"] = "stop_when"
     model.eval()
