@@ -211,7 +211,7 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         greedy = tr.translate(model, srcs, head_gates=masks)
         beam = tr.translate(model, srcs, head_gates=masks, beam=s["beam"], length_penalty=s["length_penalty"])
         return {"bleu_greedy": round(tr.bleu(greedy, refs), 3),
-                "bleu_beam": {k: round(v, 3) for k, v in tr.bleu_interval(beam, refs).items()},
+                "bleu_beam": _bleu_interval(beam, refs),
                 "hypotheses_beam": beam}
 
     def sweep_masks(lam) -> dict:
@@ -411,7 +411,7 @@ def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool
 
     def greedy_bleu(model, masks) -> dict:
         hyps = tr.translate(model, srcs, head_gates=masks)
-        return {k: round(v, 3) for k, v in tr.bleu_interval(hyps, refs).items()}
+        return _bleu_interval(hyps, refs)
 
     rows = []
     for lam in lambdas:
@@ -426,7 +426,7 @@ def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool
         beam = tr.translate(model, srcs, head_gates=masks, beam=s["beam"], length_penalty=s["length_penalty"])
         rows.append({"lam": lam, "n_kept": P.count_kept(masks), "masks": _tolist(masks),
                      "bleu_not_fine_tuned": before, "bleu_fine_tuned": greedy_bleu(model, masks),
-                     "bleu_beam_fine_tuned": {k: round(v, 3) for k, v in tr.bleu_interval(beam, refs).items()},
+                     "bleu_beam_fine_tuned": _bleu_interval(beam, refs),
                      "hypotheses_beam_fine_tuned": beam,
                      "gate_bleu_greedy": gate_run["bleu_greedy"], "steps": hist["steps_done"],
                      "seconds": round(time.time() - t0, 1)})
@@ -434,6 +434,11 @@ def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool
               flush=True)
         _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": False, "rows": rows})
     _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": True, "rows": rows})
+
+
+def _bleu_interval(hyps: list, refs: list) -> dict:
+    """sacreBLEU's corpus BLEU with its bootstrap interval, rounded as the shipped files record it."""
+    return {k: round(v, 3) for k, v in tr.bleu_interval(hyps, refs).items()}
 
 
 def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
