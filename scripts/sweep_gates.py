@@ -219,7 +219,8 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         return sweeps.kept_masks(next(r for r in sweep["runs"] if r["spec"] == spec))
 
     previous = json.loads(out.read_text()) if out.exists() and not smoke else {}
-    runs = list(previous.get("runs", []))
+    # each run records the threads it ran on (a file written before runs did records one for all of them)
+    runs = [{**r, "threads": r.get("threads", previous["meta"]["threads"])} for r in previous.get("runs", [])]
     done = {(r["arm"], r["lam"], r["seed"]) for r in runs}
     jobs = [job for i, seed in enumerate(seeds) for lam in lambdas
             for job in [("scratch", lam, seed)] + ([("pruned", lam, None)] if i == 0 else [])]
@@ -234,7 +235,7 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
             continue
         t0 = time.time()
         masks = sweep_masks(lam)
-        entry = {"arm": arm, "lam": lam, "seed": seed}
+        entry = {"arm": arm, "lam": lam, "seed": seed, "threads": torch.get_num_threads()}
         if arm == "scratch":
             q = {**p, "seed": seed}
             attnbook.seed_everything(seed)
