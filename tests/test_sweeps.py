@@ -122,8 +122,19 @@ def test_scratch_versus_pruned_pairs_each_seed_with_its_shapes_pruned_model():
     same, better = rows[0]["scratch"]
     assert same["delta"] == 0 and same["low"] == same["high"] == 0
     assert better["delta"] > 50 and better["p_not_better"] == 0
+    both = rows[0]["across_seeds"]
+    assert both["n_seeds"] == 2 and both["delta"] == pytest.approx(better["delta"] / 2)
+    assert (both["low"], both["high"]) == (0, better["high"]) and both["spread"] == better["delta"]
     record["runs"][0]["masks"] = {"enc_self": [[0.0, 1.0]]}
     with pytest.raises(ValueError, match="another shape"):
         sweeps.scratch_versus_pruned(record, refs)
     with pytest.raises(ValueError, match="evaluated on 3"):
         sweeps.scratch_versus_pruned(record, refs[:2])
+
+
+def test_across_seeds_envelopes_the_seeds_intervals():
+    seeds = [{"delta": 1.0, "low": 0.4, "high": 1.5}, {"delta": -0.5, "low": -1.2, "high": 0.1}]
+    assert sweeps.across_seeds(seeds) == {"n_seeds": 2, "delta": 0.25, "low": -1.2, "high": 1.5, "spread": 1.5}
+    assert sweeps.across_seeds(seeds[:1])["spread"] == 0
+    with pytest.raises(ValueError, match="at least one seed"):
+        sweeps.across_seeds([])

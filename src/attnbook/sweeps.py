@@ -176,5 +176,19 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
                                           n_bootstrap=n_bootstrap)
             seeds.append({"seed": s["seed"], "bleu_beam": s["bleu_beam"]["bleu"], **diff})
         rows.append({"lam": lam, "kept": p["kept"], "pruned_beam": p["bleu_beam"]["bleu"],
-                     "matches_sweep": p.get("matches_sweep"), "scratch": seeds})
+                     "matches_sweep": p.get("matches_sweep"), "scratch": seeds,
+                     "across_seeds": across_seeds(seeds) if seeds else None})
     return rows
+
+
+def across_seeds(per_seed: Sequence[Mapping]) -> dict:
+    """One shape's scratch-minus-pruned difference over its seeds (chapter "Pruning heads", the verdict of
+    Voita et al.'s Table 3): the mean of the seeds' paired differences, the envelope of their paired 95%
+    intervals (lowest ``low`` to highest ``high``, so an interval wholly on one side of 0 means every seed's
+    is) and the spread of the seeds' differences (largest minus smallest: how much the seed decides)."""
+    if not per_seed:
+        raise ValueError("across_seeds needs the paired difference of at least one seed")
+    deltas = [s["delta"] for s in per_seed]
+    return {"n_seeds": len(deltas), "delta": sum(deltas) / len(deltas),
+            "low": min(s["low"] for s in per_seed), "high": max(s["high"] for s in per_seed),
+            "spread": max(deltas) - min(deltas)}
