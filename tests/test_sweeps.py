@@ -95,12 +95,14 @@ def test_settling_reports_drift_and_decision_overlap():
     assert sweeps.settling(moving, window=50)["overlap"] == 0.5
 
 
-def test_smallest_gap_compares_at_the_same_number_of_heads():
+def test_gaps_to_curve_compares_at_the_same_number_of_heads():
     curve = [(10, 20.0), (20, 28.0), (30, 30.0)]
     points = [(15, 25.0), (25, 29.5), (30, 30.0), (5, 0.0)]  # 30: the full model; 5: outside the range
-    assert sweeps.smallest_gap(points, curve) == pytest.approx(0.5)  # 25 - 24 = 1, 29.5 - 29 = 0.5
+    gaps = sweeps.gaps_to_curve(points, curve)
+    assert gaps == {15: pytest.approx(1.0), 25: pytest.approx(0.5)}  # 25 - 24 = 1, 29.5 - 29 = 0.5
+    assert min(gaps.values()) == pytest.approx(0.5)
     with pytest.raises(ValueError):
-        sweeps.smallest_gap([(40, 1.0)], curve)
+        sweeps.gaps_to_curve([(40, 1.0)], curve)
 
 
 def test_scratch_versus_pruned_pairs_each_seed_with_its_shapes_pruned_model():

@@ -143,15 +143,16 @@ def prunable_share(curve: Sequence[tuple[float, float]], full_bleu: float, n_tot
     return best
 
 
-def smallest_gap(points: Sequence[tuple[float, float]], curve: Sequence[tuple[float, float]]) -> float:
-    """The smallest ``BLEU(points) - BLEU(curve)`` at the same number of heads, over the ``(heads, BLEU)``
+def gaps_to_curve(points: Sequence[tuple[float, float]], curve: Sequence[tuple[float, float]]) -> dict:
+    """``BLEU(points) - BLEU(curve)`` at the same number of heads, ``{heads: gap}``, for the ``(heads, BLEU)``
     points that lie within the curve's range of heads (its upper end excluded: the full model, where both
-    agree): how much one way of choosing heads beats another everywhere they can be compared."""
+    agree), the curve interpolated linearly: how much one way of choosing heads beats another where they can
+    be compared (chapter "Pruning heads", selection without fine-tuning)."""
     xs = [n for n, _ in curve]
     inside = [(n, b) for n, b in points if min(xs) <= n < max(xs)]
     if not inside:
         raise ValueError("no point lies within the curve's range of heads")
-    return min(b - bleu_at(n, curve) for n, b in inside)
+    return {n: b - bleu_at(n, curve) for n, b in inside}
 
 
 def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstrap: int = 1000) -> list[dict]:

@@ -1041,8 +1041,11 @@ paper_by_share = [(1.0, 0.0)] + [
     for kept, b in zip(all_kinds.value["kept"], all_kinds.value["bleu_pruned"])
 ]
 book_total = sum(n_heads.values())
-cost_no_ft = {g["n_kept"]: full_mt["bleu_greedy"] - g["bleu_not_fine_tuned"]
-              for g in michel_mt["gate_masks_without_fine_tuning"] if g["recipe"] == ALL}
+no_ft_all = sorted(  # the all-kinds sweep's masks on the unchanged model
+    (g["n_kept"], g["bleu_not_fine_tuned"])
+    for g in michel_mt["gate_masks_without_fine_tuning"] if g["recipe"] == ALL
+)
+cost_no_ft = {n: full_mt["bleu_greedy"] - b for n, b in no_ft_all}
 all_at = {}
 for r in all_runs:
     share_kept = r["n_kept"] / book_total
@@ -1126,11 +1129,6 @@ fig, ax = plt.subplots(figsize=(6.4, 6.4), layout="constrained")
 gate_all = sorted(
     [(96, full_mt["bleu_greedy"])] + [(r["n_kept"], r["bleu_greedy"]) for r in all_runs]
 )
-no_ft_all = sorted(
-    (g["n_kept"], g["bleu_not_fine_tuned"])
-    for g in michel_mt["gate_masks_without_fine_tuning"]
-    if g["recipe"] == ALL
-)
 ax.plot(*zip(*gate_all), "D-", label="gates, fine-tuned")
 ax.plot(*zip(*no_ft_all), "s--", label="gate masks, no fine-tuning")
 for (name, rows), mk in zip(michel_all.items(), "o^v"):
@@ -1151,7 +1149,7 @@ plt.show()
 # %%
 def selection_gap(arm, points):  # gate masks minus Michel's arm, neither fine-tuned
     curve = [(r["n_kept"], r["bleu"]) for r in arms[arm]]  # interpolated between steps
-    return {n: round(b - sweeps.bleu_at(n, curve), 2) for n, b in points}
+    return {n: round(g, 2) for n, g in sweeps.gaps_to_curve(points, curve).items()}
 
 
 print("precomputed; no fine-tuning, gate masks minus Michel's masks at the gates' shapes:")
