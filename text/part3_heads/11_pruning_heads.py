@@ -972,19 +972,20 @@ print(f"share of each kind kept: book with {near['n_kept']} of {book_total} head
        for k in kinds})
 
 # %%
+layers_of_run = [sweeps.kept_per_layer(sweeps.kept_masks(r)) for r in all_runs]
 slopes = {}
 for k in ("dec_self", "dec_cross"):
-    r = min(all_runs, key=lambda r: abs(r["kept"][k] / n_heads[k] - 0.5))
-    per_layer = sweeps.kept_per_layer(sweeps.kept_masks(r))[k]
-    slopes[k] = (sweeps.layer_slope(per_layer), r["spec"]["lam"], per_layer)
+    i = min(range(len(all_runs)),
+            key=lambda i: abs(all_runs[i]["kept"][k] / n_heads[k] - 0.5))
+    per_layer, lam = layers_of_run[i][k], all_runs[i]["spec"]["lam"]
+    slopes[k] = (sweeps.layer_slope(per_layer), lam, per_layer)
     print(
-        f"{k}: heads kept per layer at lambda={r['spec']['lam']}: {per_layer}, slope "
+        f"{k}: heads kept per layer at lambda={lam}: {per_layer}, slope "
         f"{slopes[k][0]:+.2f}"
     )
 for k in ("dec_self", "dec_cross"):  # the slope at every lambda that prunes the kind
-    every = [(r["spec"]["lam"],
-              round(sweeps.layer_slope(sweeps.kept_per_layer(sweeps.kept_masks(r))[k]), 2))
-             for r in all_runs if r["kept"][k] < n_heads[k]]
+    every = [(r["spec"]["lam"], round(sweeps.layer_slope(per[k]), 2))
+             for r, per in zip(all_runs, layers_of_run) if r["kept"][k] < n_heads[k]]
     print(f"{k}: slope at each lambda that prunes it (lambda, slope):", every)
 pattern = papers.number("voita2019", "layer_pattern")
 order_off = sweeps.order_disagreements(order, kind_order.value)
@@ -1013,8 +1014,7 @@ lam_axis.set_xlabel("lambda (book)")
 axes[0].set(xlabel="share of all heads kept", ylabel="share of the kind's heads kept")
 axes[0].set_title("Which kind goes first (book: precomputed)")
 axes[0].legend(loc="upper left")
-for i, r in enumerate(all_runs):
-    per = sweeps.kept_per_layer(sweeps.kept_masks(r))
+for i, per in enumerate(layers_of_run):
     shade = dict(alpha=0.3 + 0.7 * i / max(1, len(all_runs) - 1))
     axes[1].plot(range(3), per["dec_self"], "s-", color="C1", **shade)
     axes[1].plot(range(3), per["dec_cross"], "D--", color="C2", **shade)
