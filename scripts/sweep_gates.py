@@ -222,9 +222,28 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     # each run records the threads it ran on (a file written before runs did records one for all of them)
     runs = [{**r, "threads": r.get("threads", previous["meta"]["threads"])} for r in previous.get("runs", [])]
     done = {(r["arm"], r["lam"], r["seed"]) for r in runs}
-    jobs = [job for i, seed in enumerate(seeds) for lam in lambdas
-            for job in [("scratch", lam, seed)] + ([("pruned", lam, None)] if i == 0 else [])]
+    arms = s.get("arms", ["scratch", "pruned"])  # "pruned" is one run per shape, with the first seed
+    jobs = [(arm, lam, None if arm == "pruned" else seed) for i, seed in enumerate(seeds) for lam in lambdas
+            for arm in arms if arm != "pruned" or i == 0]
     base = None
+
+    def converge(model, q: dict, masks, state_name: str, entry: dict) -> bool:
+        """Train ``model`` with :func:`tr.train_to_convergence` (settings ``q``, ``masks`` fixed) into
+        ``entry``; false when the time limit stopped it (its state is kept to continue)."""
+        state = state_dir / state_name / "state.pt"
+        state.parent.mkdir(parents=True, exist_ok=True)
+        tag = f"[{entry['arm']} {entry['lam']}, seed {entry['seed']}]"
+        res = tr.train_to_convergence(model, q, head_gates=masks, state_path=state, resume=True,
+                                      time_limit=None if time_limit is None else 60 * time_limit,
+                                      log=lambda line: print(f"{tag} {line}", flush=True))
+        if not res["finished"]:
+            return False
+        hist, stream = res["hist"], res["stream"]
+        entry.update(train_steps=hist["steps_done"], epochs=round(stream.epochs(hist["steps_done"]), 3),
+                     stopped=hist["stopped"], train_wall_seconds=round(res["extra"]["wall"], 1),
+                     averaged=res["averaged"], dev_bleu_averaged=res["avg_eval"]["dev_bleu"],
+                     dev_bleu_last=res["last_eval"]["dev_bleu"], evals=hist["evals"])
+        return True
 
     def write(complete: bool) -> None:
         _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": complete, "runs": runs,
@@ -240,27 +259,24 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
             q = {**p, "seed": seed}
             attnbook.seed_everything(seed)
             model = tr.model_from_preset(q).to(DEVICE)
-            state = state_dir / f"lam{lam}_seed{seed}" / "state.pt"
-            state.parent.mkdir(parents=True, exist_ok=True)
-            res = tr.train_to_convergence(model, q, head_gates=masks, state_path=state, resume=True,
-                                          time_limit=None if time_limit is None else 60 * time_limit,
-                                          log=lambda line: print(f"[{lam}, seed {seed}] {line}", flush=True))
-            if not res["finished"]:
-                print(f"time limit reached in {arm} lambda={lam} seed={seed}: rerun to continue", flush=True)
-                write(complete=False)
-                return
-            hist, stream = res["hist"], res["stream"]
-            entry.update(train_steps=hist["steps_done"], epochs=round(stream.epochs(hist["steps_done"]), 3),
-                         stopped=hist["stopped"], train_wall_seconds=round(res["extra"]["wall"], 1),
-                         averaged=res["averaged"], dev_bleu_averaged=res["avg_eval"]["dev_bleu"],
-                         dev_bleu_last=res["last_eval"]["dev_bleu"], evals=hist["evals"])
-        else:
+            finished = converge(model, q, masks, f"lam{lam}_seed{seed}", entry)
+        else:  # the pruned model, rebuilt with the gate recipe's settings
             if base is None:
                 base, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
             model, gates, _ = _train_gates(base, _gate_stream(base, gs), gs, _gate_spec(gs, lam))
             rebuilt = head_masks.binary(gates())
             entry["matches_sweep"] = all(bool(torch.equal(rebuilt[k], masks[k])) for k in masks)
             masks = rebuilt
+            finished = True
+            if arm == "pruned_trained":  # then trained on to convergence, the whole model, its mask fixed
+                model.requires_grad_(True)
+                q = {**p, **s["continue_training"], "seed": seed}
+                attnbook.seed_everything(seed)
+                finished = converge(model, q, masks, f"lam{lam}_pruned_trained_seed{seed}", entry)
+        if not finished:
+            print(f"time limit reached in {arm} lambda={lam} seed={seed}: rerun to continue", flush=True)
+            write(complete=False)
+            return
         entry.update(kept=head_masks.count_kept(masks), masks=_tolist(masks), **evaluate(model, masks),
                      seconds=round(time.time() - t0, 1))
         print(f"{arm} lambda={lam} seed={seed}: kept {entry['kept']}, greedy {entry['bleu_greedy']}, "

@@ -134,6 +134,25 @@ def test_scratch_versus_pruned_pairs_each_seed_with_its_shapes_pruned_model():
         sweeps.scratch_versus_pruned(record, refs[:2])
 
 
+def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana"]
+    worse = ["el dijo", "y fue la tarde"]
+    mask = {"enc_self": [[1.0, 0.0]]}
+    run = {"lam": 0.1, "kept": 1, "masks": mask}
+    record = {"n_eval": 2, "runs": [
+        {**run, "arm": "scratch", "seed": 0, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
+        {**run, "arm": "pruned", "seed": None, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
+    ]}
+    trained_on = {"n_eval": 2, "runs": [
+        {**run, "arm": "pruned_trained", "seed": 0, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs},
+    ]}
+    assert sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20)[0]["scratch"][0]["delta"] == 0
+    row, = sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20, pruned_arm=trained_on)
+    assert row["pruned_beam"] == 100.0 and row["scratch"][0]["delta"] < -50
+    with pytest.raises(ValueError, match="pruned arm was evaluated on 3"):
+        sweeps.scratch_versus_pruned(record, refs, pruned_arm={**trained_on, "n_eval": 3})
+
+
 def test_across_seeds_envelopes_the_seeds_intervals():
     seeds = [{"delta": 1.0, "low": 0.4, "high": 1.5}, {"delta": -0.5, "low": -1.2, "high": 0.1}]
     assert sweeps.across_seeds(seeds) == {"n_seeds": 2, "delta": 0.25, "low": -1.2, "high": 1.5, "spread": 1.5}

@@ -104,6 +104,28 @@ RECIPES: dict[str, dict[str, Any]] = {
             length_penalty=0.6,
         ),
     ),
+    "pruned_converged": dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        output="pruning/pruned_converged.json",
+        what="the pruned arm of scratch_converged trained on to convergence: each pruned model of "
+        "encoder_gates_converged (rebuilt with the sweep's settings, its binary mask) then trained, the whole "
+        "model with its mask fixed, with scratch_converged's recipe (the same loop, batches, dev evaluations, "
+        "early stopping and checkpoint averaging) except that the learning rate starts at the gate sweep's "
+        "fine-tuning rate with no warm-up (a continuation, not a restart) and decays on the same cosine; test "
+        "BLEU greedy and beam 4 with the beam hypotheses, to pair with scratch_converged's",
+        settings=dict(
+            preset="quick",
+            gate_recipe="encoder_gates_converged",
+            lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads, as scratch_converged
+            seeds=[0],  # the batch order of the converged model's training and of the gate sweep's seed
+            arms=["pruned_trained"],
+            continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
+            eval_split="test",
+            beam=4,
+            length_penalty=0.6,
+        ),
+    ),
     "michel_fine_tuned_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel_fine_tuned",

@@ -10,7 +10,7 @@ how many heads can go before BLEU drops.
 from __future__ import annotations
 
 import json
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import torch
@@ -155,17 +155,26 @@ def gaps_to_curve(points: Sequence[tuple[float, float]], curve: Sequence[tuple[f
     return {n: b - bleu_at(n, curve) for n, b in inside}
 
 
-def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstrap: int = 1000) -> list[dict]:
+def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstrap: int = 1000,
+                          pruned_arm: Optional[Mapping] = None) -> list[dict]:
     """The rows of chapter "Pruning heads"'s pruned-versus-scratch comparison (Voita et al. Table 3) from
     the result of recipe ``scratch_converged``: one row per pruned shape that has a pruned arm, with
     ``lam``, ``kept``, the pruned model's beam BLEU and, per seed trained from scratch, its beam BLEU and
     the paired bootstrap difference scratch minus pruned on the same ``references``
     (:func:`attnbook.tasks.translation.paired_bleu_difference`). The hypotheses must be the file's, for
-    the first ``record["n_eval"]`` references."""
+    the first ``record["n_eval"]`` references. With ``pruned_arm`` (the result of recipe
+    ``pruned_converged``), its pruned models trained on to convergence (arm ``"pruned_trained"``) take the
+    place of the record's pruned models."""
     refs = list(references)[: record["n_eval"]]
     if len(refs) != record["n_eval"]:
         raise ValueError(f"the record was evaluated on {record['n_eval']} references, got {len(refs)}")
-    pruned = {r["lam"]: r for r in record["runs"] if r["arm"] == "pruned"}
+    if pruned_arm is None:
+        pruned = {r["lam"]: r for r in record["runs"] if r["arm"] == "pruned"}
+    elif pruned_arm["n_eval"] != record["n_eval"]:
+        raise ValueError(f"the pruned arm was evaluated on {pruned_arm['n_eval']} references, "
+                         f"the record on {record['n_eval']}")
+    else:
+        pruned = {r["lam"]: r for r in pruned_arm["runs"] if r["arm"] == "pruned_trained"}
     rows = []
     for lam, p in sorted(pruned.items(), key=lambda kv: -kv[0]):
         seeds = []
