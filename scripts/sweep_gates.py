@@ -189,8 +189,11 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     """Voita et al.'s Table 3 on the encoder (chapter "Pruning heads"): every pruned shape of the gate recipe
     trained from scratch with the converged model's recipe (:func:`attnbook.tasks.translation.train_to_convergence`,
     the binary mask fixed throughout), seed by seed, and the pruned models rebuilt with the gate recipe's
-    settings (their masks checked against the shipped sweep). Resumable: finished runs stay in the file and
-    an unfinished training continues from its state file; ``time_limit`` (minutes) stops one cleanly."""
+    settings (their masks checked against the shipped sweep); a recipe's ``arms`` may instead name
+    ``"pruned_trained"``: the rebuilt pruned model trained on with ``continue_training``'s overrides
+    (recipe ``pruned_converged``). Resumable: finished runs stay in the file and an unfinished training
+    continues from its state file (a resumed pruned model is rebuilt first, then its state loaded);
+    ``time_limit`` (minutes) stops one cleanly."""
     rec = recipes.recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
