@@ -27,14 +27,16 @@ except ImportError:
 # * write the pruning objective $L = L_\text{xent} + \lambda L_C$ and see which normalisation the official code uses;
 # * attach gates to a real pretrained model, all-MiniLM-L6-v2, with a hook on its attention output projection
 #   (transformers 5.x has no `head_mask`), and prune its 72 heads with gates and with Michel et al.'s importance;
-# * compare the two methods on how far the pruned model's sentence embeddings move.
+# * compare the two methods on how far the pruned model's sentence embeddings move;
 # * prune the encoder heads of [chapter 10](10_translation_model_and_head_roles.ipynb)'s converged translation
 #   model with the official recipe, show that the gates have stopped moving and that which heads survive does
 #   not hinge on the book's shortcuts, and compare BLEU against heads kept with the paper's encoder-only result;
 # * gate all three kinds of attention at once and check the paper's order (encoder self-attention first,
 #   encoder-decoder attention last) and its per-layer pattern;
 # * run Michel et al.'s importance as their code does (absolute value per token, one ranking), measure how
-#   reliable the ranking is, and separate selecting heads from retraining them.
+#   reliable the ranking is, and separate selecting heads from retraining them;
+# * train the pruned shapes from scratch, and the pruned models on, both to convergence, and compare them with
+#   the seeds' noise in view (Voita et al.'s Table 3).
 
 # %% [markdown]
 # :::{note}
@@ -44,7 +46,8 @@ except ImportError:
 # listed with every result) and shipped; the chapter recomputes one point of each live and checks it against
 # the file. Comparing the pruned models with the same shapes trained from scratch needs one full training per
 # shape and seed (2 h 15 min to 2 h 30 min each on one thread, 75 minutes to 2 h 30 min on two, depending on the
-# machine): the grid of three shapes and two seeds is **precomputed** and shipped the same way (see the last section).
+# machine): the grid of three shapes and two seeds is **precomputed** and shipped the same way, and so are the pruned
+# models trained on to convergence, about an hour each on two threads (see the last section).
 # :::
 
 # %%
