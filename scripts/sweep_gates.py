@@ -191,7 +191,9 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     the binary mask fixed throughout), seed by seed, and the pruned models rebuilt with the gate recipe's
     settings (their masks checked against the shipped sweep); a recipe's ``arms`` may instead name
     ``"pruned_trained"``: the rebuilt pruned model trained on with ``continue_training``'s overrides
-    (recipe ``pruned_converged``). Resumable: finished runs stay in the file and an unfinished training
+    (recipe ``pruned_converged``), or ``"unpruned_trained"``: its control, the converged model with every head
+    kept, evaluated and then trained on the same way (recipe ``unpruned_converged``; one run per seed, no
+    lambda). Resumable: finished runs stay in the file and an unfinished training
     continues from its state file (a resumed pruned model is rebuilt first, then its state loaded);
     ``time_limit`` (minutes) stops one cleanly."""
     rec = recipes.recipe(name)
@@ -226,7 +228,8 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     runs = [{**r, "threads": r.get("threads", previous["meta"]["threads"])} for r in previous.get("runs", [])]
     done = {(r["arm"], r["lam"], r["seed"]) for r in runs}
     arms = s.get("arms", ["scratch", "pruned"])  # "pruned" is one run per shape, with the first seed
-    jobs = [(arm, lam, None if arm == "pruned" else seed) for i, seed in enumerate(seeds) for lam in lambdas
+    jobs = [(arm, lam, None if arm == "pruned" else seed) for i, seed in enumerate(seeds)
+            for lam in ([None] if arms == ["unpruned_trained"] else lambdas)
             for arm in arms if arm != "pruned" or i == 0]
     base = None
 
@@ -256,14 +259,23 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         if (arm, lam, seed) in done:
             continue
         t0 = time.time()
-        masks = sweep_masks(lam)
         entry = {"arm": arm, "lam": lam, "seed": seed, "threads": torch.get_num_threads()}
-        if arm == "scratch":
+        if arm == "unpruned_trained":  # the control: the converged model itself, every head kept
+            model, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
+            masks = {k: torch.ones_like(v) for k, v in sweeps.kept_masks(sweep["runs"][0]).items()}
+            entry["before"] = evaluate(model, masks)
+            model.requires_grad_(True)
+            q = {**p, **s["continue_training"], "seed": seed}
+            attnbook.seed_everything(seed)
+            finished = converge(model, q, masks, f"unpruned_trained_seed{seed}", entry)
+        elif arm == "scratch":
+            masks = sweep_masks(lam)
             q = {**p, "seed": seed}
             attnbook.seed_everything(seed)
             model = tr.model_from_preset(q).to(DEVICE)
             finished = converge(model, q, masks, f"lam{lam}_seed{seed}", entry)
         else:  # the pruned model, rebuilt with the gate recipe's settings
+            masks = sweep_masks(lam)
             if base is None:
                 base, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
             model, gates, _ = _train_gates(base, _gate_stream(base, gs), gs, _gate_spec(gs, lam))

@@ -126,6 +126,27 @@ RECIPES: dict[str, dict[str, Any]] = {
             length_penalty=0.6,
         ),
     ),
+    "unpruned_converged": dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        output="pruning/unpruned_converged.json",
+        what="the control of pruned_converged: the converged model itself, every head kept, trained on exactly "
+        "as pruned_converged trains the pruned models (the same loop, batches, learning rate from the gate "
+        "sweep's fine-tuning rate with no warm-up, dev evaluations, early stopping and checkpoint averaging), "
+        "to tell what training on gains from more training alone from what it gains by adapting to a mask; "
+        "test BLEU greedy and beam 4 with the beam hypotheses before and after",
+        settings=dict(
+            preset="quick",
+            gate_recipe="encoder_gates_converged",  # the checkpoint and the mask layout
+            lambdas=[],
+            seeds=[0],  # the batch order of pruned_converged's trainings
+            arms=["unpruned_trained"],
+            continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
+            eval_split="test",
+            beam=4,
+            length_penalty=0.6,
+        ),
+    ),
     "michel_fine_tuned_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel_fine_tuned",
