@@ -185,3 +185,27 @@ def test_paired_bleu_difference_is_the_corpus_difference_with_a_paired_interval(
     assert flipped["delta"] == pytest.approx(-d["delta"]) and flipped["p_not_better"] > 0.95
     with pytest.raises(ValueError, match="equally many"):
         tr.paired_bleu_difference(worse, better[:-1], refs)
+
+
+def test_paired_bleu_contrast_is_a_difference_of_gains_with_its_own_interval():
+    refs = ["y dijo Dios sea la luz", "y fue la luz", "y vió Dios que la luz era buena",
+            "en el principio crió Dios los cielos"] * 8
+    worse = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena", "en principio Dios cielos"] * 8
+    better = ["y dijo Dios sea luz", "y fue la luz", "y vió Dios que la luz era", "en el principio Dios"] * 8
+    small = worse[:16] + better[16:]  # a gain on half the sentences only
+    gain_a = tr.paired_bleu_difference(worse, better, refs, n_bootstrap=300)
+    gain_b = tr.paired_bleu_difference(worse, small, refs, n_bootstrap=300)
+    c = tr.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, -1], refs, n_bootstrap=300)
+    assert c["delta"] == pytest.approx(gain_a["delta"] - gain_b["delta"], abs=1e-9) and c["delta"] > 0
+    assert c["low"] <= c["delta"] <= c["high"] and c["high"] - c["low"] > 0
+    # each weight counts: dropping the second baseline's term gives the first gain plus the second system
+    assert tr.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, 0], refs)["delta"] == pytest.approx(
+        gain_a["delta"] + tr.bleu(worse, refs), abs=1e-9)
+    # the pair form is the contrast (-1, +1), resample for resample
+    assert tr.paired_bleu_contrast([worse, better], [-1, 1], refs, n_bootstrap=300) == gain_a
+    null = tr.paired_bleu_contrast([worse, better, worse, better], [-1, 1, 1, -1], refs, n_bootstrap=50)
+    assert null["low"] == pytest.approx(0.0, abs=1e-9) and null["high"] == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="one weight per system"):
+        tr.paired_bleu_contrast([worse, better], [1], refs)
+    with pytest.raises(ValueError, match="equally many"):
+        tr.paired_bleu_contrast([worse, better[:-1]], [-1, 1], refs)

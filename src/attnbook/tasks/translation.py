@@ -234,19 +234,37 @@ def paired_bleu_difference(baseline: Sequence[str], system: Sequence[str], refer
     ``system`` is not better). Uses sacreBLEU's per-sentence n-gram statistics, as its own bootstrap does."""
     if not (len(baseline) == len(system) == len(references)) or not references:
         raise ValueError(f"need equally many sentences, got {len(baseline)}, {len(system)}, {len(references)}")
+    return paired_bleu_contrast([baseline, system], [-1.0, 1.0], references, n_bootstrap, seed)
+
+
+def paired_bleu_contrast(systems: Sequence[Sequence[str]], weights: Sequence[float], references: Sequence[str],
+                         n_bootstrap: int = 1000, seed: int = 12345) -> dict:
+    """The weighted sum of corpus BLEUs, sum_i weights[i] * BLEU(systems[i]), with the paired bootstrap of
+    :func:`paired_bleu_difference`: all systems resampled on the same sentences. With weights (-1, +1, +1, -1)
+    on (before A, after A, before B, after B) it is how much more A gained than B, with the interval of that
+    difference of gains (chapter "Pruning heads": what training on gains a pruned model beyond what it gains
+    the unpruned one). Returns ``{"delta", "low", "high", "p_not_better"}`` (``p_not_better``: the share of
+    resamples where the sum is at most 0)."""
+    if len(systems) != len(weights) or not systems:
+        raise ValueError(f"need one weight per system, got {len(weights)} weights for {len(systems)} systems")
+    if not references or any(len(h) != len(references) for h in systems):
+        raise ValueError(f"need equally many sentences, got {[len(h) for h in systems]} hypotheses for "
+                         f"{len(references)} references")
     metric = BLEU()
     stats = [np.array(metric._extract_corpus_statistics(list(h), [list(references)]), dtype=np.int64)
-             for h in (baseline, system)]
+             for h in systems]
 
-    def score(s):
-        return metric._compute_score_from_stats(list(s.sum(0))).score
+    def contrast(idx=slice(None)) -> float:
+        total = 0.0
+        for w, st in zip(weights, stats):
+            total += w * metric._compute_score_from_stats(list(st[idx].sum(0))).score
+        return total
 
-    delta = score(stats[1]) - score(stats[0])
+    delta = contrast()
     rng = np.random.default_rng(seed)
     samples = np.empty(n_bootstrap)
     for i in range(n_bootstrap):
-        idx = rng.integers(0, len(references), len(references))
-        samples[i] = score(stats[1][idx]) - score(stats[0][idx])
+        samples[i] = contrast(rng.integers(0, len(references), len(references)))
     low, high = np.percentile(samples, [2.5, 97.5])
     return {"delta": float(delta), "low": float(low), "high": float(high),
             "p_not_better": float((samples <= 0).mean())}
