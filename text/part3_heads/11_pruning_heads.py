@@ -1426,8 +1426,9 @@ paper_gap = all_kinds.value["bleu_scratch"][-1] - all_kinds.value["bleu_pruned"]
 
 
 def scratch_claims(rows, arm, n_done, cmd):
-    """One comparison per shape (Voita et al. Table 3): from scratch minus the pruned ``arm``, the mean
-    over seeds, verdict by the envelope of the seeds' paired 95% intervals (the rule above)."""
+    """One comparison per shape (Voita et al. Table 3): from scratch minus the pruned ``arm``,
+    the mean over seeds, verdict by the envelope of the seeds' paired 95% intervals (the rule
+    above)."""
     return [attnbook.compare(
         f"scratch minus {arm}, {row['kept']} encoder heads, mean over seeds "
         f"{[s['seed'] for s in row['scratch']]} (BLEU, beam 4)",
@@ -1503,29 +1504,33 @@ def scratch_claims(rows, arm, n_done, cmd):
 # %%
 CONVERGED, CONTROL = "pruned_converged", "unpruned_converged"
 trained_on = sweeps.load(CONVERGED)  # precomputed, shape by shape
-control = sweeps.load(CONTROL)["runs"][0]  # precomputed: the unpruned model trained on the same way
+control = sweeps.load(CONTROL)["runs"][0]  # precomputed: unpruned, trained on alike
 CONVERGED_CMD, CONTROL_CMD = recipes.command(CONVERGED), recipes.command(CONTROL)
 on_rows = sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=trained_on)
 refs_used = test_ref[: trained_on["n_eval"]]
 short_tuned = {r["lam"]: r for r in scratch["runs"] if r["arm"] == "pruned"}  # 300 steps
-arms_on = [(str(r["kept"]), short_tuned[r["lam"]], r) for r in sorted(trained_on["runs"], key=lambda r: -r["lam"])]
+arms_on = [(str(r["kept"]), short_tuned[r["lam"]], r)
+           for r in sorted(trained_on["runs"], key=lambda r: -r["lam"])]
 arms_on.append(("48 (unpruned control)", control["before"], control))
 control_hyps = [control["before"]["hypotheses_beam"], control["hypotheses_beam"]]
-lines = ["| encoder heads | before | trained on | gain [95% interval] | gain beyond the control's [95%] "
-         "| steps (epochs) | ended by | minutes (threads) |", "|---|---|---|---|---|---|---|---|"]
+lines = ["| encoder heads | before | trained on | gain [95% interval] "
+         "| gain beyond the control's [95%] | steps (epochs) | ended by | minutes (threads) |",
+         "|---|---|---|---|---|---|---|---|"]
 for label, before, r in arms_on:
     hyps = [before["hypotheses_beam"], r["hypotheses_beam"]]
     g = tr.paired_bleu_difference(*hyps, refs_used)
     b = tr.paired_bleu_contrast(hyps + control_hyps, [-1, 1, 1, -1], refs_used)
     beyond = "–" if r is control else f"{b['delta']:+.2f} [{b['low']:+.2f}, {b['high']:+.2f}]"
     lines.append(
-        f"| {label} | {before['bleu_beam']['bleu']:.2f} | {r['bleu_beam']['bleu']:.2f} | {g['delta']:+.2f} "
-        f"[{g['low']:+.2f}, {g['high']:+.2f}] | {beyond} | {r['train_steps']} ({r['epochs']:.1f}) "
-        f"| {r['stopped']} | {r['train_wall_seconds'] / 60:.0f} ({r['threads']}) |")
+        f"| {label} | {before['bleu_beam']['bleu']:.2f} | {r['bleu_beam']['bleu']:.2f} "
+        f"| {g['delta']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}] | {beyond} "
+        f"| {r['train_steps']} ({r['epochs']:.1f}) | {r['stopped']} "
+        f"| {r['train_wall_seconds'] / 60:.0f} ({r['threads']}) |")
 display(Markdown("\n".join(lines)))
+n_avg = sum(r["averaged"] for *_, r in arms_on)
 print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, complete: "
-      f"{trained_on['complete']}) and {CONTROL_CMD}; before: the pruned models after the gates' 300 steps, "
-      f"the unpruned model as it converged; kept averaged weights: {sum(r['averaged'] for *_, r in arms_on)} "
+      f"{trained_on['complete']}) and {CONTROL_CMD}; before: the pruned models after the "
+      f"gates' 300 steps, the unpruned model as it converged; kept averaged weights: {n_avg} "
       f"of {len(arms_on)}")
 
 # %%
@@ -1543,13 +1548,16 @@ on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
     abs(tr.bleu(r["hypotheses_beam"], refs_used) - r["bleu_beam"]["bleu"])
     for r in trained_on["runs"] + [control, control["before"]])
 [
-    attnbook.check("share of rebuilt pruned models (trained on) with the shipped sweep's masks",
+    attnbook.check("share of rebuilt pruned models (trained on) with the shipped "
+        "sweep's masks",
         float(np.mean([r["matches_sweep"] for r in on_rows])), at_least=1.0,
         digits=2, precomputed=CONVERGED_CMD),
-    attnbook.check("beam BLEU of the trained-on models recomputed from the shipped hypotheses: "
+    attnbook.check("beam BLEU of the trained-on models recomputed from the shipped "
+        "hypotheses: "
         "largest gap", on_rescored, at_most=0.01, digits=3, precomputed=CONVERGED_CMD),
-    attnbook.check("the control starts from the converged model: its beam BLEU before training on minus "
-        "the gate sweep's unpruned value", abs(control["before"]["bleu_beam"]["bleu"] - full_mt["bleu_beam"]),
+    attnbook.check("the control starts from the converged model: its beam BLEU before "
+        "training on minus the gate sweep's unpruned value",
+        abs(control["before"]["bleu_beam"]["bleu"] - full_mt["bleu_beam"]),
         at_most=0.01, digits=3, precomputed=CONTROL_CMD),
     *scratch_claims(on_rows, "trained-on pruned",
                     f"{len(on_rows)} of 3 shapes trained on", CONVERGED_CMD),
