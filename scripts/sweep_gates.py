@@ -233,6 +233,10 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
             for arm in arms if arm != "pruned" or i == 0]
     base = None
 
+    def converged_model():
+        """The converged model of the gate recipe, as shipped (a fresh copy on every call)."""
+        return tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)[0]
+
     def converge(model, q: dict, masks, state_name: str, entry: dict) -> bool:
         """Train ``model`` with :func:`tr.train_to_convergence` (settings ``q``, ``masks`` fixed) into
         ``entry``; false when the time limit stopped it (its state is kept to continue)."""
@@ -251,6 +255,13 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
                      dev_bleu_last=res["last_eval"]["dev_bleu"], evals=hist["evals"])
         return True
 
+    def train_on(model, masks, state_name: str, entry: dict) -> bool:
+        """Train a converged (or pruned converged) ``model`` on with ``continue_training``'s overrides."""
+        model.requires_grad_(True)
+        q = {**p, **s["continue_training"], "seed": entry["seed"]}
+        attnbook.seed_everything(entry["seed"])
+        return converge(model, q, masks, state_name, entry)
+
     def write(complete: bool) -> None:
         _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": complete, "runs": runs,
                                        "unpruned": sweep["unpruned"]})
@@ -261,13 +272,10 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         t0 = time.time()
         entry = {"arm": arm, "lam": lam, "seed": seed, "threads": torch.get_num_threads()}
         if arm == "unpruned_trained":  # the control: the converged model itself, every head kept
-            model, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
+            model = converged_model()
             masks = {k: torch.ones_like(v) for k, v in sweeps.kept_masks(sweep["runs"][0]).items()}
             entry["before"] = evaluate(model, masks)
-            model.requires_grad_(True)
-            q = {**p, **s["continue_training"], "seed": seed}
-            attnbook.seed_everything(seed)
-            finished = converge(model, q, masks, f"unpruned_trained_seed{seed}", entry)
+            finished = train_on(model, masks, f"unpruned_trained_seed{seed}", entry)
         elif arm == "scratch":
             masks = sweep_masks(lam)
             q = {**p, "seed": seed}
@@ -277,17 +285,14 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         else:  # the pruned model, rebuilt with the gate recipe's settings
             masks = sweep_masks(lam)
             if base is None:
-                base, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
+                base = converged_model()
             model, gates, _ = _train_gates(base, _gate_stream(base, gs), gs, _gate_spec(gs, lam))
             rebuilt = head_masks.binary(gates())
             entry["matches_sweep"] = all(bool(torch.equal(rebuilt[k], masks[k])) for k in masks)
             masks = rebuilt
             finished = True
             if arm == "pruned_trained":  # then trained on to convergence, the whole model, its mask fixed
-                model.requires_grad_(True)
-                q = {**p, **s["continue_training"], "seed": seed}
-                attnbook.seed_everything(seed)
-                finished = converge(model, q, masks, f"lam{lam}_pruned_trained_seed{seed}", entry)
+                finished = train_on(model, masks, f"lam{lam}_pruned_trained_seed{seed}", entry)
         if not finished:
             print(f"time limit reached in {arm} lambda={lam} seed={seed}: rerun to continue", flush=True)
             write(complete=False)

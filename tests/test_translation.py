@@ -198,7 +198,7 @@ def test_paired_bleu_contrast_is_a_difference_of_gains_with_its_own_interval():
     c = tr.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, -1], refs, n_bootstrap=300)
     assert c["delta"] == pytest.approx(gain_a["delta"] - gain_b["delta"], abs=1e-9) and c["delta"] > 0
     assert c["low"] <= c["delta"] <= c["high"] and c["high"] - c["low"] > 0
-    # each weight counts: dropping the second baseline's term gives the first gain plus the second system
+    # each weight counts: a zero weight on the fourth system leaves the first gain plus the third's BLEU
     assert tr.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, 0], refs)["delta"] == pytest.approx(
         gain_a["delta"] + tr.bleu(worse, refs), abs=1e-9)
     # the pair form is the contrast (-1, +1), resample for resample

@@ -232,8 +232,6 @@ def paired_bleu_difference(baseline: Sequence[str], system: Sequence[str], refer
     difference (chapter "Pruning heads" compares pruned and from-scratch models with it). Returns
     ``{"delta", "low", "high", "p_not_better"}`` (95% percentile interval; the share of resamples in which
     ``system`` is not better). Uses sacreBLEU's per-sentence n-gram statistics, as its own bootstrap does."""
-    if not (len(baseline) == len(system) == len(references)) or not references:
-        raise ValueError(f"need equally many sentences, got {len(baseline)}, {len(system)}, {len(references)}")
     return paired_bleu_contrast([baseline, system], [-1.0, 1.0], references, n_bootstrap, seed)
 
 
