@@ -17,7 +17,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from attnbook.attention import MultiHeadSelfAttention
+from attnbook.core.attention import MultiHeadSelfAttention
 
 SHAPES = [  # (batch, tokens, d_model, heads)
     (32, 128, 384, 12),

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from attnbook.paths import path_decomposition
+from attnbook.rank.paths import path_decomposition
 
 
 def naive(attn, values, X):

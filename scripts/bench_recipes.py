@@ -32,8 +32,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from attnbook import papers, presets, tasks  # noqa: E402
-from attnbook.train import train  # noqa: E402
+from attnbook.claims import papers
+from attnbook.core import presets
+from attnbook.rank import tasks  # noqa: E402
+from attnbook.core.train import train  # noqa: E402
 
 #: the full model's accuracy in the paper (the level a recipe must reach), and the paper's recipe
 TARGETS = papers.number("dong2021", "path_effectiveness_full_model_accuracy").value

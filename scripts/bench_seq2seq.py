@@ -26,8 +26,8 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 import attnbook  # noqa: E402
-from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, causal_mask, sinusoidal_positions  # noqa: E402
-from attnbook.tasks import translation as tr  # noqa: E402
+from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, causal_mask, sinusoidal_positions  # noqa: E402
+from attnbook.heads import translation as tr  # noqa: E402
 
 
 class TorchTransformer(nn.Module):

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import torch  # noqa: E402
 
 import attnbook  # noqa: E402
-from attnbook.tasks import circle  # noqa: E402
+from attnbook.rank.tasks import circle  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
 
 #: run name -> (variants by name, number of seeds (None: the preset's), what it is)
@@ -46,7 +46,7 @@ RUNS = {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", choices=sorted(RUNS))
-    ap.add_argument("--preset", choices=attnbook.presets.PRESET_NAMES, default="quick")
+    ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(1)  # as the chapter: small models, one thread

@@ -27,13 +27,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import torch  # noqa: E402
 
 import attnbook  # noqa: E402
-from attnbook.tasks import translation as tr  # noqa: E402
+from attnbook.heads import translation as tr  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=attnbook.presets.PRESET_NAMES, default="quick")
+    ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--checkpoint", type=Path, default=None)
     args = ap.parse_args()

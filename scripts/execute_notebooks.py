@@ -20,8 +20,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from attnbook.presets import active_preset
-from attnbook.reproduction import toc_entries
+from attnbook.core.presets import active_preset
+from attnbook.booktools.reproduction import toc_entries
 
 ROOT = Path(__file__).resolve().parents[1]
 KEEP_CELL_METADATA = ("tags", "mystnb")  # mystnb: figure captions and names

@@ -5,7 +5,7 @@
     .venv/bin/python scripts/head_relevance.py --model minilm   # all-MiniLM-L6-v2, about 23 min (1 thread)
 
 Translation model: for every dev verse and every target token (teacher forcing), the relevance of the
-top-1 logit is propagated back to every head with the official rule of Voita et al. (``attnbook.lrp``),
+top-1 logit is propagated back to every head with the official rule of Voita et al. (``attnbook.heads.lrp``),
 each head's relevance taken as a share of its layer, and averaged over all target tokens; also the share
 of each top-1 logit's relevance that reaches the source tokens (rather than the target prefix).
 MiniLM: the same rule from the sentence embedding (``attnbook.hf.relevance``) on the English side of the
@@ -34,9 +34,10 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import torch  # noqa: E402
 
 import attnbook  # noqa: E402
-from attnbook import hf, lrp  # noqa: E402
+from attnbook import hf
+from attnbook.heads import lrp  # noqa: E402
 from attnbook.hf import relevance  # noqa: E402
-from attnbook.tasks import translation as tr  # noqa: E402
+from attnbook.heads import translation as tr  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
 
 
@@ -68,7 +69,7 @@ def minilm_relevance(p: dict, verses: int | None):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", choices=("translation", "minilm"), default="translation")
-    ap.add_argument("--preset", choices=attnbook.presets.PRESET_NAMES, default="quick")
+    ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--verses", type=int, default=None,
                     help="the first N dev verses (default: all; MiniLM: the preset's n_minilm)")

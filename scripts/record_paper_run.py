@@ -35,7 +35,7 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 from attnbook.claims import MIMETYPE  # noqa: E402
-from attnbook.reproduction import PAPER_RESULTS, chapter_notebooks, claims_in_notebook  # noqa: E402
+from attnbook.booktools.reproduction import PAPER_RESULTS, chapter_notebooks, claims_in_notebook  # noqa: E402
 
 #: what attnbook.claims.Claim.line() prints for a failing check (inside the ClaimFailed message)
 _FAILED = re.compile(r"check fails: (?P<name>.+?): book (?P<value>\S+) \[(?P<condition>.*?)\]")

@@ -1,4 +1,4 @@
-"""Run a named pruning recipe of chapter "Pruning heads" (:mod:`attnbook.recipes`) and write its result.
+"""Run a named pruning recipe of chapter "Pruning heads" (:mod:`attnbook.core.runs`) and write its result.
 
     python scripts/sweep_gates.py minilm_gates               # gates on all-MiniLM-L6-v2, a sweep of lambda
     python scripts/sweep_gates.py encoder_gates_converged    # converged translation model: encoder heads
@@ -28,12 +28,16 @@ import torch
 from scipy.stats import spearmanr
 
 import attnbook
-from attnbook import gate_training as GT
-from attnbook import gates as G
-from attnbook import head_masks, hf, recipes, sweeps, text
-from attnbook import pruning as P
-from attnbook.head_masks import ATTENTION_KINDS
-from attnbook.tasks import translation as tr
+from attnbook.heads import gate_training as GT
+from attnbook.heads import gates as G
+from attnbook.heads import masks as head_masks
+from attnbook.heads import sweeps
+from attnbook import hf
+from attnbook.core import runs as run_table
+from attnbook.core import text
+from attnbook.heads import importance as P
+from attnbook.heads.masks import ATTENTION_KINDS
+from attnbook.heads import translation as tr
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,7 +46,7 @@ DEVICE = torch.device("cpu")
 
 
 def _output(name: str, out_dir: Optional[Path]) -> Path:
-    return recipes.output_path(name) if out_dir is None else Path(out_dir) / Path(recipes.recipe(name)["output"]).name
+    return run_table.output_path(name) if out_dir is None else Path(out_dir) / Path(run_table.recipe(name)["output"]).name
 
 
 def _tolist(d: dict) -> dict:
@@ -52,7 +56,7 @@ def _tolist(d: dict) -> dict:
 def run_minilm_gates(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Hard-concrete gates on all-MiniLM-L6-v2 (model frozen, only the 72 gates trained to keep the
     mean-pooled sentence embeddings close to the unpruned model's), one run per lambda."""
-    rec = recipes.recipe(name)
+    rec = run_table.recipe(name)
     s = rec["settings"]
     if smoke:
         s = {**s, "lambdas": s["lambdas"][-1:], "steps": 3, "record_every": 2, "n_eval": 4, "batch": 4}
@@ -126,7 +130,7 @@ def _train_gates(base, stream, s: dict, spec: dict):
 def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Voita et al.'s gate fine-tuning of the converged translation model for every lambda of recipe
     ``name`` (and its variants), resumable: runs already in the output file are kept (chapter 11)."""
-    rec = recipes.recipe(name)
+    rec = run_table.recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     attnbook.seed_everything(s["seed"])
@@ -187,7 +191,7 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
 def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
                 time_limit: Optional[float] = None) -> None:
     """Voita et al.'s Table 3 on the encoder (chapter "Pruning heads"): every pruned shape of the gate recipe
-    trained from scratch with the converged model's recipe (:func:`attnbook.tasks.translation.train_to_convergence`,
+    trained from scratch with the converged model's recipe (:func:`attnbook.heads.translation.train_to_convergence`,
     the binary mask fixed throughout), seed by seed, and the pruned models rebuilt with the gate recipe's
     settings (their masks checked against the shipped sweep); a recipe's ``arms`` may instead name
     ``"pruned_trained"``: the rebuilt pruned model trained on with ``continue_training``'s overrides
@@ -196,11 +200,11 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     lambda). Resumable: finished runs stay in the file and an unfinished training
     continues from its state file (a resumed pruned model is rebuilt first, then its state loaded);
     ``time_limit`` (minutes) stops one cleanly."""
-    rec = recipes.recipe(name)
+    rec = run_table.recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     sweep = sweeps.load(s["gate_recipe"])
-    gate_settings = recipes.recipe(s["gate_recipe"])["settings"]  # the sweep's, to look its runs up
+    gate_settings = run_table.recipe(s["gate_recipe"])["settings"]  # the sweep's, to look its runs up
     gs = gate_settings  # the settings the pruned models are rebuilt with (shortened by --smoke)
     p = dict(attnbook.preset("translation", s["preset"]))
     pairs = tr.load_pairs(s["eval_split"])
@@ -313,7 +317,7 @@ def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
 def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Michel et al.'s importance pruning of the converged model, without fine-tuning, with the authors'
     estimator and the variants of recipe ``name`` (chapter 11, "Importance pruning")."""
-    rec = recipes.recipe(name)
+    rec = run_table.recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     attnbook.seed_everything(s["seed"])
@@ -409,7 +413,7 @@ def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -
 
     gate_masks = []
     for gname in s["gate_recipes"]:
-        path = out.parent / Path(recipes.recipe(gname)["output"]).name
+        path = out.parent / Path(run_table.recipe(gname)["output"]).name
         if not path.exists():
             continue
         sweep = json.loads(path.read_text())
@@ -430,13 +434,13 @@ def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -
 
 def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Michel et al.'s importance masks at the gates' numbers of encoder heads, fine-tuned as the gates were
-    (:func:`attnbook.gate_training.fine_tune_with_masks`, the gate recipe's settings), so that the
+    (:func:`attnbook.heads.gate_training.fine_tune_with_masks`, the gate recipe's settings), so that the
     selection of heads is compared with the gates' at the same fine-tuning (chapter "Pruning heads")."""
-    rec = recipes.recipe(name)
+    rec = run_table.recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     michel, sweep = sweeps.load(s["michel_recipe"]), sweeps.load(s["gate_recipe"])
-    gs = recipes.recipe(s["gate_recipe"])["settings"]
+    gs = run_table.recipe(s["gate_recipe"])["settings"]
     base, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
     pairs, lambdas, steps = tr.load_pairs(gs["eval_split"]), s["lambdas"], gs["steps"]
     if smoke:
@@ -482,7 +486,7 @@ def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload["meta"] = {
         "recipe": name, "settings": rec["settings"], "what": rec["what"],
-        "command": recipes.command(name),
+        "command": run_table.command(name),
         "ran_as": "python scripts/sweep_gates.py " + shlex.join(sys.argv[1:]),
         "torch": torch.__version__, "machine": platform.machine(), "processor": platform.processor(),
         "threads": torch.get_num_threads(),
@@ -498,7 +502,7 @@ PARTS = {"minilm_gates": run_minilm_gates, "gate_sweep": run_gate_sweep, "michel
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("recipe", choices=sorted(n for n, r in recipes.RECIPES.items() if r["script"] == "scripts/sweep_gates.py"))
+    parser.add_argument("recipe", choices=sorted(n for n, r in run_table.RECIPES.items() if r["script"] == "scripts/sweep_gates.py"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="device of the translation recipes (cpu or cuda)")
     parser.add_argument("--out", default=None, help="output folder (default: where the recipe's file is shipped)")
@@ -511,7 +515,7 @@ def main() -> None:
     global DEVICE
     DEVICE = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    part = recipes.recipe(args.recipe)["part"]
+    part = run_table.recipe(args.recipe)["part"]
     extra = {"time_limit": args.time_limit} if part == "scratch" else {}
     if args.time_limit is not None and not extra:
         parser.error("--time-limit applies to the from-scratch recipes only")

@@ -3,7 +3,7 @@
 
     .venv/bin/python scripts/sweep_optimisers.py            # about 5 minutes on one CPU thread at quick
 
-Trains the reversal task's deep post-LN model (``attnbook.tasks.reverser``) for every arm (SGD or Adam;
+Trains the reversal task's deep post-LN model (``attnbook.signal.reverser``) for every arm (SGD or Adam;
 residual scaling alpha = 1 or 1/sqrt(L); temperature 1 or the one that balances the query and value
 gradients of that very model at initialisation), five learning rates per optimiser and three seeds, and
 writes the final accuracy and loss of every run and the training log (loss, query/key and value gradient
@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import torch  # noqa: E402
 
 import attnbook  # noqa: E402
-from attnbook.tasks import reverser as rv  # noqa: E402
+from attnbook.signal import reverser as rv  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
 
 LEARNING_RATES = {"sgd": (0.01, 0.03, 0.1, 0.3, 1.0), "adam": (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)}
@@ -51,7 +51,7 @@ def arm_name(arm: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=attnbook.presets.PRESET_NAMES, default="quick")
+    ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()

@@ -6,7 +6,7 @@ One command, one CPU thread, resumable (about two hours on the project's 2-core 
     .venv/bin/python scripts/train_translation.py --resume
 
 It trains :class:`attnbook.seq2seq.Seq2SeqTransformer` at the sizes of ``attnbook.preset("translation")``
-with the recipe of :func:`attnbook.tasks.translation.train_model` (AdamW, linear warm-up then cosine decay,
+with the recipe of :func:`attnbook.heads.translation.train_model` (AdamW, linear warm-up then cosine decay,
 gradient clipping 1.0, label-smoothed cross-entropy) on token-based batches, with dropout and attention
 dropout. Every ``eval_every`` steps it measures dev cross-entropy and greedy dev BLEU and keeps the
 weights; training stops early when dev BLEU has not improved for ``patience`` evaluations. The shipped
@@ -14,7 +14,7 @@ model is the average of the last ``average_last`` evaluated checkpoints (checkpo
 fairseq's IWSLT recipe), kept when it is at least as good on dev as the last one.
 
 At log-spaced steps it records every head's role statistics on fixed dev verses
-(:func:`attnbook.heads.role_statistics`: confidence, attention-sink share, previous/next-token share), for
+(:func:`attnbook.heads.roles.role_statistics`: confidence, attention-sink share, previous/next-token share), for
 chapter 10's role-emergence figure. The full training state is saved every ``eval_every`` steps to
 ``--state`` (default ``runs/translation_<preset>/state.pt``); ``--resume`` continues from it exactly.
 
@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "src"))
 import torch  # noqa: E402
 
 import attnbook  # noqa: E402
-from attnbook.heads import role_statistics  # noqa: E402
-from attnbook.seq2seq import save_model  # noqa: E402
-from attnbook.tasks import translation as tr  # noqa: E402
+from attnbook.heads.roles import role_statistics  # noqa: E402
+from attnbook.heads.seq2seq import save_model  # noqa: E402
+from attnbook.heads import translation as tr  # noqa: E402
 
 
 def cpu_name() -> str:
@@ -76,7 +76,7 @@ def parse_overrides(items: list[str], preset: dict) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--preset", choices=attnbook.presets.PRESET_NAMES, default="quick")
+    ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--steps", type=int, default=None, help="override the preset's maximum training steps")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--resume", action="store_true", help="continue from --state when it exists")

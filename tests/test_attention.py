@@ -1,4 +1,4 @@
-"""Unit tests of attnbook.attention (chapter 1, "Pure attention loses rank", eq. 1 and the block switches).
+"""Unit tests of attnbook.core.attention (chapter 1, "Pure attention loses rank", eq. 1 and the block switches).
 
 Tolerances: float64 throughout where a formula is checked, so 1e-12 is many orders above rounding (~1e-15)
 and many below any real error (a missing factor changes values by O(1)); float32 checks use 1e-5."""
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook.attention import (
+from attnbook.core.attention import (
     Block,
     MultiHeadSelfAttention,
     SelfAttentionNetwork,
@@ -184,7 +184,7 @@ def test_attention_dropout_acts_only_while_training():
     returned matrix is the one before dropout, on both code paths (fused kernel and explicit)."""
     import torch
 
-    from attnbook.attention import MultiHeadSelfAttention
+    from attnbook.core.attention import MultiHeadSelfAttention
 
     torch.manual_seed(0)
     plain = MultiHeadSelfAttention(16, 4)

@@ -1,11 +1,11 @@
-"""Tests of attnbook.bound_search: the random and adversarial worst ratios of an inequality."""
+"""Tests of attnbook.rank.bound_search: the random and adversarial worst ratios of an inequality."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnbook.bound_search import worst_ratio
+from attnbook.rank.bound_search import worst_ratio
 
 
 def _sample(batch, gen):

@@ -34,7 +34,7 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
 
-from attnbook.reproduction import toc_entries
+from attnbook.booktools.reproduction import toc_entries
 
 # builds the book and drives a browser (minutes): not part of the unit layer, `pytest -m "not slow"`
 pytestmark = pytest.mark.slow
@@ -190,7 +190,7 @@ TOGGLE_JS = """async (cls) => {
 def smallest_font_pt(notebook: Path) -> float:
     """The smallest font size a notebook's figures use: the book's style, or a smaller ``fontsize=N``
     written in its code."""
-    from attnbook.plotting import STYLE
+    from attnbook.core.plotting import STYLE
 
     sizes = [float(v) for k, v in STYLE.items() if k.endswith("size") and not isinstance(v, (tuple, str))]
     nb = json.loads(notebook.read_text())

@@ -1,4 +1,4 @@
-"""Tests of attnbook.deep_bound: the bound's constants for given weights, and where its step contracts."""
+"""Tests of attnbook.rank.deep_bound: the bound's constants for given weights, and where its step contracts."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from attnbook import deep_bound as DB
-from attnbook.attention import MultiHeadSelfAttention
+from attnbook.rank import deep_bound as DB
+from attnbook.core.attention import MultiHeadSelfAttention
 
 
 def _mats(scale=1.0, seed=0):
@@ -57,7 +57,7 @@ def test_attention_head_matrices_reproduce_the_scores_and_the_output():
 
 
 def test_log_bound_by_layer_composes_the_one_layer_bound():
-    from attnbook.attention import SelfAttentionNetwork, gaussian_init_
+    from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
 
     torch.manual_seed(0)
     net = gaussian_init_(SelfAttentionNetwork(3, 8, 2, skip=False, mlp=False, layernorm=None)).double()

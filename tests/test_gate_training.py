@@ -1,4 +1,4 @@
-"""Tests of attnbook.gate_training: Voita et al.'s gate fine-tuning through the book's training loop."""
+"""Tests of attnbook.heads.gate_training: Voita et al.'s gate fine-tuning through the book's training loop."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import copy
 import pytest
 import torch
 
-from attnbook import gate_training as GT
-from attnbook import gates as G
-from attnbook.attention import MultiHeadSelfAttention
-from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from attnbook.heads import gate_training as GT
+from attnbook.heads import gates as G
+from attnbook.core.attention import MultiHeadSelfAttention
+from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 
 def _constant_task(model, batch, head_gates):

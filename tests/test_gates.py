@@ -1,4 +1,4 @@
-"""Tests of attnbook.gates: the hard-concrete distribution against its closed forms, the L0 penalty,
+"""Tests of attnbook.heads.gates: the hard-concrete distribution against its closed forms, the L0 penalty,
 HeadGates with the library's attention, and the pre-hook on a Hugging Face BERT model."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from attnbook import gates as G
-from attnbook.attention import MultiHeadSelfAttention
+from attnbook.heads import gates as G
+from attnbook.core.attention import MultiHeadSelfAttention
 
 LOG_ALPHAS = [-4.0, -2.0, -1.0, 0.0, 0.5, 1.0, 2.0, 4.0]
 N_SAMPLES = 200_000

@@ -1,12 +1,12 @@
-"""Tests of attnbook.heads (chapter 10: head confidence, relevance and roles) and the translation task."""
+"""Tests of attnbook.heads.roles (chapter 10: head confidence, relevance and roles) and the translation task."""
 
 import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook import heads as hd
-from attnbook import papers
-from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from attnbook.heads import roles as hd
+from attnbook.claims import papers
+from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 
 def onehot_attn(targets, n):
@@ -206,7 +206,7 @@ def test_ablation_relevance_is_the_drop_of_the_top_logit_when_a_head_is_removed(
 
 
 def test_translation_task_data():
-    from attnbook.tasks import translation as tr
+    from attnbook.heads import translation as tr
 
     dev = tr.load_pairs("dev")
     assert len(dev) == 985 and all(isinstance(x, str) for x in dev[0])  # 1000 less 15 also in train
@@ -234,7 +234,7 @@ def test_translation_task_data():
 
 
 def test_dev_and_test_share_no_verse_with_train():
-    from attnbook.tasks import translation as tr
+    from attnbook.heads import translation as tr
 
     train = tr.load_pairs("train")
     en, es = {e for e, _ in train}, {s for _, s in train}
@@ -247,7 +247,7 @@ def test_dev_and_test_share_no_verse_with_train():
 
 
 def test_token_batches_fill_a_token_budget():
-    from attnbook.tasks import translation as tr
+    from attnbook.heads import translation as tr
 
     pairs = tr.load_pairs("dev")[:300]
     stream = tr.BatchStream(pairs, max_len=96, max_tokens=400, seed=1)
@@ -267,7 +267,7 @@ def test_token_batches_fill_a_token_budget():
 def test_role_statistics_find_planted_heads():
     """A model whose encoder attention is replaced by a planted previous-token pattern (head 0) and an
     EOS-sink pattern (head 1) is read back exactly."""
-    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+    from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
     torch.manual_seed(0)
     model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=50, d_model=8, n_heads=2, enc_layers=1, dec_layers=1,
@@ -299,7 +299,7 @@ def test_role_statistics_find_planted_heads():
 def test_head_roles_reads_planted_heads_and_chance_levels():
     """head_roles pools batches by query counts and reads a planted previous-token head and EOS-sink
     head; chance is 1/n for the encoder and the mean of 1/t for causal attention."""
-    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+    from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
     torch.manual_seed(0)
     model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=50, d_model=8, n_heads=2, enc_layers=1, dec_layers=1,

@@ -1,4 +1,4 @@
-"""Tests of attnbook.hf (loading, surgery into SAN variants, the Fig. 2 measure) and attnbook.text."""
+"""Tests of attnbook.hf (loading, surgery into SAN variants, the Fig. 2 measure) and attnbook.core.text."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from attnbook import hf as pt
-from attnbook.norms import relative_residual
-from attnbook.text import english_sentences
+from attnbook.core.norms import relative_residual
+from attnbook.core.text import english_sentences
 
 transformers = pytest.importorskip("transformers")
 
@@ -334,7 +334,7 @@ def test_where_the_bound_applies_compares_each_layer_input_with_its_threshold():
     w = pt.where_the_bound_applies(model, batch)
     assert w["threshold"].shape == w["input_residual"].shape == (3,)
     assert list(w["threshold"]) == pytest.approx(pt.contraction_thresholds(model), rel=1e-12)
-    from attnbook.norms import norm_1_inf, res
+    from attnbook.core.norms import norm_1_inf, res
 
     with pt.variant(model, "SAN"):
         hs = pt.layer_outputs(model, batch)
@@ -344,13 +344,13 @@ def test_where_the_bound_applies_compares_each_layer_input_with_its_threshold():
 
 
 def test_encoder_head_roles_count_rare_tokens_on_the_qualifying_sentences_only():
-    """The rare-token share of a BERT encoder is :func:`attnbook.heads.rare_token_share` on the sentences
+    """The rare-token share of a BERT encoder is :func:`attnbook.heads.roles.rare_token_share` on the sentences
     whose rarest content token is outside the most frequent ones, with [CLS]/[SEP] neither queries nor
     keys."""
     import tempfile
     from pathlib import Path
 
-    from attnbook import heads as hd
+    from attnbook.heads import roles as hd
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + "the lord spake unto moses , saying .".split()
     folder = Path(tempfile.mkdtemp())

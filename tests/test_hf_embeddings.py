@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook import pruning as P
+from attnbook.heads import importance as P
 from attnbook.hf import embeddings as E
 from attnbook.hf.gating import attach_head_gates
 

@@ -1,4 +1,4 @@
-"""Tests of attnbook.lrp (chapter "A translation model"): the official alpha-beta rule on cases with a known
+"""Tests of attnbook.heads.lrp (chapter "A translation model"): the official alpha-beta rule on cases with a known
 answer, the analytic Jacobians against autograd, conservation through the whole model, and a head that
 provably carries nothing."""
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch.func import jacrev
 
-from attnbook import lrp
+from attnbook.heads import lrp
 from model_helpers import trained_looking_
-from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 
 def small_model(seed: int = 0) -> Seq2SeqTransformer:
@@ -118,7 +118,7 @@ def test_bad_input_is_refused():
 
 
 def test_shipped_relevance_file_loads():
-    from attnbook.tasks import translation as tr
+    from attnbook.heads import translation as tr
 
     path = tr.DATA_DIR / "lrp_relevance_quick.json"
     rec = lrp.load_relevance(path)

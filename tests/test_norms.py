@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook import norms
-from attnbook.norms import (
+from attnbook.core import norms
+from attnbook.core.norms import (
     _argmin_center_certified,
     norm_1,
     norm_1_inf,
@@ -149,7 +149,7 @@ def test_collapse_order_ignores_pairs_at_round_off_and_refuses_too_few():
 
 
 def test_residual_by_layer_measures_every_hidden_state():
-    from attnbook.attention import SelfAttentionNetwork, gaussian_init_
+    from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
 
     torch.manual_seed(0)
     net = gaussian_init_(SelfAttentionNetwork(3, 8, 2, skip=False, mlp=False, layernorm=None)).double()

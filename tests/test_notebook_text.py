@@ -80,7 +80,7 @@ def test_text_copies_are_in_step_with_the_notebooks():
 
 
 #: ``paper=`` followed by a number: a comparison whose paper value is typed in rather than read with
-#: ``attnbook.papers``. Zero is allowed: a difference the paper's statement makes zero (a path that
+#: ``attnbook.claims.papers``. Zero is allowed: a difference the paper's statement makes zero (a path that
 #: "falls to chance", no pair "in the other order") is not a number read from the paper.
 TYPED_PAPER_NUMBER = re.compile(r"\bpaper\s*=\s*\(?[-+]?(?!0(?:\.0*)?(?![\d.]))\.?\d")
 
@@ -89,7 +89,7 @@ TYPED_PAPER_NUMBER = re.compile(r"\bpaper\s*=\s*\(?[-+]?(?!0(?:\.0*)?(?![\d.]))\
 def test_no_paper_number_is_typed_into_a_chapter(path):
     typed = [m.group() for cell in _cells(path) if cell["cell_type"] == "code"
              for m in TYPED_PAPER_NUMBER.finditer(_text(cell))]
-    assert not typed, f"{path.name}: paper numbers typed in ({typed}); read them with attnbook.papers"
+    assert not typed, f"{path.name}: paper numbers typed in ({typed}); read them with attnbook.claims.papers"
 
 
 def test_the_typed_paper_number_pattern():

@@ -1,4 +1,4 @@
-"""Tests of attnbook.papers: every paper number has a value and says where it was read."""
+"""Tests of attnbook.claims.papers: every paper number has a value and says where it was read."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from attnbook import papers
+from attnbook.claims import papers
 
 
 def test_every_number_says_where_it_was_read():

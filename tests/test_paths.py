@@ -1,4 +1,4 @@
-"""Unit tests of attnbook.paths (chapter "Path decomposition")."""
+"""Unit tests of attnbook.rank.paths (chapter "Path decomposition")."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from attnbook.attention import SelfAttentionNetwork
-from attnbook.paths import (
+from attnbook.core.attention import SelfAttentionNetwork
+from attnbook.rank.paths import (
     SKIP,
     all_paths,
     head_output,
@@ -24,7 +24,7 @@ from attnbook.paths import (
     san_parameters,
     value_products,
 )
-from attnbook.tasks.path_model import PathSAN
+from attnbook.rank.tasks.path_model import PathSAN
 
 
 def _random_san(L, H, skip, d=16, seed=0):

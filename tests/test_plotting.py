@@ -1,4 +1,4 @@
-"""Tests of attnbook.plotting (shared figure helpers)."""
+"""Tests of attnbook.core.plotting (shared figure helpers)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from attnbook import plotting  # noqa: E402
+from attnbook.core import plotting  # noqa: E402
 
 
 def test_head_grid_draws_one_panel_per_kind_on_one_colour_scale():

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from attnbook import presets
+from attnbook.core import presets
 
 
 def test_quick_and_paper_entries_have_the_same_keys():

@@ -1,4 +1,4 @@
-"""Unit tests of attnbook.propagation (chapters 8 and 9).
+"""Unit tests of attnbook.signal.propagation (chapters 8 and 9).
 
 Formulas are checked in float64 with rtol 1e-10 (rounding is ~1e-15, a wrong factor is O(1)); Monte-Carlo
 checks use a tolerance of several standard errors, stated next to them."""
@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook import propagation as prop
+from attnbook.signal import propagation as prop
 
 F64 = dict(atol=1e-12, rtol=1e-10)
 
@@ -153,7 +153,7 @@ def test_qkv_grad_norms_are_per_layer_gradients_of_the_readout_loss():
 
 def test_single_head_is_a_one_head_attention_with_temperature():
     """Chapter 9, eq. head, against the library's MultiHeadSelfAttention (no biases, identity output map)."""
-    from attnbook.attention import MultiHeadSelfAttention
+    from attnbook.core.attention import MultiHeadSelfAttention
 
     g = torch.Generator().manual_seed(9)
     X = torch.randn(5, 4, generator=g, dtype=torch.float64)
@@ -258,7 +258,7 @@ def test_log_log_slope():
 def test_training_a_scaled_tempered_stack_lowers_its_loss():
     """Chapter 9's training path: SGD on a scaled, tempered post-LN stack. The first recorded loss is the
     initial network's, and a few steps lower it."""
-    from attnbook.train import train
+    from attnbook.core.train import train
 
     torch.manual_seed(0)
     net = prop.build_stack(2, 8, 2, layernorm="post", scaled=True, temperature=0.5)

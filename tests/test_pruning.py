@@ -1,4 +1,4 @@
-"""Tests of attnbook.pruning: Michel et al.'s head importance and step-by-step pruning."""
+"""Tests of attnbook.heads.importance: Michel et al.'s head importance and step-by-step pruning."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook import pruning as P
-from attnbook.attention import MultiHeadSelfAttention
+from attnbook.heads import importance as P
+from attnbook.core.attention import MultiHeadSelfAttention
 
 
 def linear_loss(a):
@@ -122,7 +122,7 @@ def test_per_token_importance_of_the_translation_model_bounds_the_whole_batch_on
     """On a real (tiny) seq2seq model the per-position gates sum to the per-sentence gradient, so by the
     triangle inequality the per-token importance is at least the whole-batch one, head by head; and the
     authors' estimator differs from the variant (it is not the same computation under another name)."""
-    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+    from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
     torch.manual_seed(0)
     model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=20, d_model=16, n_heads=2, enc_layers=2, dec_layers=1,

@@ -1,4 +1,4 @@
-"""Tests of attnbook.recipes: every shipped precomputed file is made by a named recipe, with its settings."""
+"""Tests of attnbook.core.runs: every shipped precomputed file is made by a named recipe, with its settings."""
 
 from __future__ import annotations
 
@@ -7,46 +7,46 @@ from pathlib import Path
 
 import pytest
 
-from attnbook import recipes
+from attnbook.core import runs
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("name", sorted(recipes.RECIPES))
+@pytest.mark.parametrize("name", sorted(runs.RECIPES))
 def test_each_recipe_names_a_script_part_and_output(name):
-    rec = recipes.recipe(name)
+    rec = runs.recipe(name)
     script = ROOT / rec["script"]
     assert script.exists(), rec["script"]
     assert f'"{rec["part"]}": ' in script.read_text(), f"{rec['script']} has no part {rec['part']!r}"
-    assert recipes.command(name) == f"python {rec['script']} {name}"
-    assert recipes.output_path(name).parent.parent == recipes.DATA
+    assert runs.command(name) == f"python {rec['script']} {name}"
+    assert runs.output_path(name).parent.parent == runs.DATA
 
 
-@pytest.mark.parametrize("name", sorted(recipes.RECIPES))
+@pytest.mark.parametrize("name", sorted(runs.RECIPES))
 def test_a_shipped_file_records_its_recipe_and_current_settings(name):
-    path = recipes.output_path(name)
+    path = runs.output_path(name)
     if not path.exists():
         pytest.skip(f"{path.name} is not shipped yet")
     payload = json.loads(path.read_text())
-    recipes.check_recorded(payload, name)
-    assert payload["meta"]["command"] == recipes.command(name)
+    runs.check_recorded(payload, name)
+    assert payload["meta"]["command"] == runs.command(name)
 
 
 def test_a_stale_or_foreign_file_is_an_error():
     name = "minilm_gates"
-    payload = {"meta": {"recipe": name, "settings": recipes.recipe(name)["settings"]}}
-    recipes.check_recorded(payload, name)
+    payload = {"meta": {"recipe": name, "settings": runs.recipe(name)["settings"]}}
+    runs.check_recorded(payload, name)
     stale = json.loads(json.dumps(payload))
     stale["meta"]["settings"]["steps"] += 1
     with pytest.raises(ValueError, match="other settings"):
-        recipes.check_recorded(stale, name)
+        runs.check_recorded(stale, name)
     with pytest.raises(ValueError, match="not made by recipe"):
-        recipes.check_recorded(payload, "michel_converged")
+        runs.check_recorded(payload, "michel_converged")
     with pytest.raises(ValueError, match="unknown recipe"):
-        recipes.recipe("no_such_recipe")
+        runs.recipe("no_such_recipe")
 
 
 def test_recipe_returns_a_copy():
-    rec = recipes.recipe("minilm_gates")
+    rec = runs.recipe("minilm_gates")
     rec["settings"]["steps"] = -1
-    assert recipes.recipe("minilm_gates")["settings"]["steps"] != -1
+    assert runs.recipe("minilm_gates")["settings"]["steps"] != -1

@@ -1,4 +1,4 @@
-"""Tests of attnbook.reproduction: claim records are collected from notebooks in book order, failing
+"""Tests of attnbook.booktools.reproduction: claim records are collected from notebooks in book order, failing
 records are reported as failing, recorded paper runs are merged, and the committed reproduction page is in
 step with the chapters."""
 
@@ -11,7 +11,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from attnbook import claims, reproduction
+from attnbook import claims
+from attnbook.booktools import reproduction
 from attnbook.claims import MIMETYPE, Claim
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,7 +247,7 @@ def test_record_paper_run_clears_outputs_and_lists_claims_not_reached():
 
 
 def test_per_paper_summary_counts_verdicts_by_paper():
-    from attnbook.reproduction import Row, per_paper_summary
+    from attnbook.booktools.reproduction import Row, per_paper_summary
 
     def row(n, kind, verdict, holds=True):
         return Row(chapter=str(n), notebook=f"book/x/{n:02d}_c.ipynb", name=f"c{n}{verdict}", paper=None,

@@ -1,11 +1,11 @@
-"""Tests of attnbook.tasks.reverser (chapter "Unequal gradients, temperature and adaptive optimisers")."""
+"""Tests of attnbook.signal.reverser (chapter "Unequal gradients, temperature and adaptive optimisers")."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnbook.tasks import reverser as rv
+from attnbook.signal import reverser as rv
 
 SIZE = rv.ReverserSize(vocab=5, seq_len=4, d_model=8, heads=2, depth=3, batch=16)
 
@@ -64,9 +64,8 @@ def test_train_run_logs_gradients_and_cosine_and_learns_with_adam():
 
 
 def test_shipped_sweep_loads_and_gives_seed_accuracies_at_the_best_learning_rate():
-    from pathlib import Path
 
-    path = Path(rv.__file__).resolve().parents[1] / "data" / "signal" / "optimiser_sweep_quick.json"
+    path = rv.SWEEP
     sweep = rv.load_sweep(path)
     arm = sweep["by_name"]["sgd, alpha=1/sqrt(L), tau=1"]
     assert len(rv.seed_accuracies(arm)) == len(sweep["seeds"])
@@ -93,7 +92,7 @@ def test_the_chapter_s_figures_draw_from_runs():
     import matplotlib
 
     matplotlib.use("Agg")
-    from attnbook import reverser_figures
+    from attnbook.signal import reverser_figures
 
     sweep = rv.load_sweep()
     fig = reverser_figures.optimiser_sweep(sweep)

@@ -1,4 +1,4 @@
-"""Tests of attnbook.seq2seq (chapter 10's encoder-decoder) and the cross-attention of attnbook.attention."""
+"""Tests of attnbook.seq2seq (chapter 10's encoder-decoder) and the cross-attention of attnbook.core.attention."""
 
 import copy
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attnbook.attention import MultiHeadSelfAttention
-from attnbook.seq2seq import (
+from attnbook.core.attention import MultiHeadSelfAttention
+from attnbook.heads.seq2seq import (
     ATTENTION_KINDS,
     Seq2SeqConfig,
     Seq2SeqTransformer,
@@ -16,7 +16,7 @@ from attnbook.seq2seq import (
     save_model,
     sinusoidal_positions,
 )
-from attnbook.train import train
+from attnbook.core.train import train
 
 
 def tiny(**kw):
@@ -204,7 +204,7 @@ def test_beam_search_is_exact_when_the_beam_holds_every_prefix():
     of highest length-normalised log-probability among all that end in EOS within the step limit."""
     import itertools
 
-    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+    from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
     torch.manual_seed(4)
     cfg = Seq2SeqConfig(vocab_size=5, d_model=8, n_heads=2, enc_layers=1, dec_layers=1, d_ff=16, dropout=0.0)
@@ -231,7 +231,7 @@ def test_beam_search_is_exact_when_the_beam_holds_every_prefix():
 def test_cached_decoding_step_matches_the_full_decoder():
     """Each incremental step (key-value cache) gives the logits of the full decoder on the prefix, with
     padding in the prefix and head gates on both decoder kinds."""
-    from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+    from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
     torch.manual_seed(2)
     cfg = Seq2SeqConfig(vocab_size=30, d_model=16, n_heads=4, enc_layers=2, dec_layers=2, d_ff=32, dropout=0.0)

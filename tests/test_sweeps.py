@@ -1,11 +1,12 @@
-"""Tests of attnbook.sweeps: summaries of the shipped pruning sweeps."""
+"""Tests of attnbook.heads.sweeps: summaries of the shipped pruning sweeps."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from attnbook import recipes, sweeps
+from attnbook.core import runs
+from attnbook.heads import sweeps
 
 
 def test_kept_masks_are_binary_and_read_gates_or_masks():
@@ -61,7 +62,7 @@ def test_bleu_at_and_prunable_share():
 
 
 def test_load_checks_the_recipe(tmp_path, monkeypatch):
-    monkeypatch.setattr(recipes, "DATA", tmp_path)
+    monkeypatch.setattr(runs, "DATA", tmp_path)
     (tmp_path / "pruning").mkdir()
     with pytest.raises(ValueError, match="missing"):
         sweeps.load("minilm_gates")
@@ -73,7 +74,7 @@ def test_load_checks_the_recipe(tmp_path, monkeypatch):
 def test_kept_from_p_open_inverts_the_closed_form():
     """A snapshot's P(g != 0) gives back the evaluation decision: the threshold is the log_alpha where the
     evaluation gate 1.2 sigmoid(log_alpha) - 0.1 reaches 0, i.e. log_alpha = -log 11."""
-    from attnbook import gates
+    from attnbook.heads import gates
 
     log_alpha = torch.tensor([[-3.0, -2.5, -2.3, 0.0, 2.0]])
     p = gates.prob_nonzero(log_alpha)
@@ -83,7 +84,7 @@ def test_kept_from_p_open_inverts_the_closed_form():
 
 
 def test_settling_reports_drift_and_decision_overlap():
-    from attnbook import gates
+    from attnbook.heads import gates
 
     def snap(step, las):
         return {"step": step, "p_open": {"k": gates.prob_nonzero(torch.tensor([las])).tolist()}}

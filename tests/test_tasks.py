@@ -1,4 +1,4 @@
-"""Tests of attnbook.tasks (chapter 6, the circle task; chapter 7, sort, hull, memorization and the accuracy of
+"""Tests of attnbook.rank.tasks (chapter 6, the circle task; chapter 7, sort, hull, memorization and the accuracy of
 sampled paths)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from attnbook import paths, tasks
-from attnbook.tasks import circle, hull, memorization, sort
-from attnbook.train import train
+from attnbook.rank import paths, tasks
+from attnbook.rank.tasks import circle, hull, memorization, sort
+from attnbook.core.train import train
 
 SIZE = dict(d_model=16, n_heads=2, depth=2, length=8, vocab=10, n_points=10, n_train=50, n_eval=20,
             n_sentences=10, max_len=8)
@@ -187,7 +187,7 @@ def test_memorization_data():
 
 def test_memorization_labels_are_fair_coins():
     """Labels are independent fair bits: over 200 sentences (about 4,000 tokens, s.e. 0.008) the mean is 0.5."""
-    from attnbook.text import english_sentences
+    from attnbook.core.text import english_sentences
 
     data = memorization.memorization_data(english_sentences(200), 24, torch.Generator().manual_seed(0))
     frac = data.labels[data.mask].float().mean().item()

@@ -1,4 +1,4 @@
-"""Tests of attnbook.train (the training loop, schedules) and attnbook.checkpoints."""
+"""Tests of attnbook.core.train (the training loop, schedules) and attnbook.core.checkpoints."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnbook import checkpoints as C
-from attnbook import train as T
+from attnbook.core import checkpoints as C
+from attnbook.core import train as T
 
 
 def _regression():

@@ -1,5 +1,5 @@
 """Head gates in greedy decoding, in ``translate`` and in the training recipe of chapter 10's translation
-model (attnbook.seq2seq, attnbook.tasks.translation; chapter 11 prunes heads through these gates).
+model (attnbook.seq2seq, attnbook.heads.translation; chapter 11 prunes heads through these gates).
 
 Decoding uses the shipped quick checkpoint in float64, so that a batched and an unbatched forward pass agree
 to ~1e-13 and an arg-max can only flip on a tie far below anything a real bug produces."""
@@ -11,8 +11,8 @@ import copy
 import pytest
 import torch
 
-from attnbook.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
-from attnbook.tasks import translation as tr
+from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from attnbook.heads import translation as tr
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_train_model_uses_label_smoothing_and_keeps_masked_heads_out():
 
 
 def test_loops_and_bleu_interval():
-    from attnbook.tasks import translation as tr
+    from attnbook.heads import translation as tr
 
     assert tr.repeats_a_phrase("y dijo te te te a")
     assert tr.repeats_a_phrase("y dijo y dijo y dijo")

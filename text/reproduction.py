@@ -50,7 +50,7 @@ except ImportError:
 
 # %%
 import attnbook
-from attnbook import reproduction
+from attnbook.booktools import reproduction
 
 dev = attnbook.setup(seed=0)
 root = reproduction.find_root()

@@ -8,7 +8,7 @@
 * The colour mode starts as "light" (pydata-sphinx-theme logs a console error for an empty default mode).
 * ``attnbook-tables.js``: the reproduction page's claim table can be filtered and sorted, its header sticky.
 * The reproduction page shows this build's values: the executed-notebook folder goes to the kernels'
-  environment (``attnbook.reproduction.EXECUTED_ENV``), and the page is read after every chapter, and
+  environment (``attnbook.booktools.reproduction.EXECUTED_ENV``), and the page is read after every chapter, and
   again whenever a chapter is, so it reads the chapters as this build executed them.
 * ``attnbook.css``: display equations that are wider than a phone scroll inside their own box instead of
   being cut; wide printed tables scroll.
@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 STATIC = Path(__file__).resolve().parent / "static"
-#: the reproduction page (its docname) and the environment variables it reads (attnbook.reproduction)
+#: the reproduction page (its docname) and the environment variables it reads (attnbook.booktools.reproduction)
 REPRODUCTION_PAGE = "book/reproduction"
 EXECUTED_ENV = "ATTNBOOK_EXECUTED_NOTEBOOKS"
 

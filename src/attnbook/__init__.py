@@ -3,8 +3,8 @@
 Each module holds one concept and names, in its docstrings, the chapter and equation it implements.
 """
 
-from .claims import check, compare
-from .presets import device, preset, seed_everything, setup
+from attnbook.claims import check, compare
+from attnbook.core.presets import device, preset, seed_everything, setup
 
 __all__ = ["check", "compare", "device", "preset", "seed_everything", "setup"]
 __version__ = "0.1.0"

@@ -40,21 +40,22 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook.attention import (
+from attnbook.core.attention import (
     VARIANTS,
     MultiHeadSelfAttention,
     SelfAttentionNetwork,
     gaussian_init_,
 )
-from attnbook import norms, papers
-from attnbook.norms import (
+from attnbook.core import norms
+from attnbook.claims import papers
+from attnbook.core.norms import (
     norm_1,
     norm_1_inf,
     norm_inf,
     res,
     residual_by_layer,
 )
-from attnbook.plotting import PAPER_STYLE, variant_color
+from attnbook.core.plotting import PAPER_STYLE, variant_color
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pure_attention")

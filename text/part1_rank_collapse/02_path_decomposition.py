@@ -25,7 +25,7 @@ except ImportError:
 #
 # * derive, layer by layer, that a SAN is $\sum_{\text{paths}} P_{\text{path}} X W_{\text{path}} + \mathbf{1} b^\top$
 #   with row-stochastic $P_{\text{path}}$, and prove that products of row-stochastic matrices are row-stochastic;
-# * check the decomposition numerically (relative error below $10^{-10}$) with `attnbook.paths`, which
+# * check the decomposition numerically (relative error below $10^{-10}$) with `attnbook.rank.paths`, which
 #   enumerates all paths in one batched computation;
 # * count paths of each length when skip connections are present, $\binom{L}{k} H^k$, and plot the path-length
 #   distribution of BERT-base and of a 6-layer model;
@@ -37,9 +37,9 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook import papers
-from attnbook.attention import SelfAttentionNetwork, gaussian_init_
-from attnbook.paths import (
+from attnbook.claims import papers
+from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
+from attnbook.rank.paths import (
     SKIP,
     all_paths,
     path_decomposition,
@@ -341,7 +341,7 @@ for i, (name, fr) in enumerate(fractions.items()):
 ax.set_xlabel("path length $k$ (layers not skipped)")
 ax.set_ylabel("fraction of all paths")
 PEAK = papers.number("dong2021", "bert_path_length_peak")
-attnbook.plotting.paper_line(
+attnbook.core.plotting.paper_line(
     ax, sum(PEAK.value) / 2,
     f"BERT-base histogram peaks at lengths {PEAK.value[0]}-{PEAK.value[1]}",
     horizontal=False,
@@ -476,7 +476,7 @@ plt.show()
 #
 # * A SAN is exactly a sum over $H^L$ paths of $P_{\text{path}} X W_{\text{path}}$ plus a shared bias row
 #   ({prf:ref}`thm-path-decomposition`); the bias stays shared because attention matrices are row-stochastic,
-#   and so are their products ({prf:ref}`lem-row-stochastic`). `attnbook.paths` reproduces the network from its
+#   and so are their products ({prf:ref}`lem-row-stochastic`). `attnbook.rank.paths` reproduces the network from its
 #   paths to about $10^{-16}$ relative error, with and without skip connections.
 # * With skip connections there are $\binom{L}{k}H^k$ paths of length $k$; for BERT-base almost all paths are
 #   11 or 12 layers long, and fewer than 1% are 6 layers or shorter.

@@ -45,9 +45,10 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook import bound_search, papers
-from attnbook.norms import norm_1, norm_1_inf, norm_inf, res
-from attnbook.plotting import PAPER_STYLE
+from attnbook.rank import bound_search
+from attnbook.claims import papers
+from attnbook.core.norms import norm_1, norm_1_inf, norm_inf, res
+from attnbook.core.plotting import PAPER_STYLE
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("residual_bound_one_layer")
@@ -124,7 +125,7 @@ def quantities(X, Wq, Wk, bq, bk, Wv, R=None):
 
 def worst_ratio(ratio_fn, seed, lr=0.03):
     # largest ratio on n_random random instances, and after Adam ascent on log(ratio)
-    # from n_starts starts (attnbook.bound_search)
+    # from n_starts starts (attnbook.rank.bound_search)
     found = bound_search.worst_ratio(
         ratio_fn, sample, n_random=sizes["n_random"], n_starts=sizes["n_starts"],
         steps=sizes["ascent_steps"], lr=lr, seed=seed,

@@ -35,15 +35,15 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook import bound_search, deep_bound
-from attnbook.attention import SelfAttentionNetwork, gaussian_init_
-from attnbook.norms import (
+from attnbook.rank import bound_search, deep_bound
+from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
+from attnbook.core.norms import (
     norm_1_inf,
     relative_residual,
     res,
     residual_by_layer,
 )
-from attnbook.plotting import variant_color
+from attnbook.core.plotting import variant_color
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("deep_bounds")
@@ -100,7 +100,7 @@ for i in range(sizes["n_nets"]):
     obs = residual_by_layer(net, X, relative=False)[0]
     observed.append(obs)
     # natural log of 2 b_l (token-mean residual of the output: c = 2), each layer
-    # its own beta and gamma (attnbook.deep_bound)
+    # its own beta and gamma (attnbook.rank.deep_bound)
     log_b = deep_bound.log_bound_by_layer(net, obs[0].item())
     bounds.append(torch.tensor(log_b) / math.log(10))
 observed, bounds = torch.stack(observed), torch.stack(bounds)  # bounds in log10
@@ -278,7 +278,7 @@ plt.show()
 #
 # So an MLP after each attention layer replaces $\beta$ by $\lambda\beta$ in {eq}`eq-deep-bound`. Check the lemma as
 # [chapter 3](03_residual_bound_one_layer.ipynb) checks its steps, on random instances and by Adam ascent on the log of the ratio
-# over the input and all weights (`attnbook.bound_search`): at the lemma's common centre ($x$ the token mean of $X$,
+# over the input and all weights (`attnbook.rank.bound_search`): at the lemma's common centre ($x$ the token mean of $X$,
 # $F$ centred at $f(x)$); with the $\arg\min$ residual of the paper on both sides; and with each side centred on its own
 # token mean, the measure of the official code and of this book's experiments, with $c = 1$. Then measure $\lambda$ of
 # MLPs with growing weight scale and watch collapse slow down ({numref}`fig-ch04-3`).

@@ -39,10 +39,11 @@ import torch
 from IPython.display import Markdown, display
 
 import attnbook
-from attnbook import hf, papers
-from attnbook.norms import collapse_order
-from attnbook.paths import rank1_distance_by_length
-from attnbook.plotting import paper_marker, variant_color
+from attnbook import hf
+from attnbook.claims import papers
+from attnbook.core.norms import collapse_order
+from attnbook.rank.paths import rank1_distance_by_length
+from attnbook.core.plotting import paper_marker, variant_color
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pretrained_rank_collapse")
@@ -119,7 +120,7 @@ print(
 #
 # The paper fed 32 Wikipedia biographies (wiki_bio) cut to exactly 128 tokens, so that no padding enters the
 # attention. The book ships a small public-domain English sample instead (the World English Bible, see
-# `attnbook.text`) and builds each sequence from consecutive verses, starting at evenly spaced places in the
+# `attnbook.core.text`) and builds each sequence from consecutive verses, starting at evenly spaced places in the
 # sample, until it holds enough tokens; then it cuts to the length. Every token is real.
 
 # %%
@@ -397,7 +398,7 @@ collapsed_init = max(
 # The bound of [chapter 4](04_deep_bounds.ipynb) is a statement about each layer's weights: its step maps an
 # input of residual $r = \|\operatorname{res}(X)\|_{1,\infty}$ to one of residual at most $a(r)\,r^3$, and it
 # predicts a *decrease* only where $a(r)\,r^2 < 1$. For given weights that is true below a threshold $r_*$
-# (`attnbook.deep_bound.contraction_threshold`, from the layer's own $\beta$ and query/key norms). Put next to
+# (`attnbook.rank.deep_bound.contraction_threshold`, from the layer's own $\beta$ and query/key norms). Put next to
 # the residual that each layer of the pure-SAN variant actually receives (the median over the sequences;
 # these SANs keep BERT's LayerNorm after attention, as the paper's code does, so only the per-layer step is
 # compared, not the unrolled bound), the threshold says where the theorem speaks. XLNet's relative attention
@@ -598,7 +599,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # [Chapter 2](02_path_decomposition.ipynb) wrote a SAN as a sum over paths, each path contributing a product of attention matrices
 # $P_{\text{path}} = P^{l_k}_{h_k} \cdots P^{l_1}_{h_1}$. The companion experiment of the paper takes the
 # attention matrices of a real model and asks how close these products are to rank one as the path gets
-# longer. The book samples paths as the paper did (`attnbook.paths.sample_paths`: a head per layer, then
+# longer. The book samples paths as the paper did (`attnbook.rank.paths.sample_paths`: a head per layer, then
 # $L - k$ layers skipped at random), multiplies real attention matrices along them
 # (`path_products`), and measures the distance to the best rank-one approximation by SVD,
 # $\|P - P_1\|_F / \|P\|_F$ (`rank1_distance`; `rank1_distance_by_length` does all three; the paper used the composite norm, which changes the scale,

@@ -31,9 +31,10 @@ import attnbook
 import numpy as np
 import torch
 import matplotlib.pyplot as plt
-from attnbook import papers, plotting
+from attnbook.claims import papers
+from attnbook.core import plotting
 from attnbook.stats import bootstrap_mean_difference
-from attnbook.tasks import circle
+from attnbook.rank.tasks import circle
 
 dev = attnbook.setup(seed=0)
 cfg = attnbook.preset("circle")
@@ -93,7 +94,7 @@ print(model(X[:3]).shape, "parameters:", sum(p.numel() for p in model.parameters
 # The paper trains with Adam at learning rate $10^{-5}$, batch 30, 70 epochs over the 499 items
 # (1,190 steps), summed squared error. The book's recipe: AdamW at $5\cdot10^{-3}$, batch 128 drawn at random,
 # 5% warm-up then cosine decay, gradient clipping at 1, mean squared error, for 1,000 steps
-# (`attnbook.train.train` runs both). Two baselines say whether a model has learned anything: predicting that
+# (`attnbook.core.train.train` runs both). Two baselines say whether a model has learned anything: predicting that
 # the points *stay put* ($\hat Y = X$; one step moves a point by $2r\sin(\pi/1000) \approx 1.9\cdot10^{-3}$) and
 # predicting the origin. A model whose one-step error is not far below staying put has not learned the map,
 # and its rollout says nothing about collapse. First, both recipes on the small pure SAN ($d = 32$), seed 0:
@@ -605,5 +606,5 @@ attnbook.compare(
 #
 # 1. Increase the number of seeds (the `paper` preset uses 16). Do the collapse fractions of the variants separate?
 # 2. Train longer (3,000 steps, as the `paper` preset does). Does collapse become rarer as the one-step error shrinks?
-# 3. Remove the inner residual of the attention layer ($\mathrm{LN}(\mathrm{SA}(X))$ instead of $\mathrm{LN}(X + \mathrm{SA}(X))$, `skip=False` in `attnbook.attention.Block`). How fast do the tokens merge now?
+# 3. Remove the inner residual of the attention layer ($\mathrm{LN}(\mathrm{SA}(X))$ instead of $\mathrm{LN}(X + \mathrm{SA}(X))$, `skip=False` in `attnbook.core.attention.Block`). How fast do the tokens merge now?
 # 4. The +skip trajectories sometimes drift off the circle. Propose a metric that separates "keeps circling" from "drifts away", and measure it.

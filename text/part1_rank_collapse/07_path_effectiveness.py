@@ -37,8 +37,10 @@ import numpy as np
 from attnbook.stats import bootstrap_mean_difference
 import torch
 import matplotlib.pyplot as plt
-from attnbook import papers, paths, plotting, tasks
-from attnbook.train import train
+from attnbook.claims import papers
+from attnbook.rank import paths, tasks
+from attnbook.core import plotting
+from attnbook.core.train import train
 
 dev = attnbook.setup(seed=0)
 cfg = attnbook.preset("path_effectiveness")
@@ -56,7 +58,7 @@ print({k: cfg[k] for k in ("n_paths", "repeats", "lr", "batch", "preset")})
 # with $H$ heads. Expanding the skip connections, a path picks for every layer either one head or "skip";
 # its **length** is the number of heads it takes, and there are $\binom{L}{k} H^k$ paths of length $k$
 # ([chapter 2](02_path_decomposition.ipynb)). A path of length $k$ is sampled like the paper's code does: draw a head uniformly for every
-# layer, then choose $L - k$ layers uniformly to skip (`attnbook.paths.sample_paths`).
+# layer, then choose $L - k$ layers uniformly to skip (`attnbook.rank.paths.sample_paths`).
 #
 # The path-restricted forward pass follows the official code: starting from the embedding $X_0$, a taken
 # layer $l$ with head $h$ applies
@@ -68,7 +70,7 @@ print({k: cfg[k] for k in ("n_paths", "repeats", "lr", "batch", "preset")})
 # where $\mathrm{LN}_0$ is a LayerNorm without learned scale and shift and the attention $P^l_h(X)$ is
 # recomputed from the path's own input; a skipped layer is the identity. The outputs of the $n$ sampled
 # paths are summed and normalised, $\mathrm{LN}_0\big(\sum_{p} X^{(p)}_L\big)$, and the model's classifier
-# reads the result (`attnbook.paths.path_forward`).
+# reads the result (`attnbook.rank.paths.path_forward`).
 
 # %%
 print(
@@ -82,11 +84,11 @@ print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 #
 # - **Sorting**: 8 digits from $\{0,\dots,9\}$ with repetition; the label at position $i$ is the $i$-th smallest digit. Token and position embeddings. Chance: 0.1.
 # - **Convex hull**: 10 points uniform in $[0,10]^2$ shifted together by $\mathcal N(0, 3.3^2 I)$; label 1 for a vertex of the convex hull (`scipy.spatial.ConvexHull`). No positions; as in the official code (`--ffn2`), each point is embedded by a small MLP (linear, GELU, linear) rather than one linear map. The line to beat is always answering the majority label.
-# - **Memorization**: a random 0/1 label per token of real sentences, scored on the training set itself. The paper used 500 RTE sentences; the book uses verses of the public-domain World English Bible shipped with the package (`attnbook.text`), tokenised with MiniLM's WordPiece tokenizer. As in the official code, [CLS] and [SEP] are kept and labelled and the model has **no position embeddings**, so it cannot tell two occurrences of a word in one sentence apart: the best it can do is each repeated word piece's majority label (`tasks.memorization.achievable_accuracy`, the *ceiling* printed below). Chance: 0.5.
+# - **Memorization**: a random 0/1 label per token of real sentences, scored on the training set itself. The paper used 500 RTE sentences; the book uses verses of the public-domain World English Bible shipped with the package (`attnbook.core.text`), tokenised with MiniLM's WordPiece tokenizer. As in the official code, [CLS] and [SEP] are kept and labelled and the model has **no position embeddings**, so it cannot tell two occurrences of a word in one sentence apart: the best it can do is each repeated word piece's majority label (`tasks.memorization.achievable_accuracy`, the *ceiling* printed below). Chance: 0.5.
 #
-# All three use `attnbook.tasks.PathSAN`: embedding, LayerNorm, $L = 6$ post-LN attention layers, a linear
+# All three use `attnbook.rank.tasks.PathSAN`: embedding, LayerNorm, $L = 6$ post-LN attention layers, a linear
 # classifier per token. The book's recipe: fresh random batches every step (memorization: random batches
-# of its fixed sentences), AdamW, warm-up then cosine decay, gradient clipping (`attnbook.train.train`). At
+# of its fixed sentences), AdamW, warm-up then cosine decay, gradient clipping (`attnbook.core.train.train`). At
 # the `quick` preset the hull model is 48 wide (the paper's 84 at `paper`) and the memorization model 64 wide
 # on 200 verses of at most 24 tokens with [CLS] and [SEP] (the paper's: 250 wide on 500 sentences of 128), so that the
 # chapter runs in its time budget; the sort model has the paper's size at both presets.
@@ -344,7 +346,7 @@ sort_probe = best_short("sort", readout=probe)
 # time; the book's evaluation set gives the value printed above. On 20,000 fresh point sets:
 
 # %% tags=["nbval-check-output"]
-from attnbook.tasks import hull as hull_task
+from attnbook.rank.tasks import hull as hull_task
 
 _, hull_labels = hull_task.hull_batch(
     20_000, generator=torch.Generator().manual_seed(5)

@@ -41,8 +41,8 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook import propagation as prop
-from attnbook.attention import Block, gaussian_init_
+from attnbook.signal import propagation as prop
+from attnbook.core.attention import Block, gaussian_init_
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("collapse_kills_qk")

@@ -42,10 +42,11 @@ import torch
 from IPython.display import Markdown, display
 
 import attnbook
-from attnbook import propagation as prop
-from attnbook import jacobian_figures, reverser_figures
-from attnbook import papers, stats
-from attnbook.tasks import reverser as rv
+from attnbook.signal import propagation as prop
+from attnbook.signal import jacobian_figures, reverser_figures
+from attnbook.claims import papers
+from attnbook import stats
+from attnbook.signal import reverser as rv
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("unequal_gradients")
@@ -404,7 +405,7 @@ print(
 # random digits, a task that needs attention to route each position to its mirror. We train it with SGD
 # (momentum 0.9) and with Adam, with $\alpha = 1$ or $\alpha = 1/\sqrt L$, with $\tau = 1$ or the
 # temperature $\tau_*$ that balances the per-layer gradient norms of $W_Q$ and $W_V$ of the scaled model at
-# initialisation (measured below). The loop is the book's `attnbook.train.train`, without clipping or
+# initialisation (measured below). The loop is the book's `attnbook.core.train.train`, without clipping or
 # warm-up so that the optimisers see the raw gradients ({numref}`fig-ch09-3`).
 
 # %%

@@ -42,10 +42,11 @@ import torch
 from IPython.display import Markdown, display
 
 import attnbook
-from attnbook import heads as hd
-from attnbook import hf, papers
-from attnbook.head_masks import ATTENTION_KINDS
-from attnbook.tasks import translation as tr
+from attnbook.heads import roles as hd
+from attnbook import hf
+from attnbook.claims import papers
+from attnbook.heads.masks import ATTENTION_KINDS
+from attnbook.heads import translation as tr
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("translation")
@@ -349,7 +350,7 @@ print(
 # keys, so the chance level there is the mean of $1/t$, much higher ({numref}`fig-ch10-2`).
 
 # %% tags=["hide-input"]
-from attnbook import plotting
+from attnbook.core import plotting
 
 plotting.head_grid(
     {k: roles[k]["confidence"] for k in ATTENTION_KINDS}, ATTENTION_KINDS, KIND_NAMES,
@@ -395,7 +396,7 @@ attnbook.compare(
 #
 # The paper's second lens is **relevance**: how much the model's top-1 prediction depends on a head,
 # measured with layer-wise relevance propagation {cite:p}`bach2015pixel` (LRP), which divides the top-1
-# logit backwards over every neuron of the network. `attnbook.lrp` writes the rule of the official code
+# logit backwards over every neuron of the network. `attnbook.heads.lrp` writes the rule of the official code
 # (`lib/layers/lrp.py` and the layers' `relprop` methods) for the book's pre-LN model. For a function
 # $y = f(x_1, \dots, x_N)$ with Jacobian $J$, the impact of input $i$ on output $j$ is
 # $z_{j\leftarrow i} = f(0)_j / N + J_{ji} x_i$ (the reference output $f(0)$, a bias, is shared out
@@ -429,7 +430,7 @@ attnbook.compare(
 # %%
 from scipy.stats import spearmanr
 
-from attnbook import lrp
+from attnbook.heads import lrp
 
 shipped_lrp = lrp.load_relevance(tr.DATA_DIR / "lrp_relevance_quick.json")
 relevance = shipped_lrp["relevance"]  # precomputed: every target token of the dev split

@@ -42,7 +42,7 @@ except ImportError:
 # :::{note}
 # The translation sections prune the converged model of [chapter 10](10_translation_model_and_head_roles.ipynb)
 # (`converged_quick.safetensors`). Its gate sweeps and Michel et al.'s pruning curves take about 1.5 hours
-# on one CPU thread, so they are **precomputed** by named recipes (`attnbook.recipes`, one command each,
+# on one CPU thread, so they are **precomputed** by named recipes (`attnbook.core.runs`, one command each,
 # listed with every result) and shipped; the chapter recomputes one point of each live and checks it against
 # the file. Comparing the pruned models with the same shapes trained from scratch needs one full training per
 # shape and seed (2 h 15 min to 2 h 30 min each on one thread, 75 minutes to 2 h 30 min on two, depending on the
@@ -56,8 +56,10 @@ import numpy as np
 import torch
 
 import attnbook
-from attnbook import gates, hf, pruning
-from attnbook.plotting import PAPER_MARKER, paper_marker
+from attnbook.heads import gates
+from attnbook.heads import importance as pruning
+from attnbook import hf
+from attnbook.core.plotting import PAPER_MARKER, paper_marker
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pruning_heads")
@@ -206,7 +208,7 @@ with torch.no_grad():
 # A zero gate must be the same as cutting the head out of the weights. We check it on one head:
 
 # %%
-from attnbook import text
+from attnbook.core import text
 
 minilm, tok = hf.load_pretrained(hf.minilm_source(), device=dev)
 minilm.requires_grad_(False)
@@ -337,10 +339,11 @@ for r, s in zip(michel, rand):
 # and as binary masks (every open gate set to 1), which is what pruning a head means.
 
 # %%
-from attnbook import recipes, sweeps
+from attnbook.core import runs
+from attnbook.heads import sweeps
 
 sweep = sweeps.load("minilm_gates")
-MINILM_CMD = recipes.command("minilm_gates")
+MINILM_CMD = runs.command("minilm_gates")
 print("precomputed by:", MINILM_CMD, "| settings:", sweep["meta"]["settings"])
 gate_points = []
 for run in sweep["runs"]:
@@ -502,8 +505,9 @@ gate_gap = [
 # search (beam 4, length penalty 0.6, as the official code decodes).
 
 # %%
-from attnbook import head_masks, papers
-from attnbook.tasks import translation as tr
+from attnbook.heads import masks as head_masks
+from attnbook.claims import papers
+from attnbook.heads import translation as tr
 
 ENC, ALL, MICHEL = (
     "encoder_gates_converged",
@@ -511,7 +515,7 @@ ENC, ALL, MICHEL = (
     "michel_converged",
 )
 enc_sweep, all_sweep, michel_mt = (sweeps.load(n) for n in (ENC, ALL, MICHEL))
-ENC_CMD, ALL_CMD, MICHEL_CMD = (recipes.command(n) for n in (ENC, ALL, MICHEL))
+ENC_CMD, ALL_CMD, MICHEL_CMD = (runs.command(n) for n in (ENC, ALL, MICHEL))
 full_mt = enc_sweep["unpruned"]
 print(
     f"precomputed by {ENC_CMD}: {enc_sweep['n_eval']} test verses; unpruned greedy "
@@ -567,7 +571,7 @@ print(
 )
 
 # %%
-from attnbook import gate_training
+from attnbook.heads import gate_training
 
 s = enc_sweep["meta"]["settings"]
 attnbook.seed_everything(s["seed"])
@@ -850,7 +854,7 @@ def why_encoder_differs(
 # role share than the heads it prunes (the sign of the difference is the paper's) ({numref}`fig-ch11-5`).
 
 # %%
-from attnbook import heads as hd
+from attnbook.heads import roles as hd
 
 analysis = tr.load_pairs("dev")[: attnbook.preset("translation")["n_analysis"]]
 tok = tr.load_tokenizer()
@@ -1253,7 +1257,7 @@ from IPython.display import Markdown, display
 
 MFT = "michel_fine_tuned_converged"
 michel_ft = sweeps.load(MFT)  # precomputed
-MFT_CMD = recipes.command(MFT)
+MFT_CMD = runs.command(MFT)
 imp_enc = {"enc_self": torch.tensor(michel_mt["importance"]["per_token"]["enc_self"])}
 enc_shape = {"enc_self": tuple(michel_mt["shapes"]["enc_self"])}
 same_masks, lines = [], [
@@ -1386,7 +1390,7 @@ for k in kinds:
 # %%
 SCRATCH = "scratch_converged"
 scratch = sweeps.load(SCRATCH)  # precomputed, shape by shape
-SCRATCH_CMD = recipes.command(SCRATCH)
+SCRATCH_CMD = runs.command(SCRATCH)
 scratch_rows = sweeps.scratch_versus_pruned(scratch, test_ref)
 rescored = max(  # BLEU recomputed here from the file's beam hypotheses
     abs(tr.bleu(r["hypotheses_beam"], test_ref[: scratch["n_eval"]])
@@ -1505,7 +1509,7 @@ def scratch_claims(rows, arm, n_done, cmd):
 CONVERGED, CONTROL = "pruned_converged", "unpruned_converged"
 trained_on = sweeps.load(CONVERGED)  # precomputed, shape by shape
 control = sweeps.load(CONTROL)["runs"][0]  # precomputed: unpruned, trained on alike
-CONVERGED_CMD, CONTROL_CMD = recipes.command(CONVERGED), recipes.command(CONTROL)
+CONVERGED_CMD, CONTROL_CMD = runs.command(CONVERGED), runs.command(CONTROL)
 on_rows = sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=trained_on)
 refs_used = test_ref[: trained_on["n_eval"]]
 short_tuned = {r["lam"]: r for r in scratch["runs"] if r["arm"] == "pruned"}  # 300 steps

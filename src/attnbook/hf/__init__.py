@@ -13,9 +13,9 @@
 The names below are re-exported so that a chapter can write ``hf.load_pretrained(...)``.
 """
 
-from .embeddings import contrastive_loss, drop_words, embedding_similarity, mean_pooled
-from .gating import GateHooks, attach_head_gates, output_projections
-from .loading import (
+from attnbook.hf.embeddings import contrastive_loss, drop_words, embedding_similarity, mean_pooled
+from attnbook.hf.gating import GateHooks, attach_head_gates, output_projections
+from attnbook.hf.loading import (
     BASE_CONFIGS,
     MINILM_HUB_NAME,
     PAPER_MODELS,
@@ -28,7 +28,7 @@ from .loading import (
     minilm_source,
     text_batch,
 )
-from .measuring import (
+from attnbook.hf.measuring import (
     attention_matrices,
     contraction_thresholds,
     encoder_head_roles,
@@ -40,7 +40,7 @@ from .measuring import (
     where_the_bound_applies,
     word_of_token,
 )
-from .surgery import ARCHITECTURES, VARIANT_SWITCHES, VARIANTS, architecture, variant
+from attnbook.hf.surgery import ARCHITECTURES, VARIANT_SWITCHES, VARIANTS, architecture, variant
 
 __all__ = [
     "ARCHITECTURES", "BASE_CONFIGS", "GateHooks", "MINILM_HUB_NAME", "PAPER_MODELS", "VARIANTS",

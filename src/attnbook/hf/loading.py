@@ -12,7 +12,7 @@ absent (Colab). :func:`init_model` builds ``bert-base-cased``, ``albert-base-v2`
 ``xlnet-base-cased`` at random initialisation from their published sizes (:data:`BASE_CONFIGS`), offline.
 
 :func:`text_batch` builds the inputs: sequences of exactly ``n_tokens`` real tokens from the shipped
-English sample (:func:`attnbook.text.english_sentences`).
+English sample (:func:`attnbook.core.text.english_sentences`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import torch
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from ..text import english_sentences
+from attnbook.core.text import english_sentences
 
 #: the pretrained models of the paper's Figure 2 (hub names)
 PAPER_MODELS = ("bert-base-cased", "albert-base-v2", "xlnet-base-cased")
@@ -211,7 +211,7 @@ def text_batch(
     (chapter "Rank collapse in pretrained transformers"; the paper took 32 wiki_bio texts of 128 tokens).
 
     Sequence ``i`` starts at verse ``i * len(sentences) // n_sequences`` of ``sentences`` (default: the
-    shipped sample, :func:`attnbook.text.english_sentences`) and takes consecutive verses until it is
+    shipped sample, :func:`attnbook.core.text.english_sentences`) and takes consecutive verses until it is
     long enough, then is truncated. Returns ``{"input_ids", "attention_mask"}``, each (n_sequences, n_tokens).
     """
     if not isinstance(n_sequences, int) or n_sequences < 1:

@@ -5,7 +5,7 @@ collapse in pretrained transformers" and "A translation model").
 how a transformers version assembles ``output_hidden_states``), the input of the first layer (the
 embeddings, after ALBERT's projection to width 768) and the output of every layer.
 :func:`residual_by_layer` turns them into the paper's measure ``||h - 1 mean(h)^T||_{1,inf} /
-||h||_{1,inf}`` (:func:`attnbook.norms.relative_residual`, token mean as in the official code).
+||h||_{1,inf}`` (:func:`attnbook.core.norms.relative_residual`, token mean as in the official code).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from .. import deep_bound, heads
-from ..heads import word_attention
-from ..norms import norm_1_inf, relative_residual, res
-from .surgery import VARIANTS, _blocks, _first, _layers, architecture, variant
+from attnbook.rank import deep_bound
+from attnbook.heads import roles
+from attnbook.heads.roles import word_attention
+from attnbook.core.norms import norm_1_inf, relative_residual, res
+from attnbook.hf.surgery import VARIANTS, _blocks, _first, _layers, architecture, variant
 
 # --------------------------------------------------------------------------------------------- measuring
 
@@ -183,10 +184,10 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
     a content key), ``sink`` (share of queries whose largest weight over all keys is on [CLS] or [SEP]),
     ``prev`` / ``next`` (share whose largest content weight is on the neighbouring token), the scalar
     ``chance`` (mean 1/n), with ``parses`` the word-level maps ``word_maps`` for
-    :func:`attnbook.heads.dependency_accuracy`, and with ``token_counts`` (a count per token id) the
+    :func:`attnbook.heads.roles.dependency_accuracy`, and with ``token_counts`` (a count per token id) the
     rare-token share ``rare`` on the sentences whose rarest content token is outside the
     ``rare_outside_top`` most frequent, with ``rare_chance`` and ``rare_sentences``
-    (:func:`attnbook.heads.rare_token_statistics`).
+    (:func:`attnbook.heads.roles.rare_token_statistics`).
     """
     if parses is not None and len(parses) != len(sentences):
         raise ValueError(f"need one parse per sentence, got {len(parses)} for {len(sentences)}")
@@ -195,7 +196,7 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
     sums: dict = {}
     n_queries = 0.0
     word_maps = []
-    ranks = None if token_counts is None else heads.frequency_ranks(token_counts)
+    ranks = None if token_counts is None else roles.frequency_ranks(token_counts)
     rare = {"rare": 0.0, "rare_chance": 0.0, "queries": 0.0, "rare_sentences": 0.0}
     for b in range(0, len(sentences), batch_size):
         chunk = list(sentences[b: b + batch_size])
@@ -222,7 +223,7 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
         for k, v in stats.items():
             sums[k] = sums.get(k, 0) + v.cpu()
         n_queries += nq
-        found = None if ranks is None else heads.rare_token_statistics(
+        found = None if ranks is None else roles.rare_token_statistics(
             a, enc["input_ids"].to(dev), token_counts, ranks, content, content, rare_outside_top)
         if found is not None:
             share, rare_chance, rare_nq, n_sentences = found
@@ -249,7 +250,7 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
 def contraction_thresholds(model: nn.Module) -> list[float]:
     """For every layer of a BERT-family model, the largest input residual ``||res(X)||_{1,inf}`` at which the
     one-layer step of the doubly exponential bound contracts, from the layer's own weights
-    (:func:`attnbook.deep_bound.contraction_threshold` of :func:`head_matrices`; chapter "Rank collapse in
+    (:func:`attnbook.rank.deep_bound.contraction_threshold` of :func:`head_matrices`; chapter "Rank collapse in
     pretrained transformers": where the theorem applies to real weights)."""
     return [deep_bound.contraction_threshold(deep_bound.layer_constants(W_qk, W_vo, d_head))
             for W_qk, W_vo, d_head in head_matrices(model)]

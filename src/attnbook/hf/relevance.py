@@ -1,14 +1,14 @@
 """LRP relevance of every head of a BERT-style encoder to its sentence embedding (chapter "A translation
 model", all-MiniLM-L6-v2 beside the translation model; Voita et al. 2019, Sec. 4.2).
 
-The rule is :mod:`attnbook.lrp`'s (the official alpha-beta rule, alpha = beta = 0.5), applied to BERT's
-post-LN layers (:func:`attnbook.lrp.residual_post_ln`). What is explained differs from the paper, because
+The rule is :mod:`attnbook.heads.lrp`'s (the official alpha-beta rule, alpha = beta = 0.5), applied to BERT's
+post-LN layers (:func:`attnbook.heads.lrp.residual_post_ln`). What is explained differs from the paper, because
 a sentence encoder predicts no token: the book explains the sentence embedding ``e`` (the mean of the last
 layer's token states, as sentence-transformers pools all-MiniLM-L6-v2) by its score against its own
 direction, ``s = e . e/|e| = |e|``, the quantity every cosine similarity of the model is built from. The
 impacts of ``e``'s coordinates on ``s`` are ``e_d^2 / |e|`` and those of the token states on ``e_d`` are
 ``h_td / n``; from there the relevance goes back layer by layer to every head's output neurons, and a
-head's relevance is their sum, as a share of its layer (:func:`attnbook.lrp.layer_shares`;
+head's relevance is their sum, as a share of its layer (:func:`attnbook.heads.lrp.layer_shares`;
 ``scripts/head_relevance.py --model minilm`` averages the shares over verses, as for the translation model).
 """
 
@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
-from .. import lrp
+from attnbook.heads import lrp
 
 
 def _bert_layers(model: nn.Module) -> list[nn.Module]:
@@ -32,7 +32,7 @@ def _bert_layers(model: nn.Module) -> list[nn.Module]:
 
 
 def _attention_view(layer: nn.Module) -> SimpleNamespace:
-    """BERT's self-attention with the names :func:`attnbook.lrp.relprop_mha` reads."""
+    """BERT's self-attention with the names :func:`attnbook.heads.lrp.relprop_mha` reads."""
     att = layer.attention.self
     return SimpleNamespace(n_heads=att.num_attention_heads, d_head=att.attention_head_size,
                            q=att.query, k=att.key, v=att.value, scale=att.attention_head_size ** -0.5,
@@ -67,7 +67,7 @@ def embedding_relevance(h: torch.Tensor) -> torch.Tensor:
     """The relevance ``(1, n, d)`` of the last layer's token states ``h`` ``(n, d)`` for the score
     ``s = e . e/|e|`` of their mean ``e``: the alpha-beta rule through the score (impacts ``e_d^2/|e|``)
     and through the mean (impacts ``h_td / n`` on ``e_d``), the mean taken as one layer and rescaled over
-    the whole sentence to total 1, as :func:`attnbook.lrp.relprop_jacobian` rescales a layer (so a
+    the whole sentence to total 1, as :func:`attnbook.heads.lrp.relprop_jacobian` rescales a layer (so a
     coordinate whose token states have mixed signs keeps more than its ``e_d^2/|e|^2``)."""
     e = h.mean(0)
     R_e = lrp.transition((e * e / e.norm())[None, :])[0]  # (d,)

@@ -1,0 +1,21 @@
+"""Checked claims (Intro, "How to read"): the claim API (:mod:`.api`), how a claim is shown (:mod:`.render`), how
+nbval compares it within its band (:mod:`.bands`), the IPython formatter for lists of claims (:mod:`.notebook`)
+and the papers' printed numbers (:mod:`.papers`)."""
+
+from attnbook.claims import notebook as _notebook  # noqa: F401  (registers the list formatter in a kernel)
+from attnbook.claims.api import (
+    CHECK,
+    COMPARISON,
+    DEFAULT_REL_BAND,
+    MIMETYPE,
+    REGISTRY,
+    Claim,
+    ClaimFailed,
+    check,
+    compare,
+)
+from attnbook.claims.bands import accept_claims_within_band, records_agree
+from attnbook.claims.render import html_table
+
+__all__ = ["CHECK", "COMPARISON", "DEFAULT_REL_BAND", "MIMETYPE", "REGISTRY", "Claim", "ClaimFailed", "check",
+           "compare", "accept_claims_within_band", "records_agree", "html_table"]

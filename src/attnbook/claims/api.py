@@ -1,0 +1,292 @@
+"""Checked claims: every sentence of the book that states a result is backed by one (Intro, "How to read").
+
+There are two kinds, each with its own job:
+
+* :func:`check`, a **must-hold check**: an identity, a step of a proof, a control or baseline, the agreement
+  of a live recomputation with a precomputed file, or a gate saying that a model is trained enough for an
+  analysis to mean anything. A check that does not hold raises :class:`ClaimFailed`, so nbval fails.
+* :func:`compare`, a **comparison with a paper**: this book's value, the paper's value, an agreement rule
+  stated before the result (an absolute or relative tolerance, a side of a threshold, or a confidence
+  interval of the book's that must contain the paper's value) and the verdict, *reproduces* or *differs*.
+  A comparison that differs carries the measured reason. It never raises because it differs, and nothing
+  ever passes *because* a result differs: a flipped verdict changes the compared output, so nbval fails.
+
+Each displayed claim carries a JSON record under the mimetype :data:`MIMETYPE`, so the reproduction page
+lists every claim of the book from the executed notebooks, with nothing typed in by hand.
+
+What nbval compares is what does not depend on the CPU: a claim's kind, name, condition or rule, paper value
+and verdict must match the committed output exactly, and its value must lie within the claim's ``band`` of
+the committed value (:func:`records_agree`, applied by ``book/conftest.py``). The default band is
+:data:`DEFAULT_REL_BAND` of the committed value; claims whose value moves more between CPUs (a trained
+model's accuracy) state a wider one, and counts are compared exactly. A value at round-off level is never a
+claim's value: state it as a count of instances above a threshold instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Callable, Optional, Sequence
+
+from attnbook.claims.render import fmt_number as _fmt
+from attnbook.claims.render import html_table
+
+MIMETYPE = "application/vnd.attnbook.claim+json"
+
+#: the default band, relative to the committed value, within which a re-executed claim's value agrees
+DEFAULT_REL_BAND = 0.02
+
+#: the two kinds of claim, as they appear in records
+CHECK, COMPARISON = "check", "comparison"
+
+#: the claims checked so far in this process, in order
+REGISTRY: list["Claim"] = []
+
+
+class ClaimFailed(AssertionError):
+    """A must-hold check does not hold in this run."""
+
+
+def _round(x: Optional[float], digits: int) -> Optional[float]:
+    if x is None:
+        return None
+    x = float(x)
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, digits - 1 - int(math.floor(math.log10(abs(x)))))
+
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim as displayed and recorded. ``value``, ``paper`` and ``interval`` are rounded to ``digits``
+    significant digits; ``band`` is absolute (the committed value is held within ``value +- band``)."""
+
+    name: str
+    value: float
+    condition: str
+    kind: str = CHECK
+    verdict: str = "holds"
+    paper: Optional[float] = None
+    paper_note: str = ""
+    reason: str = ""
+    interval: Optional[tuple] = None
+    band: float = 0.0
+    precomputed: str = ""
+    chapter: str = ""
+    holds: bool = True
+    digits: int = 3
+
+    def line(self) -> str:
+        """The claim in one line of text (what a notebook shows as plain text)."""
+        value = _fmt(self.value)
+        if self.interval is not None:
+            value += f" (interval {_fmt(self.interval[0])} to {_fmt(self.interval[1])})"
+        paper = f"; paper {_fmt(self.paper)}" if self.paper is not None else ""
+        note = f" ({self.paper_note})" if self.paper_note else ""
+        reason = f"; differs because {self.reason}" if self.verdict == "differs" and self.reason else ""
+        pre = f"; precomputed by `{self.precomputed}`" if self.precomputed else ""
+        return f"{self.kind} {self.verdict}: {self.name}: book {value} [{self.condition}]{paper}{note}{reason}{pre}"
+
+    def __repr__(self) -> str:
+        return self.line()
+
+    def record(self) -> dict:
+        """The JSON record that the reproduction page reads."""
+        rec = asdict(self)
+        rec["interval"] = list(self.interval) if self.interval is not None else None
+        return rec
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": self.line(), "text/html": html_table([self]), MIMETYPE: self.record()}
+
+
+def _number(name: str, what: str, x) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"claim {name!r}: {what} must be a number, got {x!r}") from None
+
+
+def _band(name: str, value: float, band: Optional[float], digits: int) -> float:
+    if band is None:
+        return _round(DEFAULT_REL_BAND * abs(value), 2) if math.isfinite(value) else 0.0
+    band = _number(name, "band", band)
+    if not band >= 0:
+        raise ValueError(f"claim {name!r}: band must be a non-negative number, got {band}")
+    return band
+
+
+def check(
+    name: str,
+    value: float,
+    *,
+    close_to: Optional[float] = None,
+    tol: Optional[float] = None,
+    at_least: Optional[float] = None,
+    at_most: Optional[float] = None,
+    predicate: Optional[Callable[[float], bool]] = None,
+    description: Optional[str] = None,
+    band: Optional[float] = None,
+    precomputed: str = "",
+    chapter: str = "",
+    digits: int = 3,
+) -> Claim:
+    """A must-hold check: ``value`` satisfies the stated condition, or :class:`ClaimFailed` is raised.
+
+    Conditions (at least one, all must hold): ``close_to`` with ``tol`` (absolute), ``at_least``,
+    ``at_most``, or ``predicate`` with a ``description`` saying what it tests. ``band``: how far a
+    re-execution's value may move from the committed one (absolute; default :data:`DEFAULT_REL_BAND` of the
+    value). ``precomputed``: the command that made the shipped file the value is read from ("" when the
+    value is computed in the reader's run). A comparison with a paper is :func:`compare`, not a check.
+
+    Raises ``ValueError`` when the claim itself is malformed (no condition, a target without a tolerance,
+    a predicate without a description, a value that is not a number).
+    """
+    if not name:
+        raise ValueError("a claim needs a name")
+    value = _number(name, "value", value)
+    if close_to is not None and tol is None:
+        raise ValueError(f"claim {name!r}: close_to={close_to} needs a tolerance tol")
+    if tol is not None and (close_to is None or tol < 0):
+        raise ValueError(f"claim {name!r}: tol must be non-negative and go with close_to")
+    if predicate is not None and not description:
+        raise ValueError(f"claim {name!r}: a predicate needs a description of what it tests")
+    if close_to is None and at_least is None and at_most is None and predicate is None:
+        raise ValueError(
+            f"claim {name!r}: give a condition (close_to+tol, at_least, at_most or predicate)"
+        )
+    parts, holds = [], math.isfinite(value)
+    if close_to is not None:
+        parts.append(f"within {tol:g} of {close_to:g}")
+        holds &= abs(value - close_to) <= tol
+    if at_least is not None:
+        parts.append(f">= {at_least:g}")
+        holds &= value >= at_least
+    if at_most is not None:
+        parts.append(f"<= {at_most:g}")
+        holds &= value <= at_most
+    if predicate is not None:
+        parts.append(description)
+        holds &= bool(predicate(value))
+    claim = Claim(
+        name=name,
+        value=_round(value, digits),
+        condition=", ".join(parts),
+        kind=CHECK,
+        verdict="holds" if holds else "fails",
+        band=_band(name, value, band, digits),
+        precomputed=precomputed,
+        chapter=chapter,
+        holds=bool(holds),
+        digits=digits,
+    )
+    if not claim.holds:
+        raise ClaimFailed(f"{claim.line()}\n  unrounded book value: {value!r}; condition: {claim.condition}")
+    REGISTRY.append(claim)
+    return claim
+
+
+def compare(
+    name: str,
+    value: float,
+    *,
+    paper: float,
+    source: str,
+    tol: Optional[float] = None,
+    rel_tol: Optional[float] = None,
+    same_side_of: Optional[float] = None,
+    interval: Optional[Sequence[float]] = None,
+    reason: str = "",
+    band: Optional[float] = None,
+    precomputed: str = "",
+    chapter: str = "",
+    digits: int = 3,
+) -> Claim:
+    """A comparison of this book's ``value`` with the ``paper``'s, under an agreement rule stated beforehand.
+
+    ``source``: where the paper's value is read (section, table or figure). Exactly one rule:
+
+    * ``tol``: reproduces when ``|value - paper| <= tol``;
+    * ``rel_tol``: reproduces when ``|value - paper| <= rel_tol * |paper|``;
+    * ``same_side_of``: reproduces when ``value`` and ``paper`` lie on the same side of this threshold
+      (strictly above it, or not): a direction, "an effect exists", "more than chance";
+    * ``interval``: this book's confidence interval ``(lo, hi)`` for the quantity; reproduces when it
+      contains ``paper`` (``value`` is the point estimate);
+    * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
+      threshold, so that a direction counts only when the seeds decide it (for example a delay, or a gain,
+      that the paper reports as positive; :func:`attnbook.stats.bootstrap_mean_difference` makes intervals).
+
+    The verdict is ``"reproduces"`` or ``"differs"``; a comparison that differs must carry the measured
+    ``reason`` (``ValueError`` otherwise), and it does not raise. ``band``, ``precomputed``: as in
+    :func:`check`.
+    """
+    if not name:
+        raise ValueError("a claim needs a name")
+    if not source:
+        raise ValueError(f"claim {name!r}: say where the paper's value is read (source=...)")
+    value = _number(name, "value", value)
+    paper = _number(name, "paper", paper)
+    if not math.isfinite(value) or not math.isfinite(paper):
+        raise ValueError(f"claim {name!r}: value and paper must be finite, got {value!r} and {paper!r}")
+    rules = [r for r in (tol, rel_tol, same_side_of, interval) if r is not None]
+    decisive = same_side_of is not None and interval is not None and tol is None and rel_tol is None
+    if len(rules) != 1 and not decisive:
+        raise ValueError(
+            f"claim {name!r}: give exactly one agreement rule (tol, rel_tol, same_side_of or interval; or "
+            f"same_side_of with interval), got {len(rules)}"
+        )
+    rounded_interval = None
+    if tol is not None:
+        tol = _number(name, "tol", tol)
+        if tol < 0:
+            raise ValueError(f"claim {name!r}: tol must be non-negative")
+        rule, agrees = f"within {tol:g} of the paper's value", abs(value - paper) <= tol
+    elif rel_tol is not None:
+        rel_tol = _number(name, "rel_tol", rel_tol)
+        if rel_tol < 0:
+            raise ValueError(f"claim {name!r}: rel_tol must be non-negative")
+        rule = f"within {100 * rel_tol:g}% of the paper's value"
+        agrees = abs(value - paper) <= rel_tol * abs(paper)
+    if interval is not None:
+        if len(interval) != 2:
+            raise ValueError(f"claim {name!r}: interval must be (lo, hi), got {interval!r}")
+        lo, hi = (_number(name, "interval", x) for x in interval)
+        if not lo <= value <= hi:
+            raise ValueError(f"claim {name!r}: the interval ({lo}, {hi}) must contain the value {value}")
+        rounded_interval = (_round(lo, digits), _round(hi, digits))
+    if decisive:
+        t = _number(name, "same_side_of", same_side_of)
+        rule = f"this book's whole interval on the same side of {t:g} as the paper's value"
+        agrees = (lo > t) == (paper > t) and (hi > t) == (paper > t)
+    elif same_side_of is not None:
+        t = _number(name, "same_side_of", same_side_of)
+        rule = f"on the same side of {t:g} as the paper's value"
+        agrees = (value > t) == (paper > t)
+    elif interval is not None:
+        rule = "this book's interval contains the paper's value"
+        agrees = lo <= paper <= hi
+    verdict = "reproduces" if agrees else "differs"
+    if verdict == "differs" and not reason:
+        raise ValueError(
+            f"claim {name!r}: book {value:g} differs from the paper's {paper:g} ({rule}); a comparison that "
+            "differs must say why, measured (reason=...)"
+        )
+    claim = Claim(
+        name=name,
+        value=_round(value, digits),
+        condition=rule,
+        kind=COMPARISON,
+        verdict=verdict,
+        paper=_round(paper, digits),
+        paper_note=source,
+        reason=reason if verdict == "differs" else "",
+        interval=rounded_interval,
+        band=_band(name, value, band, digits),
+        precomputed=precomputed,
+        chapter=chapter,
+        holds=True,
+        digits=digits,
+    )
+    REGISTRY.append(claim)
+    return claim

@@ -1,0 +1,387 @@
+"""What attention heads do (chapter "A translation model"; Voita et al. 2019).
+
+Quantities per head, computed from attention matrices ``P`` of shape ``(batch, heads, queries, keys)``
+(one tensor per layer, as :class:`attnbook.seq2seq.Seq2SeqTransformer` returns them) and boolean masks
+of real (non-pad) queries and keys:
+
+* confidence (Voita et al., sec. 4.1): the mean over query tokens of ``max_k P[q, k]``, excluding EOS
+  (neither an EOS query nor an EOS key counts; attention to EOS is the "no-op" of a head),
+* relevance: here leave-one-out (occlusion) relevance, the drop of the top-1 logit when one head is
+  switched off, normalised over the heads of a layer (an LRP-like attribution to the top-1 logit that
+  needs no backward pass; Voita et al. use layer-wise relevance propagation),
+* positional heads (sec. 5.1): the share of queries whose maximum attention falls on relative
+  position ``-1`` or ``+1``; positional when that share is at least 90%,
+* syntactic heads (sec. 5.2): on word-level attention (subword attention summed over the key word's
+  subwords and averaged over the query word's subwords), the accuracy with which the maximum points to
+  a word's dependency head (or dependent), against the most-frequent-relative-position baseline,
+* rare-token heads (sec. 5.3): the share of queries whose maximum falls on the rarest token of the
+  sentence, against chance ``1/n``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Mapping, Optional, Sequence
+
+import torch
+
+from attnbook.heads.masks import ATTENTION_KINDS
+from attnbook.heads.translation import pad
+
+DIRECTIONS = ("dep->head", "head->dep")
+
+
+def _stack(attns) -> torch.Tensor:
+    """Layers of ``(batch, heads, q, k)`` -> ``(layers, batch, heads, q, k)``."""
+    if isinstance(attns, torch.Tensor):
+        a = attns
+    else:
+        if not attns or any(not isinstance(x, torch.Tensor) for x in attns):
+            raise ValueError("attns must be a non-empty list of (batch, heads, queries, keys) tensors")
+        a = torch.stack(list(attns))
+    if a.ndim != 5:
+        raise ValueError(f"attns must be (layers, batch, heads, queries, keys), got shape {tuple(a.shape)}")
+    return a
+
+
+def _check_mask(mask: torch.Tensor, batch: int, n: int, name: str) -> torch.Tensor:
+    if not isinstance(mask, torch.Tensor) or mask.shape != (batch, n) or mask.dtype != torch.bool:
+        shape = tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"{name} must be a bool tensor of shape ({batch}, {n}), got {shape}")
+    return mask
+
+
+def head_confidence(attns, query_mask: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+    """Confidence of every head, ``(layers, heads)`` (chapter "A translation model", Voita et al. sec. 4.1): the mean
+    over the queries in ``query_mask`` of the largest attention weight on a key in ``key_mask``.
+
+    Pass masks that are False at padding and at EOS to exclude EOS as the paper does.
+    """
+    a = _stack(attns)
+    L, B, H, Q, K = a.shape
+    qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
+    top = a.masked_fill(~km[None, :, None, None, :], 0.0).amax(-1)  # (L, B, H, Q)
+    w = qm[None, :, None, :].to(a.dtype)
+    return (top * w).sum((1, 3)) / w.sum((1, 3)).clamp(min=1)
+
+
+def _argmax_keys(a: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+    return a.masked_fill(~key_mask[None, :, None, None, :], -1.0).argmax(-1)  # (L, B, H, Q)
+
+
+def relative_position_share(attns, query_mask: torch.Tensor, key_mask: torch.Tensor,
+                            offsets: Sequence[int] = (-1, 1)) -> torch.Tensor:
+    """Share of queries whose maximum attention lies at relative position ``offset`` (key - query),
+    ``(layers, heads, len(offsets))`` (chapter "A translation model", Voita et al. sec. 5.1). Self-attention only."""
+    a = _stack(attns)
+    L, B, H, Q, K = a.shape
+    if Q != K:
+        raise ValueError(f"relative positions need self-attention (queries == keys), got {Q} x {K}")
+    qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
+    rel = _argmax_keys(a, km) - torch.arange(Q, device=a.device)[None, None, None, :]
+    w = qm[None, :, None, :]
+    out = [((rel == o) & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1) for o in offsets]
+    return torch.stack(out, -1)
+
+
+def positional_heads(shares: torch.Tensor, threshold: float = 0.9) -> torch.Tensor:
+    """Boolean ``(layers, heads)``: heads whose maximum is on one relative position in at least
+    ``threshold`` of the queries (chapter "A translation model", Voita et al.'s positional heads, threshold 90%)."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    if not isinstance(shares, torch.Tensor) or shares.ndim != 3:
+        raise ValueError("shares must be the (layers, heads, offsets) output of relative_position_share")
+    return shares.amax(-1) >= threshold
+
+
+def word_attention(attn: torch.Tensor, word_of_token: Sequence[int], n_words: int) -> torch.Tensor:
+    """Word-to-word attention of one sentence (chapter "A translation model"): ``attn`` ``(..., tokens, tokens)``
+    subword attention, ``word_of_token[t]`` the word of token ``t`` (-1: none, e.g. EOS or a bare word marker).
+    Returns ``(..., n_words, n_words)``: sum over the key word's subwords, mean over the query word's."""
+    w = torch.as_tensor(list(word_of_token), dtype=torch.long)
+    T = attn.shape[-1]
+    if attn.shape[-2] != T or len(w) > T:
+        raise ValueError(f"attn must be (..., n, n) with n >= len(word_of_token), got {tuple(attn.shape)}")
+    if n_words <= 0 or (len(w) and int(w.max()) >= n_words):
+        raise ValueError(f"n_words={n_words} is too small for word_of_token")
+    full = torch.full((T,), -1, dtype=torch.long)
+    full[: len(w)] = w
+    M = torch.zeros(T, n_words, dtype=attn.dtype)  # token -> word membership
+    ok = full >= 0
+    M[ok.nonzero()[:, 0], full[ok]] = 1.0
+    M = M.to(attn.device)  # built on the CPU, used where attn lives
+    keys = attn @ M  # (..., T, W)
+    per_word = M.sum(0).clamp(min=1)
+    return (M.T @ keys) / per_word[:, None]
+
+
+def dependency_accuracy(word_attns: Sequence[torch.Tensor], arcs: Sequence[Sequence], relation: str,
+                        direction: str) -> tuple[torch.Tensor, int]:
+    """Accuracy of every head on one dependency relation, ``((layers, heads), number of arcs)``
+    (chapter "A translation model", Voita et al. sec. 5.2). ``word_attns[i]``: ``(layers, heads, W, W)`` word attention
+    of sentence ``i``; ``arcs[i]``: ``[dependent, head, label]`` triples. ``direction="dep->head"``: the
+    query is the dependent and the head is the answer; ``"head->dep"`` the other way round."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    if len(word_attns) != len(arcs):
+        raise ValueError(f"need one arc list per sentence, got {len(word_attns)} and {len(arcs)}")
+    hits, n = None, 0
+    for wa, sent_arcs in zip(word_attns, arcs):
+        pred = wa.argmax(-1)  # (L, H, W)
+        for dep, head, label in sent_arcs:
+            if label != relation:
+                continue
+            q, target = (dep, head) if direction == "dep->head" else (head, dep)
+            h = (pred[:, :, q] == target).float()
+            hits = h if hits is None else hits + h
+            n += 1
+    if n == 0:
+        raise ValueError(f"no {relation!r} arcs in the data")
+    return hits / n, n
+
+
+def positional_baseline(arcs: Sequence[Sequence], relation: str, direction: str) -> tuple[float, int]:
+    """Most-frequent-relative-position baseline for a relation (chapter "A translation model", Voita et al. sec. 5.2):
+    the share of arcs whose answer lies at the most common offset from the query, and that offset."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    offs = Counter()
+    for sent_arcs in arcs:
+        for dep, head, label in sent_arcs:
+            if label == relation:
+                offs[(head - dep) if direction == "dep->head" else (dep - head)] += 1
+    if not offs:
+        raise ValueError(f"no {relation!r} arcs in the data")
+    off, c = offs.most_common(1)[0]
+    return c / sum(offs.values()), off
+
+
+# The dependency relations chapter "A translation model" tests, in both directions: (relation, direction,
+# reading); the paper's Sec. 5.2 reports nsubj, dobj, amod and advmod.
+DEPENDENCY_RELATIONS = (
+    ("nsubj", "dep->head", "subject -> verb"),
+    ("nsubj", "head->dep", "verb -> subject"),
+    ("dobj", "head->dep", "verb -> object"),
+    ("dobj", "dep->head", "object -> verb"),
+    ("amod", "dep->head", "adjective -> noun"),
+    ("amod", "head->dep", "noun -> adjective"),
+    ("advmod", "dep->head", "adverb -> head"),
+    ("advmod", "head->dep", "head -> adverb"),
+)
+
+
+def syntactic_head_table(word_attns: Sequence[torch.Tensor], arcs: Sequence[Sequence],
+                         relations: Sequence[tuple[str, str, str]] = DEPENDENCY_RELATIONS) -> list[dict]:
+    """The best head for each dependency relation against the positional baseline (chapter "A translation
+    model", Voita et al. sec. 5.2): one row per ``(relation, direction, reading)`` with ``relation``,
+    ``direction``, ``reading``, ``n`` (arcs), ``best`` (the best head's accuracy), ``head`` (its 1-based
+    ``(layer, head)``), ``base`` and ``offset`` (:func:`positional_baseline`)."""
+    rows = []
+    for relation, direction, reading in relations:
+        acc, n = dependency_accuracy(word_attns, arcs, relation, direction)
+        base, offset = positional_baseline(arcs, relation, direction)
+        layer, head = divmod(int(acc.argmax()), acc.shape[1])
+        rows.append(dict(relation=relation, direction=direction, reading=reading, n=n, best=float(acc.max()),
+                         head=(layer + 1, head + 1), base=base, offset=offset))
+    return rows
+
+
+def rare_token_share(attns, src_ids: torch.Tensor, token_counts: torch.Tensor, query_mask: torch.Tensor,
+                     key_mask: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Share of queries whose maximum attention falls on the rarest key token of the sentence (by
+    ``token_counts``, training-set frequencies), ``(layers, heads)``, and the chance level, the mean of
+    ``1 / (number of keys)`` over the queries (chapter "A translation model", Voita et al. sec. 5.3)."""
+    a = _stack(attns)
+    L, B, H, Q, K = a.shape
+    qm, km = _check_mask(query_mask, B, Q, "query_mask"), _check_mask(key_mask, B, K, "key_mask")
+    if src_ids.shape != (B, K):
+        raise ValueError(f"src_ids must have shape ({B}, {K}), got {tuple(src_ids.shape)}")
+    freq = token_counts.to(src_ids.device)[src_ids].float().masked_fill(~km, float("inf"))
+    rarest = freq.argmin(-1)  # (B,)
+    hit = _argmax_keys(a, km) == rarest[None, :, None, None]
+    w = qm[None, :, None, :]
+    share = (hit & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1)
+    chance = float(((1.0 / km.sum(-1).clamp(min=1).float())[:, None] * qm).sum() / qm.sum().clamp(min=1))
+    return share, chance
+
+
+def frequency_ranks(token_counts: torch.Tensor) -> torch.Tensor:
+    """The rank of every token id by its training-set count (0 = the most frequent)."""
+    order = torch.argsort(token_counts, descending=True)
+    ranks = torch.empty_like(order)
+    ranks[order] = torch.arange(len(order))
+    return ranks
+
+
+def rare_token_statistics(a: torch.Tensor, ids: torch.Tensor, token_counts: torch.Tensor, ranks: torch.Tensor,
+                          query_mask: torch.Tensor, key_mask: torch.Tensor, outside_top: int = 500):
+    """:func:`rare_token_share` on the sentences of a batch whose rarest key token is outside the
+    ``outside_top`` most frequent (the condition of Voita et al. sec. 5.3): ``(share, chance, queries,
+    sentences)``, or None when no sentence of the batch qualifies. ``a`` ``(layers, batch, heads, q, k)``,
+    ``ranks`` from :func:`frequency_ranks`."""
+    rank = ranks.to(ids.device)[ids].masked_fill(~key_mask, -1)
+    keep = rank.amax(-1) >= outside_top
+    if not keep.any():
+        return None
+    share, chance = rare_token_share(a[:, keep], ids[keep], token_counts, query_mask[keep], key_mask[keep])
+    return share, chance, float(query_mask[keep].sum()), float(keep.sum())
+
+
+@torch.no_grad()
+def ablation_relevance(model, src: torch.Tensor, tgt_in: torch.Tensor, kinds: Optional[Sequence[str]] = None,
+                       normalise: bool = True) -> Mapping[str, torch.Tensor]:
+    """Leave-one-out relevance of every head to the top-1 logit (chapter "A translation model"; an occlusion stand-in
+    for Voita et al.'s LRP relevance): for each head, the mean over target tokens of the drop of the
+    full model's top-1 logit when that head's gate is 0. With ``normalise`` each layer's non-negative
+    parts sum to 1, as the paper normalises relevance over the heads of a layer. Returns ``kind -> (L, H)``.
+    """
+    kinds = list(kinds or ATTENTION_KINDS)
+    cfg = model.cfg
+    model.eval()
+    mask = tgt_in != cfg.pad_id
+    logits, _ = model(src, tgt_in)
+    top = logits.argmax(-1, keepdim=True)
+    base = logits.gather(-1, top)[..., 0]
+    out = {}
+    for kind in kinds:
+        L = cfg.layers(kind)
+        rel = torch.zeros(L, cfg.n_heads)
+        for layer in range(L):
+            for h in range(cfg.n_heads):
+                g = torch.ones(L, cfg.n_heads)
+                g[layer, h] = 0.0
+                lg, _ = model(src, tgt_in, head_gates={kind: g})
+                drop = base - lg.gather(-1, top)[..., 0]
+                rel[layer, h] = ((drop * mask).sum() / mask.sum()).to(rel.device)
+        if normalise:
+            pos = rel.clamp(min=0)
+            rel = pos / pos.sum(-1, keepdim=True).clamp(min=1e-12)
+        out[kind] = rel
+    return out
+
+
+def _share(hit: torch.Tensor, qm: torch.Tensor) -> torch.Tensor:
+    """``hit`` (L, B, H, Q) bool, ``qm`` (B, Q) -> share of counted queries per head, (L, H)."""
+    w = qm[None, :, None, :]
+    return (hit & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1)
+
+
+@torch.no_grad()
+def role_statistics(model, src: torch.Tensor, tgt: torch.Tensor) -> dict:
+    """The per-head role statistics of a :class:`attnbook.seq2seq.Seq2SeqTransformer` on one batch
+    (chapter "A translation model"; recorded during training by ``scripts/train_translation.py`` for the role-emergence
+    figure). ``src``: padded source ids ending in EOS; ``tgt``: padded ``BOS ... EOS`` targets.
+
+    Returns ``kind -> {statistic: (layers, heads) list}`` with, for every attention kind,
+    ``confidence`` (mean max weight over queries, EOS/BOS excluded as keys and queries, Voita et al.
+    sec. 4.1) and ``sink`` (share of queries whose largest weight is on EOS, or BOS in decoder
+    self-attention); for the two self-attentions ``prev`` (and ``next`` for the encoder): the share of
+    queries whose largest weight over all real keys is on the neighbouring token (sec. 5.1).
+    """
+    pad = model.cfg.pad_id
+    rows = [[t for t in row if t != pad] for row in src.tolist()]
+    targets = [[t for t in row if t != pad] for row in tgt.tolist()]
+    roles = head_roles(model, rows, targets, batch_size=len(rows))  # one batch, the same statistics
+    keep = ("confidence", "sink", "prev", "next")
+    return {kind: {k: [[round(float(x), 4) for x in row] for row in v] for k, v in stats.items() if k in keep}
+            for kind, stats in roles.items()}
+
+
+def causal_chance(query_mask: torch.Tensor, key_mask: torch.Tensor) -> float:
+    """Confidence of uniform causal attention (chapter "A translation model"): query ``t`` sees the counted keys up to
+    itself, so a head that spreads its weight evenly has confidence ``1 / (keys seen)``; the mean over queries is
+    the mean of ``1/t``, not ``1/n``."""
+    seen = key_mask.long().cumsum(-1).clamp(min=1).float()
+    return float(((1.0 / seen) * query_mask).sum() / query_mask.sum().clamp(min=1))
+
+
+@torch.no_grad()
+def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]],
+               token_counts: Optional[torch.Tensor] = None, parses: Optional[Sequence[Mapping]] = None,
+               rare_outside_top: int = 500, batch_size: int = 32) -> dict:
+    """Every head's roles in a :class:`attnbook.seq2seq.Seq2SeqTransformer`, from teacher-forced attention
+    on verses (chapter "A translation model"; Voita et al. 2019 secs. 4-5), in the style of TransformerLens's head
+    detectors.
+
+    ``src_ids`` / ``tgt_ids``: unpadded id lists (source ending in EOS; target ``BOS ... EOS``).
+    Returns ``kind -> {statistic: (layers, heads) tensor}`` plus scalars:
+
+    * ``confidence``: mean over queries of the largest weight on a content key (EOS and BOS excluded as
+      keys and queries); ``chance``: the same for uniform attention (``1/n``; the mean of ``1/t`` for the
+      causal decoder self-attention);
+    * ``sink``: share of queries whose largest weight is on EOS (BOS in decoder self-attention);
+    * ``prev`` / ``next`` (self-attention): share of queries whose largest weight over all real keys is on
+      the previous / next token;
+    * encoder only, with ``token_counts``: ``rare``, the share of queries pointing at the verse's rarest
+      source token, on verses whose rarest token is outside the ``rare_outside_top`` most frequent (the
+      condition of sec. 5.3), with ``rare_chance`` (mean ``1/n``) and ``rare_sentences``;
+    * with ``parses`` (aligned with ``src_ids``): ``word_maps``, the encoder's word-level attention of each
+      verse, ``(layers, heads, words, words)``, for :func:`dependency_accuracy`.
+    """
+    if len(src_ids) != len(tgt_ids) or not src_ids:
+        raise ValueError(f"need as many targets as sources, got {len(src_ids)} and {len(tgt_ids)}")
+    if parses is not None and len(parses) != len(src_ids):
+        raise ValueError(f"need one parse per verse, got {len(parses)} for {len(src_ids)}")
+    cfg = model.cfg
+    was_training = model.training
+    model.eval()
+    dev = next(model.parameters()).device
+    sums: dict = {}
+    weights: dict = {}
+    word_maps = []
+    rare_rank = None if token_counts is None else frequency_ranks(token_counts)
+
+    def add(key, value, weight):
+        sums[key] = sums.get(key, 0) + value * weight
+        weights[key] = weights.get(key, 0) + weight
+
+    for b in range(0, len(src_ids), batch_size):
+        src, tgt = pad(src_ids[b: b + batch_size]).to(dev), pad(tgt_ids[b: b + batch_size]).to(dev)
+        tgt_in = tgt[:, :-1]
+        _, att = model(src, tgt_in, return_attention=True)
+        # a shorter target's EOS is part of the padded decoder input: not a real query or key
+        src_real, tgt_real = src != cfg.pad_id, (tgt_in != cfg.pad_id) & (tgt_in != cfg.eos_id)
+        src_eos, tgt_bos = src == cfg.eos_id, tgt_in == cfg.bos_id
+        masks = {"enc_self": (src_real & ~src_eos, src_real & ~src_eos, src_real, src_eos),
+                 "dec_self": (tgt_real & ~tgt_bos, tgt_real & ~tgt_bos, tgt_real, tgt_bos),
+                 "dec_cross": (tgt_real & ~tgt_bos, src_real & ~src_eos, src_real, src_eos)}
+        for kind, (qm, content, real, sink_keys) in masks.items():
+            a = _stack(att[kind])
+            nq = float(qm.sum())
+            top = _argmax_keys(a, real)
+            add((kind, "confidence"), head_confidence(a, qm, content).cpu(), nq)
+            add((kind, "sink"), _share(sink_keys[None, :, None, :].expand(*top.shape[:3], -1).gather(-1, top),
+                                       qm).cpu(), nq)
+            if kind == "dec_self":
+                add((kind, "chance"), causal_chance(qm, content), nq)
+            else:
+                per_query = (1.0 / content.sum(-1).clamp(min=1).float())[:, None] * qm
+                add((kind, "chance"), float(per_query.sum()) / max(nq, 1.0), nq)
+            if kind != "dec_cross":
+                rel = top - torch.arange(a.shape[3], device=a.device)[None, None, None, :]
+                add((kind, "prev"), _share(rel == -1, qm).cpu(), nq)
+                if kind == "enc_self":
+                    add((kind, "next"), _share(rel == 1, qm).cpu(), nq)
+        if rare_rank is not None:
+            qm, content = masks["enc_self"][0], masks["enc_self"][1]
+            found = rare_token_statistics(_stack(att["enc_self"]), src, token_counts, rare_rank, qm, content,
+                                          rare_outside_top)
+            if found is not None:
+                share, chance, nq, n_sentences = found
+                add(("enc_self", "rare"), share.cpu(), nq)
+                add(("enc_self", "rare_chance"), chance, nq)
+                add(("enc_self", "rare_sentences"), n_sentences, 1.0)
+        if parses is not None:
+            enc = _stack(att["enc_self"])
+            for i in range(src.shape[0]):
+                p = parses[b + i]
+                n = len(src_ids[b + i])
+                word_maps.append(word_attention(enc[:, i, :, :n, :n], p["word_of_token"], len(p["words"])).cpu())
+    model.train(was_training)
+    out: dict = {}
+    for (kind, stat), total in sums.items():
+        value = total if stat == "rare_sentences" else total / weights[(kind, stat)]
+        out.setdefault(kind, {})[stat] = value if isinstance(value, torch.Tensor) else float(value)
+    if parses is not None:
+        out["word_maps"] = word_maps
+    return out

@@ -1,0 +1,204 @@
+"""Reading and summarising the shipped pruning sweeps of chapter "Pruning heads".
+
+A sweep file is the output of a named recipe (:mod:`attnbook.core.runs`); :func:`load` refuses a file that a
+different recipe, or the same recipe with other settings, made. The helpers turn its runs into what the
+chapter reports: the heads each run kept (binary masks), whether the gates had stopped moving, how much two
+runs agree on which heads survive, heads kept per kind and layer, BLEU at a given number of heads, and
+how many heads can go before BLEU drops.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+import torch
+
+from attnbook.core import runs
+from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
+from attnbook.heads.masks import HeadMask, as_head_mask, binary
+from attnbook.heads.translation import paired_bleu_difference
+
+
+def load(name: str) -> dict:
+    """The shipped result of recipe ``name``, after :func:`attnbook.core.runs.check_recorded`."""
+    path = runs.output_path(name)
+    if not path.exists():
+        raise ValueError(f"{path} is missing; run `{runs.command(name)}`")
+    payload = json.loads(path.read_text())
+    runs.check_recorded(payload, name)
+    return payload
+
+
+def kept_masks(run: Mapping) -> HeadMask:
+    """The binary masks of a run: 1 for a head whose evaluation gate is open, 0 for a closed one (runs of a
+    gate sweep store ``"gates"``, Michel runs ``"masks"``; a bare ``(layers, heads)`` list is kind ``""``)."""
+    values = run.get("gates", run.get("masks"))
+    if values is None:
+        raise ValueError("a run must hold 'gates' or 'masks'")
+    if not isinstance(values, Mapping):
+        values = {"": values}
+    return binary({k: torch.tensor(v, dtype=torch.float32) for k, v in values.items()})
+
+
+def _snapshot_before(snapshots: Sequence[Mapping], window: int) -> Mapping:
+    """The last snapshot at least ``window`` steps before the final one."""
+    if len(snapshots) < 2:
+        raise ValueError("need at least two snapshots")
+    last = snapshots[-1]
+    earlier = [s for s in snapshots if s["step"] <= last["step"] - window]
+    if not earlier:
+        raise ValueError(f"no snapshot {window} steps before the last one (step {last['step']})")
+    return earlier[-1]
+
+
+def gate_drift(snapshots: Sequence[Mapping], window: int) -> float:
+    """The largest change of any head's ``P(g != 0)`` over the last ``window`` training steps of a run:
+    near 0 when the gates have stopped moving (the official recipe trains "until they stop")."""
+    last, ref = snapshots[-1], _snapshot_before(snapshots, window)
+    return max(
+        float((torch.tensor(last["p_open"][k]) - torch.tensor(ref["p_open"][k])).abs().max()) for k in last["p_open"]
+    )
+
+
+def kept_from_p_open(p_open: Mapping[str, Sequence], temperature: float = TEMPERATURE,
+                     stretch: tuple[float, float] = STRETCH) -> HeadMask:
+    """The binary masks a snapshot of ``P(g != 0)`` stands for: ``log_alpha`` recovered from eq.
+    ``p-closed`` (``logit(P) + beta log(-l/r)``), kept where the evaluation gate is open."""
+    out = {}
+    for k, p in p_open.items():
+        p = torch.tensor(p, dtype=torch.float64).clamp(1e-12, 1 - 1e-12)
+        log_alpha = torch.logit(p) + temperature * np.log(-stretch[0] / stretch[1])
+        out[k] = (deterministic_gates(log_alpha, stretch=stretch) > 0).float()
+    return out
+
+
+def settling(snapshots: Sequence[Mapping], window: int) -> dict:
+    """How much a gate run still moved over its last ``window`` steps: ``max_dp``, the largest change of
+    any ``P(g != 0)`` (:func:`gate_drift`), and ``overlap``, the :func:`jaccard` overlap of the heads kept
+    at the end and ``window`` steps earlier (1: the decisions had stopped changing)."""
+    ref = _snapshot_before(snapshots, window)
+    overlap = jaccard(kept_from_p_open(ref["p_open"]), kept_from_p_open(snapshots[-1]["p_open"]))
+    return {"max_dp": gate_drift(snapshots, window), "overlap": overlap}
+
+
+def jaccard(a, b) -> float:
+    """Overlap of the kept heads of two masks, ``|A and B| / |A or B|`` (1 when both keep nothing)."""
+    a, b = as_head_mask(a), as_head_mask(b)
+    if set(a) != set(b) or any(a[k].shape != b[k].shape for k in a):
+        raise ValueError("the two masks must have the same kinds and shapes")
+    inter = sum(int(((a[k] != 0) & (b[k] != 0)).sum()) for k in a)
+    union = sum(int(((a[k] != 0) | (b[k] != 0)).sum()) for k in a)
+    return 1.0 if union == 0 else inter / union
+
+
+def kept_per_layer(masks) -> dict[str, list[int]]:
+    """Heads kept in each layer, per kind."""
+    return {k: [int(x) for x in (m != 0).sum(dim=1)] for k, m in as_head_mask(masks).items()}
+
+
+def layer_slope(kept: Sequence[int]) -> float:
+    """Least-squares slope of heads kept against layer index (first layer 0): negative when the upper
+    layers lose more heads, positive when the lower layers do (Voita et al.'s per-layer pattern)."""
+    y = np.asarray(kept, dtype=float)
+    if y.size < 2:
+        raise ValueError("need at least two layers")
+    x = np.arange(y.size, dtype=float)
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def order_disagreements(order: Sequence[str], reference: Sequence[str]) -> int:
+    """Pairs of kinds ranked the other way round in ``order`` than in ``reference`` (0: the same order)."""
+    if sorted(order) != sorted(reference):
+        raise ValueError(f"the orders must rank the same kinds, got {order} and {reference}")
+    pos = {k: i for i, k in enumerate(order)}
+    return sum(
+        1 for i, a in enumerate(reference) for b in reference[i + 1:] if pos[a] > pos[b]
+    )
+
+
+def bleu_at(n_heads: float, points: Sequence[tuple[float, float]]) -> float:
+    """BLEU at ``n_heads`` heads, linearly interpolated between ``(heads kept, BLEU)`` points."""
+    pts = sorted(points)
+    if not pts:
+        raise ValueError("no points")
+    x, y = zip(*pts)
+    if not x[0] <= n_heads <= x[-1]:
+        raise ValueError(f"{n_heads} heads is outside the measured range {x[0]}..{x[-1]}")
+    return float(np.interp(n_heads, x, y))
+
+
+def prunable_share(curve: Sequence[tuple[float, float]], full_bleu: float, n_total: int, max_drop: float) -> float:
+    """The largest share of the ``n_total`` heads removed, along a pruning curve of ``(heads kept, BLEU)``
+    points taken from the full model down, before BLEU first falls more than ``max_drop`` below
+    ``full_bleu`` (Michel et al.'s "how many heads can go")."""
+    if n_total < 1 or max_drop < 0:
+        raise ValueError(f"need n_total >= 1 and max_drop >= 0, got {n_total}, {max_drop}")
+    best = 0.0
+    for kept, bleu in sorted(curve, reverse=True):
+        if bleu < full_bleu - max_drop:
+            break
+        best = max(best, 1 - kept / n_total)
+    return best
+
+
+def gaps_to_curve(points: Sequence[tuple[float, float]], curve: Sequence[tuple[float, float]]) -> dict:
+    """``BLEU(points) - BLEU(curve)`` at the same number of heads, ``{heads: gap}``, for the ``(heads, BLEU)``
+    points that lie within the curve's range of heads (its upper end excluded: the full model, where both
+    agree), the curve interpolated linearly: how much one way of choosing heads beats another where they can
+    be compared (chapter "Pruning heads", selection without fine-tuning)."""
+    xs = [n for n, _ in curve]
+    inside = [(n, b) for n, b in points if min(xs) <= n < max(xs)]
+    if not inside:
+        raise ValueError("no point lies within the curve's range of heads")
+    return {n: b - bleu_at(n, curve) for n, b in inside}
+
+
+def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstrap: int = 1000,
+                          pruned_arm: Optional[Mapping] = None) -> list[dict]:
+    """The rows of chapter "Pruning heads"'s pruned-versus-scratch comparison (Voita et al. Table 3) from
+    the result of recipe ``scratch_converged``: one row per pruned shape that has a pruned arm, with
+    ``lam``, ``kept``, the pruned model's beam BLEU and, per seed trained from scratch, its beam BLEU and
+    the paired bootstrap difference scratch minus pruned on the same ``references``
+    (:func:`attnbook.heads.translation.paired_bleu_difference`). The hypotheses must be the file's, for
+    the first ``record["n_eval"]`` references. With ``pruned_arm`` (the result of recipe
+    ``pruned_converged``), its pruned models trained on to convergence (arm ``"pruned_trained"``) take the
+    place of the record's pruned models."""
+    refs = list(references)[: record["n_eval"]]
+    if len(refs) != record["n_eval"]:
+        raise ValueError(f"the record was evaluated on {record['n_eval']} references, got {len(refs)}")
+    if pruned_arm is None:
+        pruned = {r["lam"]: r for r in record["runs"] if r["arm"] == "pruned"}
+    elif pruned_arm["n_eval"] != record["n_eval"]:
+        raise ValueError(f"the pruned arm was evaluated on {pruned_arm['n_eval']} references, "
+                         f"the record on {record['n_eval']}")
+    else:
+        pruned = {r["lam"]: r for r in pruned_arm["runs"] if r["arm"] == "pruned_trained"}
+    rows = []
+    for lam, p in sorted(pruned.items(), key=lambda kv: -kv[0]):
+        seeds = []
+        for s in sorted((r for r in record["runs"] if r["arm"] == "scratch" and r["lam"] == lam),
+                        key=lambda r: r["seed"]):
+            if s["kept"] != p["kept"] or s["masks"] != p["masks"]:
+                raise ValueError(f"lambda {lam}: the scratch run of seed {s['seed']} has another shape")
+            diff = paired_bleu_difference(p["hypotheses_beam"], s["hypotheses_beam"], refs,
+                                          n_bootstrap=n_bootstrap)
+            seeds.append({"seed": s["seed"], "bleu_beam": s["bleu_beam"]["bleu"], **diff})
+        rows.append({"lam": lam, "kept": p["kept"], "pruned_beam": p["bleu_beam"]["bleu"],
+                     "matches_sweep": p.get("matches_sweep"), "scratch": seeds,
+                     "across_seeds": across_seeds(seeds) if seeds else None})
+    return rows
+
+
+def across_seeds(per_seed: Sequence[Mapping]) -> dict:
+    """One shape's scratch-minus-pruned difference over its seeds (chapter "Pruning heads", the verdict of
+    Voita et al.'s Table 3): the mean of the seeds' paired differences, the envelope of their paired 95%
+    intervals (lowest ``low`` to highest ``high``, so an interval wholly on one side of 0 means every seed's
+    is) and the spread of the seeds' differences (largest minus smallest: how much the seed decides)."""
+    if not per_seed:
+        raise ValueError("across_seeds needs the paired difference of at least one seed")
+    deltas = [s["delta"] for s in per_seed]
+    return {"n_seeds": len(deltas), "delta": sum(deltas) / len(deltas),
+            "low": min(s["low"] for s in per_seed), "high": max(s["high"] for s in per_seed),
+            "spread": max(deltas) - min(deltas)}

@@ -1,0 +1,436 @@
+"""English-Spanish Bible translation data for chapter "A translation model" and
+chapter "Pruning heads" (pruning heads): the shipped verse pairs, the joint BPE tokenizer, padded batches, the dev-set
+dependency parses, source-token frequencies, greedy translation and BLEU.
+
+Everything is read from ``attnbook/data/translation/``, written by ``scripts/make_translation_data.py``
+(King James Version / Reina-Valera 1909, both public domain; see the README there).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+import sacrebleu
+import torch
+from sacrebleu.metrics import BLEU
+from tokenizers import Tokenizer
+
+from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, load_model
+from attnbook.core.train import train
+from attnbook.core.runs import DATA
+
+DATA_DIR = DATA / "translation"
+CONVERGED = DATA_DIR / "converged_quick.safetensors"  # scripts/train_translation.py, to convergence
+SPLITS = ("train", "dev", "test")
+PAD, BOS, EOS = 0, 1, 2
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+
+
+@lru_cache(maxsize=None)
+def _all_pairs() -> tuple:
+    path = DATA_DIR / "pairs.tsv.gz"
+    if not path.exists():
+        raise ValueError(f"{path} is missing; run scripts/make_translation_data.py")
+    rows = []
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        next(f)
+        for line in f:
+            split, key, en, es = line.rstrip("\n").split("\t")
+            rows.append((split, key, en, es))
+    return tuple(rows)
+
+
+@lru_cache(maxsize=None)
+def _leaked() -> frozenset:
+    """Keys of dev/test verses whose English or Spanish text occurs verbatim in train (repeated verses
+    such as "And the LORD spake unto Moses, saying,"): 15 dev and 12 test pairs of the shipped split."""
+    train = [(en, es) for s, _, en, es in _all_pairs() if s == "train"]
+    en_seen, es_seen = {en for en, _ in train}, {es for _, es in train}
+    return frozenset(k for s, k, en, es in _all_pairs() if s != "train" and (en in en_seen or es in es_seen))
+
+
+def load_pairs(split: str, with_keys: bool = False) -> list:
+    """The ``(english, spanish)`` verse pairs of ``split`` (``"train"``, ``"dev"`` or ``"test"``), in the
+    shipped order; ``with_keys=True`` gives ``(key, english, spanish)`` (chapter "A translation model"). Dev and test
+    leave out the verses whose text occurs verbatim in train, so that no score rewards memorising them."""
+    _check_split(split)
+    leaked = _leaked() if split != "train" else frozenset()
+    return [(k, en, es) if with_keys else (en, es) for s, k, en, es in _all_pairs()
+            if s == split and k not in leaked]
+
+
+@lru_cache(maxsize=None)
+def load_tokenizer():
+    """The joint English-Spanish BPE tokenizer (``tokenizers.Tokenizer``, 8000 tokens; ids 0-3 are
+    ``<pad> <s> </s> <unk>``) (chapter "A translation model")."""
+
+    return Tokenizer.from_file(str(DATA_DIR / "tokenizer.json"))
+
+
+def encode(sentences: Sequence[str], max_len: int = 128, bos: bool = False) -> list[list[int]]:
+    """Token ids of each sentence, ending in ``</s>`` (and starting with ``<s>`` when ``bos``), cut to
+    ``max_len`` tokens (chapter "A translation model")."""
+    if isinstance(sentences, str):
+        raise ValueError("encode expects a list of sentences, got a single string")
+    if max_len < 3:
+        raise ValueError(f"max_len must be at least 3, got {max_len}")
+    out = []
+    for enc in load_tokenizer().encode_batch(list(sentences)):
+        ids = enc.ids[: max_len - 1 - int(bos)]
+        out.append(([BOS] if bos else []) + ids + [EOS])
+    return out
+
+
+def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Right-pad id lists with ``<pad>`` (0) into a ``(batch, max length)`` long tensor (chapter "A translation
+    model")."""
+    if not seqs:
+        raise ValueError("pad needs at least one sequence")
+    n = max(len(s) for s in seqs)
+    out = torch.full((len(seqs), n), PAD, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
+    return out
+
+
+def decode(ids: Sequence[Sequence[int]]) -> list[str]:
+    """Detokenised text of each id list (special tokens dropped) (chapter "A translation model")."""
+    return load_tokenizer().decode_batch([list(i) for i in ids])
+
+
+class BatchStream:
+    """Length-bucketed, shuffled training batches ``(src, tgt)`` of padded ids, epoch after epoch
+    (chapter "A translation model"). ``stream(step)`` returns batch number ``step`` (so it is a ``batch_fn`` for
+    :func:`attnbook.core.train.train`); the order depends only on ``seed``.
+
+    Batches hold ``batch_size`` pairs, or, with ``max_tokens``, as many length-sorted pairs as fit in
+    ``max_tokens`` padded tokens (pairs x the longer side's longest length, as fairseq's
+    ``--max-tokens`` counts them), so short verses come in large batches and long ones in small.
+    """
+
+    def __init__(self, pairs: Sequence[tuple[str, str]], batch_size: int = 64, max_len: int = 128,
+                 seed: int = 0, max_tokens: Optional[int] = None) -> None:
+        if batch_size < 1 or not pairs:
+            raise ValueError(f"need a positive batch_size and at least one pair, got {batch_size}, {len(pairs)}")
+        if max_tokens is not None and max_tokens < max_len:
+            raise ValueError(f"max_tokens={max_tokens} must be at least max_len={max_len}")
+        self.src = encode([p[0] for p in pairs], max_len)
+        self.tgt = encode([p[1] for p in pairs], max_len, bos=True)
+        self.batch_size, self.seed, self.max_tokens = batch_size, seed, max_tokens
+        self._epoch, self._batches = -1, []
+        self._epoch_sizes: list[int] = []
+        self.batches_per_epoch = len(self._make_epoch(0))
+
+    def _size(self, i: int) -> int:
+        return max(len(self.src[i]), len(self.tgt[i]))
+
+    def _make_epoch(self, epoch: int) -> list[list[int]]:
+        rng = random.Random(self.seed * 100003 + epoch)
+        idx = list(range(len(self.src)))
+        rng.shuffle(idx)
+        chunk = self.batch_size * 50 if self.max_tokens is None else 100 * self.max_tokens // 32
+        batches = []
+        for c in range(0, len(idx), chunk):
+            part = sorted(idx[c: c + chunk], key=lambda i: len(self.src[i]) + len(self.tgt[i]))
+            if self.max_tokens is None:
+                batches += [part[b: b + self.batch_size] for b in range(0, len(part), self.batch_size)]
+                continue
+            batch, longest = [], 0
+            for i in part:
+                if batch and (len(batch) + 1) * max(longest, self._size(i)) > self.max_tokens:
+                    batches.append(batch)
+                    batch, longest = [], 0
+                batch.append(i)
+                longest = max(longest, self._size(i))
+            batches.append(batch)
+        rng.shuffle(batches)
+        return batches
+
+    def _locate(self, step: int) -> tuple[int, int]:
+        """(epoch, batch within the epoch) of batch number ``step``."""
+        epoch = 0
+        while True:
+            if epoch == len(self._epoch_sizes):
+                self._epoch_sizes.append(len(self._make_epoch(epoch)))
+            if step < self._epoch_sizes[epoch]:
+                return epoch, step
+            step -= self._epoch_sizes[epoch]
+            epoch += 1
+
+    def epochs(self, steps: int) -> float:
+        """How many passes over the pairs ``steps`` batches make (chapter "A translation model" reports training
+        epochs)."""
+        epoch, i = self._locate(steps)
+        return epoch + i / self._epoch_sizes[epoch]
+
+    def __call__(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        epoch, i = self._locate(step)
+        if epoch != self._epoch:
+            self._epoch, self._batches = epoch, self._make_epoch(epoch)
+        b = self._batches[i]
+        return pad([self.src[j] for j in b]), pad([self.tgt[j] for j in b])
+
+
+@torch.no_grad()
+def translate(model, sentences: Sequence[str], batch_size: int = 64, max_len: int = 128,
+              head_gates=None, beam: int = 1, length_penalty: float = 0.6) -> list[str]:
+    """Translations of English ``sentences`` by a :class:`attnbook.seq2seq.Seq2SeqTransformer` (chapter "A translation
+    model"): greedy (``beam=1``) or beam search with the GNMT length penalty (``beam=4, length_penalty=0.6`` as the
+    official code of Voita et al.). Sentences are decoded in length-sorted batches; the output keeps the
+    input order."""
+    if isinstance(sentences, str):
+        raise ValueError("translate expects a list of sentences, got a single string")
+    model.eval()
+    dev = next(model.parameters()).device
+    src = encode(sentences, max_len)
+    order = sorted(range(len(src)), key=lambda i: len(src[i]))
+    out: list[Optional[str]] = [None] * len(src)
+    for b in range(0, len(order), batch_size):
+        idx = order[b: b + batch_size]
+        x = pad([src[i] for i in idx]).to(dev)
+        longest = max(len(src[i]) for i in idx)
+        steps = int(1.6 * longest) + 10
+        hyp = (model.greedy_decode(x, max_new_tokens=steps, head_gates=head_gates) if beam == 1 else
+               model.beam_decode(x, beam=beam, length_penalty=length_penalty, max_new_tokens=steps,
+                                 head_gates=head_gates))
+        for i, text in zip(idx, decode(hyp)):
+            out[i] = text
+    return out  # type: ignore[return-value]
+
+
+def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """Corpus BLEU (sacrebleu, default 13a tokenisation, detokenised text) (chapter "A translation model")."""
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
+    return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
+
+
+def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], n_bootstrap: int = 1000) -> dict:
+    """Corpus BLEU with sacreBLEU's bootstrap 95% confidence interval (chapter "A translation model"): ``{"bleu",
+    "mean", "low", "high"}`` (sacreBLEU resamples sentences with its fixed seed, so the interval is reproducible)."""
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
+    s = BLEU().corpus_score(list(hypotheses), [list(references)], n_bootstrap=n_bootstrap)
+    return {"bleu": float(s.score), "mean": float(s._mean), "low": float(s._mean - s._ci),
+            "high": float(s._mean + s._ci)}
+
+
+def paired_bleu_difference(baseline: Sequence[str], system: Sequence[str], references: Sequence[str],
+                           n_bootstrap: int = 1000, seed: int = 12345) -> dict:
+    """Corpus BLEU of ``system`` minus that of ``baseline`` on the same references, with a paired bootstrap
+    (Koehn 2004): sentences are resampled jointly for both systems, so the interval is that of the
+    difference (chapter "Pruning heads" compares pruned and from-scratch models with it). Returns
+    ``{"delta", "low", "high", "p_not_better"}`` (95% percentile interval; the share of resamples in which
+    ``system`` is not better). Uses sacreBLEU's per-sentence n-gram statistics, as its own bootstrap does."""
+    return paired_bleu_contrast([baseline, system], [-1.0, 1.0], references, n_bootstrap, seed)
+
+
+def paired_bleu_contrast(systems: Sequence[Sequence[str]], weights: Sequence[float], references: Sequence[str],
+                         n_bootstrap: int = 1000, seed: int = 12345) -> dict:
+    """The weighted sum of corpus BLEUs, sum_i weights[i] * BLEU(systems[i]), with the paired bootstrap of
+    :func:`paired_bleu_difference`: all systems resampled on the same sentences. With weights (-1, +1, +1, -1)
+    on (before A, after A, before B, after B) it is how much more A gained than B, with the interval of that
+    difference of gains (chapter "Pruning heads": what training on gains a pruned model beyond what it gains
+    the unpruned one). Returns ``{"delta", "low", "high", "p_not_better"}`` (``p_not_better``: the share of
+    resamples where the sum is at most 0)."""
+    if len(systems) != len(weights) or not systems:
+        raise ValueError(f"need one weight per system, got {len(weights)} weights for {len(systems)} systems")
+    if not references or any(len(h) != len(references) for h in systems):
+        raise ValueError(f"need equally many sentences, got {[len(h) for h in systems]} hypotheses for "
+                         f"{len(references)} references")
+    metric = BLEU()
+    stats = [np.array(metric._extract_corpus_statistics(list(h), [list(references)]), dtype=np.int64)
+             for h in systems]
+
+    def contrast(idx=slice(None)) -> float:
+        total = 0.0
+        for w, st in zip(weights, stats):
+            total += w * metric._compute_score_from_stats(list(st[idx].sum(0))).score
+        return total
+
+    delta = contrast()
+    rng = np.random.default_rng(seed)
+    samples = np.empty(n_bootstrap)
+    for i in range(n_bootstrap):
+        samples[i] = contrast(rng.integers(0, len(references), len(references)))
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return {"delta": float(delta), "low": float(low), "high": float(high),
+            "p_not_better": float((samples <= 0).mean())}
+
+
+def repeats_a_phrase(text: str, min_repeats: int = 3, max_n: int = 4) -> bool:
+    """Whether ``text`` loops: some phrase of 1 to ``max_n`` words occurs ``min_repeats`` times in a row
+    ("te te te", "y dijo y dijo y dijo") (chapter "A translation model"'s check that greedy output no longer loops)."""
+    words = text.split()
+    for n in range(1, max_n + 1):
+        for start in range(len(words) - n * min_repeats + 1):
+            phrase = words[start: start + n]
+            if all(words[start + k * n: start + (k + 1) * n] == phrase for k in range(1, min_repeats)):
+                return True
+    return False
+
+
+def load_dev_parses() -> list[dict]:
+    """spaCy silver parses of the English dev sentences, aligned with ``load_pairs("dev")`` (chapter "A translation
+    model"): for each sentence ``words``, ``word_of_token`` (the word index of each source BPE token, -1 for a bare word-start
+    marker) and ``arcs`` ``[dependent, head, label]`` (ClearNLP labels, e.g. nsubj, dobj, amod, advmod)."""
+    with gzip.open(DATA_DIR / "dev_parses.json.gz", "rt", encoding="utf-8") as f:
+        parses = json.load(f)
+    keys = [k for s, k, _, _ in _all_pairs() if s == "dev"]
+    if len(keys) != len(parses):
+        raise ValueError(f"dev_parses.json.gz has {len(parses)} sentences for {len(keys)} dev verses")
+    leaked = _leaked()
+    return [p for k, p in zip(keys, parses) if k not in leaked]
+
+
+def source_token_counts() -> torch.Tensor:
+    """How often each BPE token occurs on the English side of the training split, ``(vocab,)`` (chapter "A translation
+    model")."""
+    counts = json.loads((DATA_DIR / "src_token_counts.json").read_text())
+    return torch.tensor([counts[str(i)] for i in range(len(counts))], dtype=torch.long)
+
+
+def converged_evaluation(path=None) -> dict:
+    """The shipped whole-test-split evaluation of the converged model (``scripts/evaluate_translation.py``;
+    chapter "A translation model" labels what it reads from it as precomputed)."""
+    path = Path(path) if path is not None else CONVERGED.with_name(CONVERGED.stem + "_eval.json")
+    if not path.exists():
+        raise ValueError(f"{path} is missing; run scripts/evaluate_translation.py")
+    return json.loads(path.read_text())
+
+
+def load_translation_model(path=None, device=None):
+    """A shipped translation model, ``(model, meta)``: by default :data:`CONVERGED`, the model chapters "A
+    translation model" and "Pruning heads" analyse and prune."""
+    return load_model(CONVERGED if path is None else path, device)
+
+
+def model_from_preset(p: dict) -> Seq2SeqTransformer:
+    """A freshly initialised :class:`attnbook.seq2seq.Seq2SeqTransformer` at the sizes of a ``translation``
+    preset ``p`` and the shipped tokenizer's vocabulary (chapter "A translation model"); seed first."""
+    return Seq2SeqTransformer(Seq2SeqConfig(
+        vocab_size=load_tokenizer().get_vocab_size(), d_model=p["d_model"], n_heads=p["n_heads"],
+        enc_layers=p["enc_layers"], dec_layers=p["dec_layers"], d_ff=p["d_ff"], dropout=p["dropout"],
+        attention_dropout=p["attention_dropout"], max_len=p["max_len"]))
+
+
+def train_model(model, batches, *, steps: int, lr: float, weight_decay: float, warmup: float,
+                label_smoothing: float, seed: int, head_gates=None, device=None, **train_kwargs) -> dict:
+    """Train a translation model with the shipped checkpoint's recipe (chapter "A translation model"; chapter "Pruning
+    heads" trains pruned shapes from scratch with it): :func:`attnbook.core.train.train` with AdamW, linear warm-up then cosine decay,
+    gradient clipping at 1.0, and label-smoothed cross-entropy. ``head_gates`` (``{kind: (layers, heads)}``)
+    fixes head masks for the whole training. Other keyword arguments go to ``train`` (``eval_fn``,
+    ``eval_every``, ``progress``, ``desc``). Returns its history."""
+    def loss_fn(m, batch):
+        src, tgt = batch
+        return m.loss(src, tgt, head_gates=head_gates, label_smoothing=label_smoothing)
+
+    return train(model, batches, loss_fn, steps=steps, lr=lr, optimizer="adamw", weight_decay=weight_decay,
+                 warmup=warmup, schedule="cosine", clip=1.0, seed=seed, device=device, **train_kwargs)
+
+
+def average_state(states: Sequence[dict]) -> dict:
+    """The element-wise mean of state dicts (checkpoint averaging, as fairseq's IWSLT recipe)."""
+    if not states:
+        raise ValueError("average_state needs at least one state dict")
+    return {k: sum(s[k].float() for s in states) / len(states) for k in states[0]}
+
+
+def train_to_convergence(model, p: dict, *, steps: Optional[int] = None, head_gates=None,
+                         state_path=None, resume: bool = False, time_limit: Optional[float] = None,
+                         step_fn=None, start_extra: Optional[dict] = None, log=print) -> dict:
+    """Train a translation model to convergence with the shipped checkpoint's recipe (chapter "A translation
+    model"; chapter "Pruning heads" trains the pruned shapes from scratch with it, ``head_gates`` fixing their
+    head masks for the whole training): :func:`train_model`'s optimiser and loss on token-based batches;
+    every ``p["eval_every"]`` steps dev cross-entropy and greedy dev BLEU on the first ``p["n_eval_bleu"]``
+    dev verses, keeping the last ``p["average_last"]`` weights; early stop after ``p["patience"]``
+    evaluations without a better dev BLEU. At the end the model holds the average of the kept weights when
+    it is at least as good on dev as the last ones, else the last ones.
+
+    ``p`` is a ``translation`` preset (``attnbook.preset("translation", ...)``, possibly overridden);
+    ``state_path``/``resume`` save and continue the full training state; ``time_limit`` in seconds.
+    ``step_fn(step, model, extra)`` runs after every step. Returns ``{"hist", "extra", "stream", "averaged",
+    "avg_eval", "last_eval", "finished"}``; ``finished`` is false when the time limit stopped training
+    before its end (the model is then the last weights, not averaged)."""
+    steps = steps or p["train_steps"]
+    stream = BatchStream(load_pairs("train"), batch_size=p["batch_size"], max_len=p["max_len"],
+                         seed=p["seed"], max_tokens=p["max_tokens"])
+    dev_pairs = load_pairs("dev")[: p["n_eval_bleu"]]
+    dev_src = pad(encode([e for e, _ in dev_pairs], p["max_len"]))
+    dev_tgt = pad(encode([s for _, s in dev_pairs], p["max_len"], bos=True))
+    extra: dict = {"snapshots": [], "best_bleu": -1.0, "since_best": 0, "wall": 0.0, **(start_extra or {})}
+
+    def eval_fn(m, record: bool = True):
+        d = next(m.parameters()).device
+        loss = float(m.loss(dev_src.to(d), dev_tgt.to(d), head_gates=head_gates))
+        hyps = translate(m, [e for e, _ in dev_pairs], max_len=p["max_len"], head_gates=head_gates)
+        score = round(bleu(hyps, [s for _, s in dev_pairs]), 2)
+        if not record:  # the averaged model's evaluation: not a checkpoint of the training
+            log(f"eval: loss {loss:.4f} dev BLEU {score:.2f}")
+            return {"dev_loss": round(loss, 4), "dev_bleu": score}
+        snap = {k: v.detach().cpu().clone() for k, v in m.state_dict().items()}
+        extra["snapshots"] = (extra["snapshots"] + [snap])[-p["average_last"]:]
+        if score > extra["best_bleu"]:
+            extra["best_bleu"], extra["since_best"] = score, 0
+        else:
+            extra["since_best"] += 1
+        log(f"eval: loss {loss:.4f} dev BLEU {score:.2f} (best {extra['best_bleu']:.2f})")
+        return {"dev_loss": round(loss, 4), "dev_bleu": score}
+
+    hist_loss: list = []
+    wall_base: list = []
+    t_start = time.time()
+
+    def each_step(step, m):
+        if not wall_base:  # first step of this process: extra holds the resumed state by now
+            wall_base.append(extra["wall"])
+        extra["wall"] = wall_base[0] + time.time() - t_start
+        if step_fn is not None:
+            step_fn(step, m, extra)
+        if step % 50 == 0:
+            log(f"step {step} loss {hist_loss[-1]:.4f} epoch {stream.epochs(step):.2f} wall {extra['wall']:.0f} s")
+
+    def loss_fn(m, batch):
+        src, tgt = batch
+        loss = m.loss(src, tgt, head_gates=head_gates, label_smoothing=p["label_smoothing"])
+        hist_loss.append(float(loss.detach()))
+        return loss
+
+    if resume and state_path is not None and Path(state_path).exists():
+        log(f"resuming from {state_path}")
+    hist = train(model, stream, loss_fn, steps=steps, lr=p["lr"], optimizer="adamw",
+                 weight_decay=p["weight_decay"], warmup=p["warmup"], schedule="cosine", clip=1.0,
+                 seed=p["seed"], eval_fn=eval_fn, eval_every=p["eval_every"],
+                 stop_when=lambda metrics: extra["since_best"] >= p["patience"], time_limit=time_limit,
+                 progress=False, step_fn=each_step, state_path=state_path,
+                 state_every=p["eval_every"] if state_path is not None else 0,
+                 resume=resume, extra_state=extra)
+    log(f"trained {hist['steps_done']} steps ({stream.epochs(hist['steps_done']):.2f} epochs) in "
+        f"{hist['time']:.0f} s of steps, {extra['wall']:.0f} s wall; stopped by {hist['stopped']}")
+    out = {"hist": hist, "extra": extra, "stream": stream, "finished": True}
+    if hist["stopped"] == "time_limit" and hist["steps_done"] < steps:
+        out["finished"] = False
+        return out
+    last_state = {k: v.clone() for k, v in model.state_dict().items()}
+    last_eval = hist["evals"][-1]
+    model.load_state_dict(average_state(extra["snapshots"]))
+    with torch.no_grad():
+        avg_eval = eval_fn(model, record=False)
+    averaged = avg_eval["dev_bleu"] >= last_eval["dev_bleu"]  # no worse on dev
+    if not averaged:
+        model.load_state_dict(last_state)
+    log(f"averaged {len(extra['snapshots'])} checkpoints: dev BLEU {avg_eval['dev_bleu']} vs last "
+        f"{last_eval['dev_bleu']}; keeping the {'average' if averaged else 'last checkpoint'}")
+    out.update(averaged=averaged, avg_eval=avg_eval, last_eval=last_eval)
+    return out

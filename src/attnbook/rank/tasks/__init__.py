@@ -1,0 +1,183 @@
+"""The small tasks the book trains models on (Part I, chapters "The circle task" and "Path effectiveness"; Dong et al.
+2021, Sec. 5).
+
+* :mod:`.circle`: two arcs on a circle, predicted autoregressively (chapter "The circle task").
+* :mod:`.sort`: sort a sequence of digits, token by token (chapter "Path effectiveness").
+* :mod:`.hull`: which of 10 points lie on their convex hull (chapter "Path effectiveness").
+* :mod:`.memorization`: memorise a random binary label per token of real sentences (chapter "Path effectiveness").
+
+Each task draws its data from an explicit ``torch.Generator`` so that a chapter is deterministic.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from attnbook.rank.paths import path_forward, sample_paths
+from attnbook.core.text import english_sentences
+from attnbook.core.train import to_device
+from attnbook.rank.tasks import circle, hull, memorization, sort
+from attnbook.rank.tasks.path_model import PathSAN
+
+__all__ = ["PathSAN", "circle", "fit_probe", "hull", "memorization", "path_probe_accuracy", "path_task", "sort",
+           "token_accuracy"]
+
+
+def token_accuracy(logits, labels, ignore_index: int = -100) -> float:
+    """Fraction of tokens whose arg-max class equals the label, ignoring ``ignore_index`` (chapter "Path
+    effectiveness")."""
+    if logits.shape[:-1] != labels.shape:
+        raise ValueError(
+            f"logits (..., C) and labels (...) disagree: {tuple(logits.shape)} vs {tuple(labels.shape)}"
+        )
+    keep = labels != ignore_index
+    if not keep.any():
+        raise ValueError("no labelled token to score")
+    return float((logits.argmax(-1)[keep] == labels[keep]).float().mean())
+
+
+def path_task(name: str, size, generator=None):
+    """Build a path-effectiveness task of chapter "Path effectiveness" (``"sort"``, ``"hull"`` or ``"memorization"``).
+
+    ``size``: a mapping with ``d_model``, ``n_heads``, ``depth`` and the task's data sizes (the chapter's
+    preset: ``n_eval``; sort: ``length``, ``vocab``; hull: ``n_points``; memorization: ``n_sentences``,
+    ``max_len``). Returns a dict with ``model`` (:class:`attnbook.rank.tasks.path_model.PathSAN`), ``batch_fn(batch_size,
+    generator)`` drawing fresh training batches (memorization: a random batch of its fixed sentences),
+    ``train_set`` (a fixed training set of the paper's kind, for the paper's recipe), ``eval`` (inputs,
+    labels, key_mask), ``loss_fn``, ``chance`` (the chance / majority accuracy line) and ``ceiling`` (the
+    best accuracy the model can reach: 1, or for memorization without positions
+    :func:`attnbook.rank.tasks.memorization.achievable_accuracy`). Convex hull embeds its points with the
+    official ``--ffn2`` MLP; memorization has no position embeddings and labels [CLS]/[SEP], as the
+    official code.
+    """
+
+    d, H, L = size["d_model"], size["n_heads"], size["depth"]
+    g = generator if generator is not None else torch.Generator().manual_seed(0)
+    if name == "sort":
+        model = PathSAN(size["vocab"], d, H, L, vocab_size=size["vocab"], n_positions=size["length"])
+
+        def batch_fn(bs, gen=g):
+            x, y = sort.sort_batch(bs, size["length"], size["vocab"], gen)
+            return x, y, None
+
+        ex, ey, _ = batch_fn(size["n_eval"])
+        train_set = batch_fn(size["n_train"])
+        chance = 1.0 / size["vocab"]
+    elif name == "hull":
+        model = PathSAN(2, d, H, L, in_features=2, embed_mlp=True)  # the official --ffn2 embedding
+
+        def batch_fn(bs, gen=g):
+            x, y = hull.hull_batch(bs, size["n_points"], generator=gen)
+            return x, y, None
+
+        ex, ey, _ = batch_fn(size["n_eval"])
+        train_set = batch_fn(size["n_train"])
+        chance = hull.majority_accuracy(ey)
+    elif name == "memorization":
+        data = memorization.memorization_data(english_sentences(size["n_sentences"]), size["max_len"], g)
+        model = PathSAN(2, d, H, L, vocab_size=data.vocab_size)  # no positions, as the official model
+
+        def batch_fn(bs, gen=g):
+            i = torch.randint(0, len(data.ids), (bs,), generator=gen)
+            return data.ids[i], data.labels[i], data.mask[i]
+
+        ex, ey, _ = data.ids, data.labels, None
+        train_set = (data.ids, data.labels, data.mask)
+        chance = 0.5
+        return dict(model=model, batch_fn=batch_fn, train_set=train_set, loss_fn=_loss,
+                    eval=(data.ids, data.labels, data.mask), chance=chance,
+                    ceiling=memorization.achievable_accuracy(data))
+    else:
+        raise ValueError(f"unknown task {name!r}; expected 'sort', 'hull' or 'memorization'")
+    return dict(model=model, batch_fn=batch_fn, train_set=train_set, loss_fn=_loss,
+                eval=(ex, ey, None), chance=chance, ceiling=1.0)
+
+
+def _loss(model, batch):
+    """Token-level cross-entropy of a ``(inputs, labels, key_mask)`` batch (padding labels ignored)."""
+    x, y, mask = batch
+    logits = model(x, key_mask=mask)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
+
+
+def _on_model_device(model, eval_data):
+    """``eval_data`` moved to the device of ``model``'s parameters (data may be drawn on the CPU)."""
+    param = next(model.parameters(), None)
+    return eval_data if param is None else to_device(tuple(eval_data), param.device)
+
+
+def full_accuracy(model, eval_data) -> float:
+    """Token accuracy of the full model on ``eval_data = (inputs, labels, key_mask)`` (chapter "Path effectiveness").
+    The data is moved to the model's device."""
+    x, y, mask = _on_model_device(model, eval_data)
+    with torch.no_grad():
+        return token_accuracy(model(x, key_mask=mask), y)
+
+
+def path_accuracy(model, eval_data, length: int, n_paths: int, repeats: int, generator=None):
+    """Accuracy of ``model`` restricted to ``n_paths`` sampled paths of the given ``length``
+    (:func:`attnbook.rank.paths.sample_paths`, :func:`attnbook.rank.paths.path_forward`), for ``repeats`` fresh draws
+    (chapter "Path effectiveness", Fig. "path effectiveness"). Returns a list of ``repeats`` accuracies. The data is
+    moved to the model's device; paths are drawn on the CPU from ``generator``."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be positive, got {repeats}")
+    x, y, mask = _on_model_device(model, eval_data)
+    accs = []
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for _ in range(repeats):
+            paths = sample_paths(model.depth, model.n_heads, length, n_paths, generator)
+            accs.append(token_accuracy(model(x, paths=paths, key_mask=mask), y))
+    model.train(was_training)
+    return accs
+
+
+def fit_probe(features: torch.Tensor, labels: torch.Tensor, n_classes: int, steps: int = 50,
+              ignore_index: int = -100) -> torch.nn.Linear:
+    """A linear classifier fitted to ``features`` ``(..., d)`` and ``labels`` ``(...)`` by full-batch L-BFGS
+    on the cross-entropy (chapter "Path effectiveness": the probe refitted to each path length's
+    representation). Deterministic: zero initial weights."""
+    if features.shape[:-1] != labels.shape:
+        raise ValueError(f"features (..., d) and labels (...) disagree: {tuple(features.shape)} vs "
+                         f"{tuple(labels.shape)}")
+    keep = labels != ignore_index
+    x, y = features[keep].detach(), labels[keep]
+    probe = torch.nn.Linear(x.shape[-1], n_classes).to(x.dtype).to(x.device)
+    torch.nn.init.zeros_(probe.weight)
+    torch.nn.init.zeros_(probe.bias)
+    opt = torch.optim.LBFGS(probe.parameters(), max_iter=steps, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(probe(x), y)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return probe.requires_grad_(False)
+
+
+def path_probe_accuracy(model, train_data, eval_data, length: int, n_paths: int, repeats: int,
+                        generator=None, steps: int = 50) -> list:
+    """:func:`path_accuracy` with the classifier refitted to the paths' representation (chapter "Path
+    effectiveness", the robustness arm): for each of ``repeats`` draws of ``n_paths`` paths of the given
+    ``length``, a linear probe (:func:`fit_probe`) is fitted on ``train_data``'s path representation and
+    scored on ``eval_data``'s, so that a path is not judged by a classifier trained on another
+    representation (the full model's). Returns the ``repeats`` accuracies."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be positive, got {repeats}")
+    (xt, yt, mt), (xe, ye, me) = _on_model_device(model, train_data), _on_model_device(model, eval_data)
+    n_classes = model.classifier.out_features
+    accs = []
+    was_training = model.training
+    model.eval()
+    for _ in range(repeats):
+        paths = sample_paths(model.depth, model.n_heads, length, n_paths, generator)
+        with torch.no_grad():
+            ft = path_forward(model.blocks, model.embed_inputs(xt), paths, mt)
+            fe = path_forward(model.blocks, model.embed_inputs(xe), paths, me)
+        with torch.enable_grad():
+            probe = fit_probe(ft, yt, n_classes, steps)
+        accs.append(token_accuracy(probe(fe), ye))
+    model.train(was_training)
+    return accs

@@ -1,0 +1,254 @@
+"""The circle task (chapter "The circle task"; Dong et al. 2021, Sec. 5.1, Fig. 3).
+
+``n`` points evenly on a circle of radius ``radius``. An item is the two-token sequence
+``(p_i, p_{i+n/2-1})`` (one point on each half of the circle) and its target the next two points
+``(p_{i+1}, p_{i+n/2})``: the model learns to move both points one step along their arcs. At test time it
+runs recursively from the first item, feeding its prediction back in, which is a deep network in
+disguise: one shared attention layer applied many times.
+
+The model (:class:`CircleNet`) is the official code's: ``Linear(2, d)`` + LayerNorm, one BERT-style
+attention layer with 2 heads (``LN(X + SA(X))``, optionally followed by ``LN(Y + MLP(Y))`` with an MLP of
+width ``d``), and ``Linear(d, 2)``. ``skip=True`` adds the *outer* skip connection: the network predicts
+the step, ``next = x + f(x)``. ``attention=False`` removes attention (every head gated to zero), leaving a
+token-wise map with the same parameters: the control for collapse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+from torch import nn
+
+from attnbook.core.attention import Block
+from attnbook.core.presets import seed_everything
+from attnbook.core.train import train
+from attnbook.core.runs import DATA as DATA_ROOT
+
+RADIUS = 0.3
+#: the precomputed runs of ``scripts/circle_runs.py`` (chapter "The circle task"): ``<run>_<preset>.json``
+DATA = DATA_ROOT / "circle"
+
+
+def circle_points(n: int = 1000, radius: float = RADIUS) -> torch.Tensor:
+    """``n`` points evenly spaced on the circle of radius ``radius``, counter-clockwise: (n, 2)."""
+    if n < 4 or n % 2 or radius <= 0:
+        raise ValueError(f"need an even n >= 4 and radius > 0, got n={n}, radius={radius}")
+    theta = torch.arange(n, dtype=torch.float64) * (2 * math.pi / n)
+    return (radius * torch.stack([theta.cos(), theta.sin()], -1)).float()
+
+
+def circle_dataset(n: int = 1000, radius: float = RADIUS) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and targets of the circle task: two (n/2 - 1, 2, 2) tensors (item, token, xy)."""
+    p = circle_points(n, radius)
+    m = n // 2 - 1
+    i = torch.arange(m)
+    x = torch.stack([p[i], p[i + m]], 1)
+    y = torch.stack([p[i + 1], p[i + m + 1]], 1)
+    return x, y
+
+
+class CircleNet(nn.Module):
+    """The circle-task model (chapter "The circle task"): see the module docstring. ``forward`` maps (batch, 2, 2)
+    points to the predicted next points (batch, 2, 2)."""
+
+    def __init__(self, d_model: int = 32, n_heads: int = 2, mlp: bool = False, skip: bool = False,
+                 attention: bool = True) -> None:
+        super().__init__()
+        if d_model < n_heads or d_model % n_heads:
+            raise ValueError(f"d_model={d_model} must be a positive multiple of n_heads={n_heads}")
+        self.skip = skip
+        self.embed = nn.Sequential(nn.Linear(2, d_model), nn.LayerNorm(d_model))
+        self.block = Block(d_model, n_heads, skip=True, mlp=mlp, layernorm="post", d_ff=d_model)
+        self.readout = nn.Linear(d_model, 2)
+        # attention=False: every head gated to zero, so the layer is LN(E + b_O), a token-wise map (the
+        # control that tells attention's merging apart from a contracting map of each point on its own)
+        self.register_buffer("head_gates", None if attention else torch.zeros(n_heads))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim != 3 or x.shape[-1] != 2:
+            raise ValueError(f"expected points of shape (batch, tokens, 2), got {tuple(x.shape)}")
+        h, _ = self.block(self.embed(x), head_gates=self.head_gates)
+        out = self.readout(h)
+        return x + out if self.skip else out
+
+
+@torch.no_grad()
+def _feed_back(model: nn.Module, start: torch.Tensor, steps: int, step) -> torch.Tensor:
+    if start.shape != (2, 2):
+        raise ValueError(f"start must be one item of shape (2, 2), got {tuple(start.shape)}")
+    if steps < 1:
+        raise ValueError(f"steps must be positive, got {steps}")
+    param = next(model.parameters(), None)
+    run_dev = param.device if param is not None else start.device
+    was_training = model.training
+    model.eval()
+    state = start.float().to(run_dev)
+    traj = [state]
+    for _ in range(steps):
+        state, shown = step(state)  # the next input, and what the trajectory records
+        traj.append(shown)
+    model.train(was_training)
+    return torch.stack(traj).to(start.device)
+
+
+def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
+    """Feed the model its own predictions ``steps`` times from ``start`` (2, 2) (chapter "The circle task", Fig. 3).
+
+    Returns the trajectory (steps + 1, 2, 2): ``traj[0] = start``, ``traj[t]`` the t-th prediction.
+    The model runs on the device of its parameters; the trajectory comes back on ``start``'s device.
+    """
+    def step(x):
+        y = model(x[None])[0]
+        return y, y
+
+    return _feed_back(model, start, steps, step)
+
+
+def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
+    """Collapse metric of chapter "The circle task" (eq. spread): the root-mean-square distance of the last ``last``
+    predicted points (both tokens) from their mean, divided by the circle's radius.
+
+    Points that keep moving around the circle give about 1; a trajectory that has collapsed to one
+    point gives about 0.
+    """
+    if traj.ndim != 3 or traj.shape[1:] != (2, 2) or traj.shape[0] < 2:
+        raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
+    if not 1 <= last < traj.shape[0]:
+        raise ValueError(f"last must be in 1..{traj.shape[0] - 1}, got {last}")
+    pts = traj[-last:].reshape(-1, 2)
+    return float((pts - pts.mean(0)).pow(2).sum(-1).mean().sqrt() / radius)
+
+
+def token_gap(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
+    """Mean distance between the two tokens over the last ``last`` steps, divided by the radius
+    (chapter "The circle task"): 0 when the two sequences have merged into one (rank one for two tokens)."""
+    if traj.ndim != 3 or traj.shape[1:] != (2, 2):
+        raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
+    return float((traj[-last:, 0] - traj[-last:, 1]).norm(dim=-1).mean() / radius)
+
+
+def token_gaps(traj: torch.Tensor, radius: float = RADIUS) -> torch.Tensor:
+    """The token gap ``g_t = ||x1_t - x2_t|| / (2 r)`` at every step of a rollout (chapter "The circle task", eq.
+    ``token-gap``): about 1 at the start, 0 when the two tokens have merged."""
+    if traj.ndim != 3 or traj.shape[1:] != (2, 2):
+        raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
+    return (traj[:, 0] - traj[:, 1]).norm(dim=-1) / (2 * radius)
+
+
+def collapse_step(gaps, threshold: float = 0.05):
+    """The step from which the tokens stay merged: the first ``t`` with ``gaps[s] < threshold`` for every
+    ``s >= t`` to the end of the rollout (sustained merging, not a first crossing), or ``None`` when the
+    last gap is not below the threshold (chapter "The circle task")."""
+    g = torch.as_tensor(gaps, dtype=torch.float64).flatten()
+    if g.numel() == 0:
+        raise ValueError("expected a non-empty sequence of gaps")
+    above = torch.nonzero(g >= threshold).flatten()
+    if len(above) and int(above[-1]) == len(g) - 1:
+        return None
+    return int(above[-1]) + 1 if len(above) else 0
+
+
+def baselines(X: torch.Tensor, Y: torch.Tensor) -> dict:
+    """The one-step errors a model must beat to have learned anything (chapter "The circle task"): predicting
+    "stay put" (``Y = X``) and predicting the origin, in the chapter's MSE (squared error summed over the
+    plane, mean over tokens and items)."""
+    return {"stay_put": float(((X - Y) ** 2).sum(-1).mean()), "origin": float((Y ** 2).sum(-1).mean())}
+
+
+def one_step_mse(model: nn.Module, batch) -> torch.Tensor:
+    """The chapter's training loss and one-step error: squared error summed over the plane, mean over tokens
+    and items (chapter "The circle task")."""
+    x, y = batch
+    return ((model(x) - y) ** 2).sum(-1).mean()
+
+
+def fit(d_model: int, seed: int, *, steps: int, lr: float, batch: int, n_points: int = 1000, n_heads: int = 2,
+        device=None, **variant) -> tuple[CircleNet, dict]:
+    """Train a :class:`CircleNet` (``variant``: ``mlp``, ``skip``, ``attention``) with the book's recipe
+    (chapter "The circle task"): :func:`attnbook.core.train.train` (AdamW, warm-up then cosine decay, clipping) on
+    batches of ``batch`` items drawn at random with a generator seeded with ``seed``, after
+    ``seed_everything(seed)``. Returns the model and its training history."""
+    X, Y = circle_dataset(n_points)
+    seed_everything(seed)
+    model = CircleNet(d_model, n_heads, **variant)
+    gen = torch.Generator().manual_seed(seed)
+
+    def batch_fn(step):
+        i = torch.randint(0, len(X), (batch,), generator=gen)
+        return X[i], Y[i]
+
+    hist = train(model, batch_fn, one_step_mse, steps=steps, lr=lr, progress=False, device=device)
+    return model, hist
+
+
+def fit_paper_recipe(d_model: int, seed: int, *, lr: float, batch_size: int, optimizer: str, epochs: int,
+                     n_points: int = 1000, n_heads: int = 2, device=None, official_skip: bool = False,
+                     **variant) -> tuple[CircleNet, dict]:
+    """Train a :class:`CircleNet` with the paper's recipe (chapter "The circle task"; the official
+    ``run_circle.py``): ``optimizer`` at a constant ``lr``, no warm-up or clipping, the items in order
+    (no shuffling) in batches of ``batch_size``, summed squared error, ``epochs`` epochs. With
+    ``official_skip`` the batches are the official ``--circle_skip`` data (:func:`official_skip_batches`;
+    use it with the model's ``skip=False`` and :func:`rollout_official_skip`). Returns the model and its
+    training history."""
+    X, Y = circle_dataset(n_points)
+    seed_everything(seed)
+    model = CircleNet(d_model, n_heads, **variant)
+    if official_skip:
+        loader = official_skip_batches(X, Y, batch_size)
+    else:
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, Y), batch_size=batch_size)
+    hist = train(model, loader, lambda m, b: ((m(b[0]) - b[1]) ** 2).sum(), steps=epochs * len(loader), lr=lr,
+                 optimizer=optimizer, schedule="constant", warmup=0, clip=None, progress=False, device=device)
+    return model, hist
+
+
+def official_skip_batches(X: torch.Tensor, Y: torch.Tensor, batch_size: int) -> list:
+    """The official code's ``--circle_skip`` training data (chapter "The circle task"; ``run_circle.py``): the
+    items in order in batches of ``batch_size``, each batch's input its points *plus the previous batch's*
+    (zeros for the first batch of an epoch), its target the absolute next points. This is not an outer skip
+    connection; it is what Figure 3's "skip" panels were trained on."""
+    if batch_size < 1 or len(X) != len(Y):
+        raise ValueError(f"need batch_size >= 1 and as many inputs as targets, got {batch_size}, {len(X)}, {len(Y)}")
+    batches, previous = [], torch.zeros(batch_size, *X.shape[1:])
+    for i in range(0, len(X), batch_size):
+        x, y = X[i: i + batch_size], Y[i: i + batch_size]
+        batches.append((x + previous[: len(x)], y))
+        previous = x
+    return batches
+
+
+def rollout_official_skip(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Tensor:
+    """The official code's ``--circle_skip`` evaluation (chapter "The circle task"): the model is fed the running
+    sum of its predictions, ``s_t = s_{t-1} + f(s_{t-1})`` from ``s_0 = start``, and the trajectory shown is
+    the predictions ``f(s_{t-1})`` themselves (``traj[0] = start``), as Figure 3 plots them."""
+    def step(total):
+        pred = model(total[None])[0]
+        return total + pred, pred
+
+    return _feed_back(model, start, steps, step)
+
+
+def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_steps: int) -> dict:
+    """What the chapter reads from one trained model: its one-step error over stay-put's (the gate), and
+    the collapse step, final token gap and spread of its rollout from the first item."""
+    with torch.no_grad():
+        dev = next(model.parameters()).device
+        error = float(one_step_mse(model, (X.to(dev), Y.to(dev))))
+    traj = rollout(model, X[0], rollout_steps)
+    gaps = token_gaps(traj)
+    return {"mse_over_stay_put": error / baselines(X, Y)["stay_put"], "collapse_step": collapse_step(gaps),
+            "final_gap": float(gaps[-1]), "spread": spread(traj)}
+
+
+def load_runs(run: str, preset: str = "quick") -> dict:
+    """A file written by ``scripts/circle_runs.py <run>`` (``"control"``: attention removed; ``"seeds16"``: the
+    chapter's sweep over 16 seeds) (chapter "The circle task")."""
+    path = DATA / f"{run}_{preset}.json"
+    if not path.is_file():
+        raise ValueError(f"expected the circle runs of `python scripts/circle_runs.py {run}` at {path}")
+    record = json.loads(path.read_text())
+    if not {"runs", "command", "recipe"} <= set(record):
+        raise ValueError(f"{path}: not a circle runs file (needs runs, command, recipe)")
+    return record

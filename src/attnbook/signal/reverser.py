@@ -1,0 +1,210 @@
+"""The sequence-reversal task of chapter "Unequal gradients, temperature and adaptive optimisers" (Noci et al. 2022's
+claim that adaptive optimisers train what SGD cannot): a deep post-LN stack learns to reverse random digits.
+
+:class:`Reverser` is token and position embeddings, a post-LN stack of attention + MLP blocks
+(:func:`attnbook.signal.propagation.build_stack`, residual scaling ``alpha = 1/sqrt(L)`` when ``scaled``, softmax
+temperature ``tau``) and a linear read-out. :func:`train_run` trains one with SGD (momentum 0.9) or Adam,
+without clipping or warm-up so that the optimiser sees the raw gradients, and logs what decides whether it
+learns: the query/key and value gradient norms and the cosine between the output tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnbook.signal import propagation as prop
+from attnbook.core.train import train
+from attnbook.core.runs import DATA
+
+
+@dataclass(frozen=True)
+class ReverserSize:
+    """The task and model sizes (``presets.preset("unequal_gradients")`` holds them)."""
+
+    vocab: int
+    seq_len: int
+    d_model: int
+    heads: int
+    depth: int
+    batch: int
+
+    @classmethod
+    def from_preset(cls, p: dict) -> "ReverserSize":
+        return cls(p["vocab"], p["seq_len"], p["train_d_model"], p["train_heads"], p["train_depth"], p["batch"])
+
+
+class Reverser(nn.Module):
+    """Embeddings, a post-LN stack of ``depth`` blocks and a linear read-out (chapter "Unequal gradients")."""
+
+    def __init__(self, size: ReverserSize, scaled: bool, temperature: float, learnable_alpha: bool = False) -> None:
+        super().__init__()
+        self.size = size
+        self.tok, self.pos = nn.Embedding(size.vocab, size.d_model), nn.Embedding(size.seq_len, size.d_model)
+        self.stack = prop.build_stack(size.depth, size.d_model, size.heads, layernorm="post", scaled=scaled,
+                                      temperature=temperature, learnable_alpha=learnable_alpha)
+        self.out = nn.Linear(size.d_model, size.vocab)
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """The stack's output tokens ``(batch, seq_len, d_model)``."""
+        return self.stack(self.tok(x) + self.pos.weight)[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.hidden(x))
+
+
+def batches(size: ReverserSize):
+    """``batch_fn(step) -> (x, reversed x)``: fresh random digits each step (torch's global generator)."""
+    def batch_fn(step):
+        x = torch.randint(0, size.vocab, (size.batch, size.seq_len))
+        return x, x.flip(1)
+    return batch_fn
+
+
+def loss_fn(model: Reverser, batch) -> torch.Tensor:
+    x, y = batch
+    return F.cross_entropy(model(x).reshape(-1, model.size.vocab), y.reshape(-1))
+
+
+def accuracy(model: Reverser, x: torch.Tensor) -> float:
+    """Share of positions of ``x`` whose reversed digit is predicted."""
+    with torch.no_grad():
+        return float((model(x).argmax(-1) == x.flip(1)).float().mean())
+
+
+def gradient_norms(model: Reverser) -> dict:
+    """The geometric mean over layers of the gradient norms of ``W_Q`` and ``W_K`` (together, as the root of
+    the sum of squares) and of ``W_V``, after a backward pass."""
+    qk, v = [], []
+    for b in model.stack.blocks:
+        a = b.attn
+        qk.append((a.q.weight.grad.norm() ** 2 + a.k.weight.grad.norm() ** 2).sqrt())
+        v.append(a.v.weight.grad.norm())
+    gm = lambda xs: float(torch.stack(xs).clamp_min(1e-30).log().mean().exp())  # noqa: E731
+    return {"qk": gm(qk), "v": gm(v)}
+
+
+def qv_ratio(model: Reverser, batch) -> float:
+    """Geometric mean over layers of ``|grad W_Q| / |grad W_V|`` of the loss on ``batch`` (the temperature
+    that balances them is found on this ratio)."""
+    model.zero_grad()
+    loss_fn(model, batch).backward()
+    r = [b.attn.q.weight.grad.norm() / b.attn.v.weight.grad.norm() for b in model.stack.blocks]
+    model.zero_grad()
+    return float(torch.stack(r).log().mean().exp())
+
+
+def qv_ratios(size: ReverserSize, scaled: bool, grid: Sequence[float], seed: int = 0,
+              device=None) -> dict[float, float]:
+    """``{tau: qv_ratio}`` at initialisation for every temperature of ``grid`` (chapter "Unequal gradients"):
+    each model is drawn with seed ``seed`` and measured on the same batch (the first one drawn after seeding),
+    so the temperatures are compared on common random numbers."""
+    torch.manual_seed(seed)
+    batch = tuple(t.to(device) for t in batches(size)(0))
+    ratios = {}
+    for tau in grid:
+        torch.manual_seed(seed)
+        ratios[tau] = qv_ratio(Reverser(size, scaled, tau).to(device), batch)
+    return ratios
+
+
+def closest_to_one(ratios: Mapping[float, float]) -> float:
+    """The key of ``ratios`` whose value is closest to 1 in log: the balancing temperature of a grid."""
+    if not ratios or any(not r > 0 for r in ratios.values()):
+        raise ValueError(f"need positive ratios, got {dict(ratios)}")
+    return min(ratios, key=lambda t: abs(math.log(ratios[t])))
+
+
+def balancing_temperature(size: ReverserSize, scaled: bool, grid=(0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.7, 1.0),
+                          seed: int = 0) -> float:
+    """The temperature of ``grid`` whose model at initialisation (seed ``seed``) has the query/value gradient
+    ratio closest to 1 (in log), calibrated for this model (``scaled`` or not): :func:`closest_to_one` of
+    :func:`qv_ratios`."""
+    return closest_to_one(qv_ratios(size, scaled, grid, seed))
+
+
+def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: float, lr: float, seed: int,
+              steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
+              learnable_alpha: bool = False) -> dict:
+    """Train one :class:`Reverser` (chapter "Unequal gradients"): ``optimizer`` ``"sgd"`` (momentum 0.9) or
+    ``"adam"``, constant learning rate, no clipping, no warm-up. Returns the final loss and accuracy on
+    ``x_eval`` and a log every ``log_every`` steps of the loss, the query/key and value gradient norms
+    (:func:`gradient_norms`) and the mean cosine between the output tokens of ``x_eval``, and the loss of
+    every step (``losses``). With ``learnable_alpha`` each block's residual scale is trained too and the
+    log holds their values (``alphas``)."""
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    torch.manual_seed(seed)
+    model = Reverser(size, scaled, temperature, learnable_alpha)
+    log: list = []
+    losses: list = []
+
+    def logged_loss(m, batch):
+        loss = loss_fn(m, batch)
+        losses.append(float(loss.detach()))
+        return loss
+
+    def step_fn(step, m):
+        if step % log_every == 0 or step == steps:
+            grads = gradient_norms(m)
+            with torch.no_grad():
+                cos = float(prop.token_cosine(m.hidden(x_eval.to(next(m.parameters()).device))).mean())
+            entry = {"step": step, "loss": round(losses[-1], 4), "qk_grad": grads["qk"], "v_grad": grads["v"],
+                     "cosine": round(cos, 4)}
+            if learnable_alpha:
+                entry["alphas"] = [round(float(torch.as_tensor(b.alpha).detach()), 4) for b in m.stack.blocks]
+            log.append(entry)
+
+    hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=0,
+                 schedule="constant", clip=None, seed=seed, progress=False, device=device, step_fn=step_fn)
+    final = losses[-1]
+    return {"loss": final if math.isfinite(final) else float("nan"), "acc": accuracy(model, x_eval.to(
+        next(model.parameters()).device)), "log": log, "losses": losses, "steps": hist["steps_done"]}
+
+
+#: the shipped sweep of ``scripts/sweep_optimisers.py`` at the quick preset
+SWEEP = DATA / "signal" / "optimiser_sweep_quick.json"
+
+
+def load_sweep(path=None) -> dict:
+    """A file written by ``scripts/sweep_optimisers.py`` (default :data:`SWEEP`); its arms keyed by name
+    (``sweep["by_name"]``)."""
+    path = Path(SWEEP if path is None else path)
+    if not path.is_file():
+        raise ValueError(f"expected the optimiser sweep of scripts/sweep_optimisers.py at {path}")
+    sweep = json.loads(path.read_text())
+    if not {"arms", "command", "learning_rates", "seeds"} <= set(sweep):
+        raise ValueError(f"{path}: not an optimiser sweep (needs arms, command, learning_rates, seeds)")
+    sweep["by_name"] = {a["name"]: a for a in sweep["arms"]}
+    return sweep
+
+
+def seed_accuracies(arm: dict, lr: float | None = None) -> list[float]:
+    """The final accuracy of every seed of a sweep arm at learning rate ``lr`` (default: its best one)."""
+    lr = arm["best_lr"] if lr is None else lr
+    accs = [r["acc"] for r in arm["runs"] if r["lr"] == lr]
+    if not accs:
+        raise ValueError(f"arm {arm['name']!r} has no runs at learning rate {lr}")
+    return accs
+
+
+def by_depth(size: ReverserSize, depths, *, lr: float, steps: int, x_eval: torch.Tensor, seed: int = 0,
+             device=None, learnable_depth: int | None = None) -> tuple[dict, dict]:
+    """Adam runs at every depth of ``depths``, unscaled and with ``alpha = 1/sqrt(L)`` (``(depth, scaled) ->
+    run``), and, at ``learnable_depth``, runs with learnable residual scales started at 1 and at 1/sqrt(L)
+    (``scaled -> run``; empty when None): Noci et al.'s Figure 1 on the reversal task."""
+    kw = dict(optimizer="adam", temperature=1.0, lr=lr, seed=seed, steps=steps, x_eval=x_eval, device=device)
+    runs = {(d, s): train_run(dataclasses.replace(size, depth=d), scaled=s, **kw)
+            for d in depths for s in (False, True)}
+    learned = {} if learnable_depth is None else {
+        s: train_run(dataclasses.replace(size, depth=learnable_depth), scaled=s, learnable_alpha=True, **kw)
+        for s in (False, True)}
+    return runs, learned
