@@ -21,6 +21,7 @@ which depend much less than wall-clock time on other jobs sharing the machine.
 from __future__ import annotations
 
 import argparse
+import shlex
 import json
 import platform
 import sys
@@ -32,8 +33,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from attnbook.claims import papers
-from attnbook.core import presets
+from attnbook.claims import papers  # noqa: E402
+from attnbook.core import presets  # noqa: E402
+from attnbook.core import runs as run_table  # noqa: E402
 from attnbook.rank import tasks  # noqa: E402
 from attnbook.core.train import train  # noqa: E402
 
@@ -93,16 +95,26 @@ def run(task: str, recipe: str, cap: float, steps: int, eval_every: int, seed: i
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", nargs="+", default=["sort", "hull"], choices=sorted(TARGETS))
-    ap.add_argument("--cap", type=float, default=120.0, help="CPU seconds of training per run at most")
-    ap.add_argument("--epochs", type=int, default=70, help="the paper recipe's epochs (it stops earlier at the cap)")
-    ap.add_argument("--steps", type=int, default=1000, help="length of the book's cosine schedule")
-    ap.add_argument("--eval-every", type=int, default=25)
-    ap.add_argument("--full", action="store_true", help="run the paper recipe's epochs to the end")
+    table = run_table.settings("bench_recipes", "quick")  # the shipped run's settings (attnbook.core.runs)
+    ap.add_argument("--tasks", nargs="+", default=table["tasks"], choices=sorted(TARGETS))
+    ap.add_argument("--cap", type=float, default=table["cap"], help="CPU seconds of training per run at most")
+    ap.add_argument("--epochs", type=int, default=table["epochs"],
+                    help="the paper recipe's epochs (it stops earlier at the cap)")
+    ap.add_argument("--steps", type=int, default=table["steps"], help="length of the book's cosine schedule")
+    ap.add_argument("--eval-every", type=int, default=table["eval_every"])
+    ap.add_argument("--full", action=argparse.BooleanOptionalAction, default=table["full"],
+                    help="run the paper recipe's epochs to the end")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "src" / "attnbook" / "data" / "bench" / "bench_recipes.json"))
+    ap.add_argument("--seed", type=int, default=table["seed"])
+    ap.add_argument("--out", type=Path, default=None,
+                    help="where to write (required when the settings differ from the shipped run's)")
     args = ap.parse_args()
+    settings = dict(tasks=args.tasks, cap=args.cap, epochs=args.epochs, steps=args.steps, eval_every=args.eval_every,
+                    full=args.full, seed=args.seed)
+    shipped = settings == table
+    if not shipped and args.out is None:
+        ap.error("these settings differ from the shipped run bench_recipes's: give --out, so that the shipped file "
+                 "is not replaced by another run")
     torch.set_num_threads(args.threads)
     rows = []
     for task in args.tasks:
@@ -112,15 +124,18 @@ def main() -> None:
             print(json.dumps(row), flush=True)
             rows.append(row)
     out = {
-        "command": "python scripts/bench_recipes.py " + " ".join(sys.argv[1:]),
+        "command": shlex.join(["python", *sys.argv]),
+        "settings": settings,
         "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
         f"{args.threads} thread(s); CPU seconds of training",
         "date": time.strftime("%Y-%m-%d"),
         "rows": rows,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
-    print("wrote", args.out)
+    if shipped:
+        out["meta"] = run_table.record("bench_recipes", "quick", sys.argv)
+    target = args.out or run_table.output_path("bench_recipes", "quick")
+    run_table.write_json(target, out)
+    print("wrote", target)
 
 
 if __name__ == "__main__":

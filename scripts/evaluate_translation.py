@@ -13,7 +13,6 @@ live-versus-precomputed check). Records the command, time, threads and machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -27,6 +26,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import torch  # noqa: E402
 
 import attnbook  # noqa: E402
+from attnbook.core import runs  # noqa: E402
+from attnbook import stats  # noqa: E402
 from attnbook.heads import translation as tr  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
 
@@ -35,34 +36,34 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--checkpoint", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=None, help="write here instead of the shipped file")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    p = attnbook.preset("translation", args.preset)
-    path = args.checkpoint or tr.DATA_DIR / f"converged_{args.preset}.safetensors"
-    model, meta = tr.load_translation_model(path)
+    cfg = runs.settings("translation_eval", args.preset)
+    model, meta = tr.load_translation_model(cfg["model"], preset=args.preset)
     test = tr.load_pairs("test")
     src, refs = [e for e, _ in test], [s for _, s in test]
-    out: dict = {"checkpoint": path.name, "test_sentences": len(test)}
+    out: dict = {"checkpoint": 
+                 Path(runs.run(cfg["model"]).also[0].format(preset=args.preset)).name,
+                 "test_sentences": len(test)}
     t0 = time.time()
-    for name, kw in (("greedy", dict(beam=1)), ("beam4", dict(beam=4, length_penalty=0.6)),
+    for name, kw in (("greedy", dict(beam=1)), ("beam4", dict(beam=cfg["beam"], length_penalty=cfg["length_penalty"])),
                      ("greedy_no_enc_self", dict(beam=1, head_gates={
                          "enc_self": torch.zeros(model.cfg.enc_layers, model.cfg.n_heads)}))):
         t = time.time()
         hyps = tr.translate(model, src, max_len=model.cfg.max_len, **kw)
-        out[name] = {k: round(v, 2) for k, v in tr.bleu_interval(hyps, refs).items()}
+        out[name] = {k: round(v, 2) for k, v in stats.bleu_interval(hyps, refs).items()}
         out[name]["looping_outputs"] = sum(tr.repeats_a_phrase(h) for h in hyps)
         out[name]["seconds"] = round(time.time() - t, 1)
         if name == "greedy":
-            n = p["n_bleu"]
-            out["greedy_first_n"] = {"n": n, "bleu": round(tr.bleu(hyps[:n], refs[:n]), 2)}
+            n = cfg["n_bleu"]
+            out["greedy_first_n"] = {"n": n, "bleu": round(stats.bleu(hyps[:n], refs[:n]), 2)}
         print(name, out[name], flush=True)
     out.update(seconds=round(time.time() - t0, 1), threads=args.threads,
                machine=f"{cpu_name()}, {os.cpu_count()} cores, {platform.machine()}", torch=torch.__version__,
-               command="python scripts/evaluate_translation.py" + ("" if args.preset == "quick" else
-                                                                   f" --preset {args.preset}"))
-    target = path.with_name(path.stem + "_eval.json")
-    target.write_text(json.dumps(out, indent=1) + "\n")
+               meta=runs.record("translation_eval", args.preset, sys.argv))
+    target = args.out or runs.output_path("translation_eval", args.preset)
+    runs.write_json(target, out)
     print(f"wrote {target}")
 
 

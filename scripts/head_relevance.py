@@ -19,10 +19,8 @@ with the command, time, threads and machine.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import re
 import sys
 import time
 from pathlib import Path
@@ -35,6 +33,7 @@ import torch  # noqa: E402
 
 import attnbook  # noqa: E402
 from attnbook import hf
+from attnbook.core import runs as run_table  # noqa: E402
 from attnbook.heads import lrp  # noqa: E402
 from attnbook.hf import relevance  # noqa: E402
 from attnbook.heads import translation as tr  # noqa: E402
@@ -48,7 +47,7 @@ def rounded(t: torch.Tensor) -> list:
 def translation_relevance(p: dict, verses: int | None):
     """Per dev verse of the translation model: (kind -> layer shares summed over target tokens, tokens,
     the source share summed over target tokens)."""
-    model, _ = tr.load_translation_model()
+    model, _ = tr.load_translation_model(preset=p["preset"])
     pairs = tr.load_pairs("dev")[:verses]
     src = tr.encode([e for e, _ in pairs], p["max_len"])
     tgt = tr.encode([s for _, s in pairs], p["max_len"], bos=True)
@@ -72,21 +71,27 @@ def main() -> None:
     ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--verses", type=int, default=None,
-                    help="the first N dev verses (default: all; MiniLM: the preset's n_minilm)")
-    ap.add_argument("--live", type=int, default=6, help="verses stored one by one for the live check")
+                    help="the first N dev verses (default: the run table's: all; MiniLM: the preset's n_minilm)")
+    ap.add_argument("--live", type=int, default=None,
+                    help="verses stored one by one for the live check (default: the run table's)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    p = attnbook.preset("translation", args.preset)
+    p = {**attnbook.preset("translation", args.preset), "preset": args.preset}
+    name = "lrp_relevance" + ("" if args.model == "translation" else "_minilm")
+    table = run_table.settings(name, args.preset)  # the run table's settings (attnbook.core.runs)
+    verses = table["verses"] if args.verses is None else args.verses
+    live = table["live"] if args.live is None else args.live
+    p = {**p, "n_minilm": verses} if args.model == "minilm" else p
     per_verse_fn = translation_relevance if args.model == "translation" else minilm_relevance
     sums, weights, source_share, per_verse, n = [{}, {}], [0, 0], 0.0, [], 0
     t0 = time.time()
-    for i, (shares, weight, src_share) in enumerate(per_verse_fn(p, args.verses)):
+    for i, (shares, weight, src_share) in enumerate(per_verse_fn(p, verses)):
         for k, v in shares.items():
             sums[i % 2][k] = sums[i % 2].get(k, 0.0) + v
         weights[i % 2] += weight
         source_share += src_share or 0.0
-        if i < args.live:
+        if i < live:
             per_verse.append({k: rounded(v / weight) for k, v in shares.items()})
         if i % 50 == 0:
             print(f"verse {i}: {time.time() - t0:.0f} s", flush=True)
@@ -95,15 +100,14 @@ def main() -> None:
     kinds = list(sums[0])
     halves = [{k: v / w for k, v in part.items()} for part, w in zip(sums, weights)]
     whole = {k: (sums[0][k] + sums[1][k]) / sum(weights) for k in kinds}
-    name = "lrp_relevance" + ("" if args.model == "translation" else "_minilm")
-    out = args.out or tr.DATA_DIR / f"{name}_{args.preset}.json"
+    out = args.out or run_table.output_path(name, args.preset)
     what = ("each head's relevance to the top-1 logit as a share of its layer, mean over target tokens"
             if args.model == "translation" else
             "each head's relevance to the sentence embedding (attnbook.hf.relevance) as a share of its "
             "layer, mean over verses")
     record = {
         "what": "LRP head relevance (the official alpha-beta rule, alpha = beta = 0.5): " + what,
-        "model": str(tr.CONVERGED.name) if args.model == "translation" else hf.MINILM_HUB_NAME,
+        "model": table["model"] if args.model == "translation" else hf.MINILM_HUB_NAME,
         "verses": n,
         ("target_tokens" if args.model == "translation" else "weight"): sum(weights),
         "relevance": {k: rounded(v) for k, v in whole.items()},
@@ -114,16 +118,12 @@ def main() -> None:
         "threads": args.threads,
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, {platform.machine()}",
         "torch": torch.__version__,
-        "command": "python scripts/head_relevance.py"
-                   + ("" if args.model == "translation" else " --model minilm")
-                   + ("" if args.preset == "quick" else f" --preset {args.preset}")
-                   + ("" if args.verses is None else f" --verses {args.verses}"),
     }
     if args.model == "translation":
         record["source_share"] = round(source_share / sum(weights), 4)
-    text = json.dumps(record, indent=1)
-    out.write_text(re.sub(r"\[\s+([-0-9.e,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
-                   + "\n")
+    if (verses, live) == (table["verses"], table["live"]):  # a file of the run table's run
+        record["meta"] = run_table.record(name, args.preset, sys.argv)
+    run_table.write_json(out, record)
     print(f"wrote {out}: {n} verses in {seconds:.0f} s")
 
 

@@ -37,6 +37,7 @@ from attnbook.core import runs as run_table
 from attnbook.core import text
 from attnbook.heads import importance as P
 from attnbook.heads.masks import ATTENTION_KINDS
+from attnbook import stats  # noqa: E402
 from attnbook.heads import translation as tr
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +46,23 @@ ROOT = Path(__file__).resolve().parents[1]
 DEVICE = torch.device("cpu")
 
 
+def _converged(checkpoint: str):
+    """The shipped translation model a pruning recipe names (``converged_<preset>``), on :data:`DEVICE`."""
+    if not checkpoint.startswith("converged_"):
+        raise ValueError(f"expected a checkpoint named converged_<preset>, got {checkpoint!r}")
+    return tr.load_translation_model(preset=checkpoint.removeprefix("converged_"), device=DEVICE)
+
+
 def _output(name: str, out_dir: Optional[Path]) -> Path:
-    return run_table.output_path(name) if out_dir is None else Path(out_dir) / Path(run_table.recipe(name)["output"]).name
+    path = run_table.output_path(name, "quick")
+    return path if out_dir is None else Path(out_dir) / path.name
+
+
+def _recipe(name: str) -> dict:
+    """A pruning run of the run table as this script reads it: its settings (at quick, the only preset the pruning
+    runs are defined at, since they prune the converged model of that preset), what it is, its part."""
+    r = run_table.run(name)
+    return {"settings": run_table.settings(name, "quick"), "what": r.what, "part": r.part}
 
 
 def _tolist(d: dict) -> dict:
@@ -56,7 +72,7 @@ def _tolist(d: dict) -> dict:
 def run_minilm_gates(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Hard-concrete gates on all-MiniLM-L6-v2 (model frozen, only the 72 gates trained to keep the
     mean-pooled sentence embeddings close to the unpruned model's), one run per lambda."""
-    rec = run_table.recipe(name)
+    rec = _recipe(name)
     s = rec["settings"]
     if smoke:
         s = {**s, "lambdas": s["lambdas"][-1:], "steps": 3, "record_every": 2, "n_eval": 4, "batch": 4}
@@ -130,11 +146,11 @@ def _train_gates(base, stream, s: dict, spec: dict):
 def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Voita et al.'s gate fine-tuning of the converged translation model for every lambda of recipe
     ``name`` (and its variants), resumable: runs already in the output file are kept (chapter 11)."""
-    rec = run_table.recipe(name)
+    rec = _recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     attnbook.seed_everything(s["seed"])
-    base, meta = tr.load_translation_model(tr.DATA_DIR / f"{s['checkpoint']}.safetensors", device=DEVICE)
+    base, meta = _converged(s['checkpoint'])
     pairs = tr.load_pairs(s["eval_split"])[: s["n_eval"]]
     if smoke:
         pairs, s = pairs[:8], {**s, "steps": 3, "record_every": 2, "lambdas": s["lambdas"][-1:], "variants": []}
@@ -143,11 +159,11 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
 
     def evaluate(model, gates=None) -> dict:
         binary = None if gates is None else head_masks.binary(gates)
-        res = {"bleu_greedy": round(tr.bleu(tr.translate(model, srcs, head_gates=binary), refs), 3),
-               "bleu_beam": round(tr.bleu(tr.translate(model, srcs, head_gates=binary, beam=s["beam"],
+        res = {"bleu_greedy": round(stats.bleu(tr.translate(model, srcs, head_gates=binary), refs), 3),
+               "bleu_beam": round(stats.bleu(tr.translate(model, srcs, head_gates=binary, beam=s["beam"],
                                                         length_penalty=s["length_penalty"]), refs), 3)}
         if gates is not None:
-            res["bleu_greedy_soft_gates"] = round(tr.bleu(tr.translate(model, srcs, head_gates=gates), refs), 3)
+            res["bleu_greedy_soft_gates"] = round(stats.bleu(tr.translate(model, srcs, head_gates=gates), refs), 3)
         return res
 
     previous = json.loads(out.read_text()) if out.exists() and not smoke else {}
@@ -200,11 +216,11 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     lambda). Resumable: finished runs stay in the file and an unfinished training
     continues from its state file (a resumed pruned model is rebuilt first, then its state loaded);
     ``time_limit`` (minutes) stops one cleanly."""
-    rec = run_table.recipe(name)
+    rec = _recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     sweep = sweeps.load(s["gate_recipe"])
-    gate_settings = run_table.recipe(s["gate_recipe"])["settings"]  # the sweep's, to look its runs up
+    gate_settings = _recipe(s["gate_recipe"])["settings"]  # the sweep's, to look its runs up
     gs = gate_settings  # the settings the pruned models are rebuilt with (shortened by --smoke)
     p = dict(attnbook.preset("translation", s["preset"]))
     pairs = tr.load_pairs(s["eval_split"])
@@ -219,7 +235,7 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     def evaluate(model, masks) -> dict:
         greedy = tr.translate(model, srcs, head_gates=masks)
         beam = tr.translate(model, srcs, head_gates=masks, beam=s["beam"], length_penalty=s["length_penalty"])
-        return {"bleu_greedy": round(tr.bleu(greedy, refs), 3),
+        return {"bleu_greedy": round(stats.bleu(greedy, refs), 3),
                 "bleu_beam": _bleu_interval(beam, refs),
                 "hypotheses_beam": beam}
 
@@ -239,7 +255,7 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
 
     def converged_model():
         """The converged model of the gate recipe, as shipped (a fresh copy on every call)."""
-        return tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)[0]
+        return _converged(gs['checkpoint'])[0]
 
     def converge(model, q: dict, masks, state_name: str, entry: dict) -> bool:
         """Train ``model`` with :func:`tr.train_to_convergence` (settings ``q``, ``masks`` fixed) into
@@ -317,11 +333,11 @@ def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
 def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:
     """Michel et al.'s importance pruning of the converged model, without fine-tuning, with the authors'
     estimator and the variants of recipe ``name`` (chapter 11, "Importance pruning")."""
-    rec = run_table.recipe(name)
+    rec = _recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     attnbook.seed_everything(s["seed"])
-    model, _ = tr.load_translation_model(tr.DATA_DIR / f"{s['checkpoint']}.safetensors", device=DEVICE)
+    model, _ = _converged(s['checkpoint'])
     model.eval()
     test = tr.load_pairs(s["eval_split"])[: s["n_eval"]]
     dev = tr.load_pairs(s["ablation_split"])[: s["n_ablation"]]
@@ -343,7 +359,7 @@ def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -
         return {k: (src.shape[0], n[k]) for k in ATTENTION_KINDS}
 
     def bleu_on(pairs, masks) -> float:
-        return round(tr.bleu(tr.translate(model, [e for e, _ in pairs], head_gates=masks), [r for _, r in pairs]), 3)
+        return round(stats.bleu(tr.translate(model, [e for e, _ in pairs], head_gates=masks), [r for _, r in pairs]), 3)
 
     full = P.full_masks(shapes)
     per_token = [P.head_importance(loss_fn, full, [b], normalize=False, queries=queries) for b in batches]
@@ -413,7 +429,7 @@ def run_michel(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -
 
     gate_masks = []
     for gname in s["gate_recipes"]:
-        path = out.parent / Path(run_table.recipe(gname)["output"]).name
+        path = out.parent / run_table.output_path(gname, "quick").name
         if not path.exists():
             continue
         sweep = json.loads(path.read_text())
@@ -436,12 +452,12 @@ def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool
     """Michel et al.'s importance masks at the gates' numbers of encoder heads, fine-tuned as the gates were
     (:func:`attnbook.heads.gate_training.fine_tune_with_masks`, the gate recipe's settings), so that the
     selection of heads is compared with the gates' at the same fine-tuning (chapter "Pruning heads")."""
-    rec = run_table.recipe(name)
+    rec = _recipe(name)
     s = rec["settings"]
     out = _output(name, out_dir)
     michel, sweep = sweeps.load(s["michel_recipe"]), sweeps.load(s["gate_recipe"])
-    gs = run_table.recipe(s["gate_recipe"])["settings"]
-    base, _ = tr.load_translation_model(tr.DATA_DIR / f"{gs['checkpoint']}.safetensors", device=DEVICE)
+    gs = _recipe(s["gate_recipe"])["settings"]
+    base, _ = _converged(gs['checkpoint'])
     pairs, lambdas, steps = tr.load_pairs(gs["eval_split"]), s["lambdas"], gs["steps"]
     if smoke:
         pairs, lambdas, steps = pairs[:8], lambdas[:1], 3
@@ -479,15 +495,14 @@ def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool
 
 def _bleu_interval(hyps: list, refs: list) -> dict:
     """sacreBLEU's corpus BLEU with its bootstrap interval, rounded as the shipped files record it."""
-    return {k: round(v, 3) for k, v in tr.bleu_interval(hyps, refs).items()}
+    return {k: round(v, 3) for k, v in stats.bleu_interval(hyps, refs).items()}
 
 
 def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload["meta"] = {
-        "recipe": name, "settings": rec["settings"], "what": rec["what"],
-        "command": run_table.command(name),
-        "ran_as": "python scripts/sweep_gates.py " + shlex.join(sys.argv[1:]),
+        **run_table.record(name, "quick"),
+        "command": "python scripts/sweep_gates.py " + shlex.join(sys.argv[1:]),
         "torch": torch.__version__, "machine": platform.machine(), "processor": platform.processor(),
         "threads": torch.get_num_threads(),
         "device": torch.cuda.get_device_name(DEVICE) if DEVICE.type == "cuda" else "cpu",
@@ -502,7 +517,7 @@ PARTS = {"minilm_gates": run_minilm_gates, "gate_sweep": run_gate_sweep, "michel
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("recipe", choices=sorted(n for n, r in run_table.RECIPES.items() if r["script"] == "scripts/sweep_gates.py"))
+    parser.add_argument("recipe", choices=sorted(n for n, r in run_table.RUNS.items() if r.part))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="device of the translation recipes (cpu or cuda)")
     parser.add_argument("--out", default=None, help="output folder (default: where the recipe's file is shipped)")
@@ -515,7 +530,7 @@ def main() -> None:
     global DEVICE
     DEVICE = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    part = run_table.recipe(args.recipe)["part"]
+    part = _recipe(args.recipe)["part"]
     extra = {"time_limit": args.time_limit} if part == "scratch" else {}
     if args.time_limit is not None and not extra:
         parser.error("--time-limit applies to the from-scratch recipes only")

@@ -14,7 +14,6 @@ norms, output token cosine) of the best learning rate of each arm to
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -28,11 +27,9 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import torch  # noqa: E402
 
 import attnbook  # noqa: E402
+from attnbook.core import runs as run_table  # noqa: E402
 from attnbook.signal import reverser as rv  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
-
-LEARNING_RATES = {"sgd": (0.01, 0.03, 0.1, 0.3, 1.0), "adam": (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)}
-SEEDS = (0, 1, 2)
 
 
 def arms(size: rv.ReverserSize) -> list[dict]:
@@ -56,9 +53,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    p = attnbook.preset("unequal_gradients", args.preset)
+    p = run_table.settings("optimiser_sweep", args.preset)  # the run table's settings (attnbook.core.runs)
+    LEARNING_RATES, SEEDS = p["learning_rates"], p["seeds"]
     size = rv.ReverserSize.from_preset(p)
-    x_eval = torch.randint(0, size.vocab, (p["n_eval"], size.seq_len), generator=torch.Generator().manual_seed(123))
+    x_eval = torch.randint(0, size.vocab, (p["n_eval"], size.seq_len),
+                           generator=torch.Generator().manual_seed(p["eval_seed"]))
     t0 = time.time()
     results = []
     for arm in arms(size):
@@ -88,11 +87,10 @@ def main() -> None:
         "threads": args.threads,
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, {platform.machine()}",
         "torch": torch.__version__,
-        "command": "python scripts/sweep_optimisers.py" + ("" if args.preset == "quick" else f" --preset {args.preset}"),
+        "meta": run_table.record("optimiser_sweep", args.preset, sys.argv),
     }
-    out = args.out or ROOT / "src" / "attnbook" / "data" / "signal" / f"optimiser_sweep_{args.preset}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1) + "\n")
+    out = args.out or run_table.output_path("optimiser_sweep", args.preset)
+    run_table.write_json(out, record)
     print(f"wrote {out} in {record['seconds']:.0f} s")
 
 

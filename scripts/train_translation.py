@@ -41,6 +41,8 @@ import torch  # noqa: E402
 import attnbook  # noqa: E402
 from attnbook.heads.roles import role_statistics  # noqa: E402
 from attnbook.heads.seq2seq import save_model  # noqa: E402
+from attnbook.core import runs as run_table  # noqa: E402
+from attnbook import stats  # noqa: E402
 from attnbook.heads import translation as tr  # noqa: E402
 
 
@@ -133,7 +135,7 @@ def main() -> None:
     t1 = time.time()
     test = tr.load_pairs("test")
     hyps = tr.translate(model, [e for e, _ in test], max_len=p["max_len"])
-    test_bleu = tr.bleu(hyps, [s for _, s in test])
+    test_bleu = stats.bleu(hyps, [s for _, s in test])
     print(f"test BLEU (greedy, {len(test)} sentences) = {test_bleu:.2f} in {time.time() - t1:.0f} s", flush=True)
 
     every = max(1, len(hist["loss"]) // 400)
@@ -167,6 +169,11 @@ def main() -> None:
                    + (f" --variant {args.variant}" if args.variant else "")
                    + "".join(f" --set {k}={v}" for k, v in overrides.items()),
     }
+    run_name = "translation_model" + (f"_{args.variant}" if args.variant else "")
+    table = run_table.RUNS.get(run_name)
+    if table and args.preset in table.settings and args.steps is None and all(
+            p[k] == v for k, v in run_table.settings(run_name, args.preset).items()):  # the run table's run
+        meta["meta"] = run_table.record(run_name, args.preset, sys.argv)
     out = args.out or tr.DATA_DIR / f"converged_{tag}.safetensors"
     save_model(model, out, meta)
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")

@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from attnbook import stats
 from attnbook.heads import roles as hd
 from attnbook.claims import papers
 from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
@@ -224,13 +225,13 @@ def test_translation_task_data():
     assert sorted(sizes) == [2, 4, 4] and torch.all(stream(0)[1][:, 0] == tr.BOS)
     assert torch.equal(stream(3)[0], tr.BatchStream(dev[:10], batch_size=4)(3)[0])  # deterministic
     assert tr.source_token_counts().shape == (8000,)
-    assert tr.bleu(["a b c d"], ["a b c d"]) == pytest.approx(100.0, abs=1e-9)
+    assert stats.bleu(["a b c d"], ["a b c d"]) == pytest.approx(100.0, abs=1e-9)
     with pytest.raises(ValueError):
         tr.load_pairs("valid")
     with pytest.raises(ValueError):
         tr.encode("a string")
     with pytest.raises(ValueError):
-        tr.bleu(["a"], [])
+        stats.bleu(["a"], [])
 
 
 def test_dev_and_test_share_no_verse_with_train():

@@ -118,12 +118,12 @@ def test_bad_input_is_refused():
 
 
 def test_shipped_relevance_file_loads():
-    from attnbook.heads import translation as tr
-
-    path = tr.DATA_DIR / "lrp_relevance_quick.json"
-    rec = lrp.load_relevance(path)
+    rec = lrp.load_relevance("lrp_relevance", "quick")
     assert rec["relevance"]["enc_self"].shape == (6, 8) and len(rec["halves"]["dec_cross"]) == 2
-    assert rec["command"].startswith("python scripts/head_relevance.py")
-    with pytest.raises(ValueError, match="expected the relevance file"):
-        lrp.load_relevance(path.with_name("nothing.json"))
+    assert rec["meta"]["run"] == "lrp_relevance" and rec["meta"]["preset"] == "quick"
+    assert not lrp.load_relevance("lrp_relevance", "paper")
+    with pytest.raises(ValueError, match="expected run"):
+        lrp.load_relevance("lrp_relevance_quick.json")
+    with pytest.raises(ValueError, match="not a head-relevance file"):
+        lrp.relevance_tables({"relevance": {}})
 

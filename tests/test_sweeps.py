@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from attnbook.core import runs
+from attnbook import stats
 from attnbook.heads import sweeps
 
 
@@ -61,14 +62,16 @@ def test_bleu_at_and_prunable_share():
     assert sweeps.prunable_share(curve, 30.0, 48, 0.0) == 0.0
 
 
-def test_load_checks_the_recipe(tmp_path, monkeypatch):
+def test_load_checks_the_run(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "DATA", tmp_path)
     (tmp_path / "pruning").mkdir()
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(runs.NotAtPreset, match="scripts/run.py minilm_gates"):
         sweeps.load("minilm_gates")
-    (tmp_path / "pruning" / "minilm_gates.json").write_text('{"meta": {"recipe": "other"}}')
-    with pytest.raises(ValueError, match="not made by recipe"):
+    (tmp_path / "pruning" / "minilm_gates_quick.json").write_text('{"meta": {"run": "other"}}')
+    with pytest.raises(runs.StaleRun, match="not made by run"):
         sweeps.load("minilm_gates")
+    with pytest.raises(runs.NotAtPreset, match="defined at quick only"):
+        sweeps.load("minilm_gates", preset="paper")
 
 
 def test_kept_from_p_open_inverts_the_closed_form():
@@ -156,7 +159,34 @@ def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
 
 def test_across_seeds_envelopes_the_seeds_intervals():
     seeds = [{"delta": 1.0, "low": 0.4, "high": 1.5}, {"delta": -0.5, "low": -1.2, "high": 0.1}]
-    assert sweeps.across_seeds(seeds) == {"n_seeds": 2, "delta": 0.25, "low": -1.2, "high": 1.5, "spread": 1.5}
-    assert sweeps.across_seeds(seeds[:1])["spread"] == 0
+    assert stats.across_seeds(seeds) == {"n_seeds": 2, "delta": 0.25, "low": -1.2, "high": 1.5, "spread": 1.5}
+    assert stats.across_seeds(seeds[:1])["spread"] == 0
     with pytest.raises(ValueError, match="at least one seed"):
-        sweeps.across_seeds([])
+        stats.across_seeds([])
+
+
+def test_trained_on_gains_pairs_each_shape_with_its_short_fine_tuning_and_the_control():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
+    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
+    half = [refs[0], worse[1], worse[2]]
+    common = {"train_steps": 10, "epochs": 1.0, "stopped": "steps", "train_wall_seconds": 120.0, "threads": 1,
+              "averaged": False}
+    scratch = {"n_eval": 3, "runs": [
+        {"arm": "pruned", "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse},
+        {"arm": "pruned", "lam": 0.05, "kept": 2, "bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse},
+        {"arm": "scratch", "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 9.0}, "hypotheses_beam": refs}]}
+    trained_on = {"n_eval": 3, "runs": [  # the 2-head model reaches the references, the 1-head one half of them
+        {**common, "lam": 0.05, "kept": 2, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs},
+        {**common, "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 50.0}, "hypotheses_beam": half}]}
+    control = {"n_eval": 3, "runs": [{**common, "bleu_beam": {"bleu": 50.0}, "hypotheses_beam": half,
+                                      "before": {"bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse}}]}
+    rows = sweeps.trained_on_gains(trained_on, control, scratch, refs, n_bootstrap=50)
+    assert [r["label"] for r in rows] == ["1", "2", "48 (unpruned control)"]
+    one, two, ctrl = rows
+    assert ctrl["gain"]["delta"] > 0 and one["gain"]["delta"] == pytest.approx(ctrl["gain"]["delta"])  # same gain
+    assert one["beyond_control"]["delta"] == pytest.approx(0, abs=1e-9) and one["cost"]["delta"] == 0
+    assert two["beyond_control"]["delta"] == pytest.approx(two["gain"]["delta"] - ctrl["gain"]["delta"])
+    assert two["cost"]["delta"] == pytest.approx(stats.bleu(refs, refs) - stats.bleu(half, refs))
+    assert ctrl["beyond_control"] is None and ctrl["cost"] is None and one["minutes"] == 2.0
+    with pytest.raises(ValueError, match="evaluated on 3 and 2"):
+        sweeps.trained_on_gains(trained_on, {**control, "n_eval": 2}, scratch, refs)

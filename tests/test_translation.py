@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+from attnbook import stats
 from attnbook.heads import translation as tr
 
 
@@ -121,11 +122,11 @@ def test_loops_and_bleu_interval():
     assert not tr.repeats_a_phrase("y dijo el señor a Moisés y dijo")
     assert not tr.repeats_a_phrase("te te")
     refs = ["y dijo Dios sea la luz", "y fue la luz", "y vió Dios que la luz era buena"] * 10
-    perfect = tr.bleu_interval(refs, refs, n_bootstrap=200)
+    perfect = stats.bleu_interval(refs, refs, n_bootstrap=200)
     assert perfect["bleu"] == pytest.approx(100.0) and perfect["low"] == pytest.approx(100.0)
     hyps = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena"] * 10
-    r = tr.bleu_interval(hyps, refs, n_bootstrap=200)
-    assert r["low"] < r["bleu"] < r["high"] and r["bleu"] == pytest.approx(tr.bleu(hyps, refs))
+    r = stats.bleu_interval(hyps, refs, n_bootstrap=200)
+    assert r["low"] < r["bleu"] < r["high"] and r["bleu"] == pytest.approx(stats.bleu(hyps, refs))
 
 
 def _tiny_preset(**kw):
@@ -176,15 +177,15 @@ def test_paired_bleu_difference_is_the_corpus_difference_with_a_paired_interval(
             "en el principio crió Dios los cielos"] * 8
     worse = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena", "en principio Dios cielos"] * 8
     better = ["y dijo Dios sea luz", "y fue la luz", "y vió Dios que la luz era", "en el principio Dios"] * 8
-    d = tr.paired_bleu_difference(worse, better, refs, n_bootstrap=300)
-    assert d["delta"] == pytest.approx(tr.bleu(better, refs) - tr.bleu(worse, refs), abs=1e-9)
+    d = stats.paired_bleu_difference(worse, better, refs, n_bootstrap=300)
+    assert d["delta"] == pytest.approx(stats.bleu(better, refs) - stats.bleu(worse, refs), abs=1e-9)
     assert 0 < d["low"] < d["delta"] < d["high"] and d["p_not_better"] < 0.05
-    same = tr.paired_bleu_difference(worse, worse, refs, n_bootstrap=50)
+    same = stats.paired_bleu_difference(worse, worse, refs, n_bootstrap=50)
     assert same["delta"] == same["low"] == same["high"] == 0.0 and same["p_not_better"] == 1.0
-    flipped = tr.paired_bleu_difference(better, worse, refs, n_bootstrap=300)
+    flipped = stats.paired_bleu_difference(better, worse, refs, n_bootstrap=300)
     assert flipped["delta"] == pytest.approx(-d["delta"]) and flipped["p_not_better"] > 0.95
     with pytest.raises(ValueError, match="equally many"):
-        tr.paired_bleu_difference(worse, better[:-1], refs)
+        stats.paired_bleu_difference(worse, better[:-1], refs)
 
 
 def test_paired_bleu_contrast_is_a_difference_of_gains_with_its_own_interval():
@@ -193,19 +194,19 @@ def test_paired_bleu_contrast_is_a_difference_of_gains_with_its_own_interval():
     worse = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena", "en principio Dios cielos"] * 8
     better = ["y dijo Dios sea luz", "y fue la luz", "y vió Dios que la luz era", "en el principio Dios"] * 8
     small = worse[:16] + better[16:]  # a gain on half the sentences only
-    gain_a = tr.paired_bleu_difference(worse, better, refs, n_bootstrap=300)
-    gain_b = tr.paired_bleu_difference(worse, small, refs, n_bootstrap=300)
-    c = tr.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, -1], refs, n_bootstrap=300)
+    gain_a = stats.paired_bleu_difference(worse, better, refs, n_bootstrap=300)
+    gain_b = stats.paired_bleu_difference(worse, small, refs, n_bootstrap=300)
+    c = stats.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, -1], refs, n_bootstrap=300)
     assert c["delta"] == pytest.approx(gain_a["delta"] - gain_b["delta"], abs=1e-9) and c["delta"] > 0
     assert c["low"] <= c["delta"] <= c["high"] and c["high"] - c["low"] > 0
     # each weight counts: a zero weight on the fourth system leaves the first gain plus the third's BLEU
-    assert tr.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, 0], refs)["delta"] == pytest.approx(
-        gain_a["delta"] + tr.bleu(worse, refs), abs=1e-9)
+    assert stats.paired_bleu_contrast([worse, better, worse, small], [-1, 1, 1, 0], refs)["delta"] == pytest.approx(
+        gain_a["delta"] + stats.bleu(worse, refs), abs=1e-9)
     # the pair form is the contrast (-1, +1), resample for resample
-    assert tr.paired_bleu_contrast([worse, better], [-1, 1], refs, n_bootstrap=300) == gain_a
-    null = tr.paired_bleu_contrast([worse, better, worse, better], [-1, 1, 1, -1], refs, n_bootstrap=50)
+    assert stats.paired_bleu_contrast([worse, better], [-1, 1], refs, n_bootstrap=300) == gain_a
+    null = stats.paired_bleu_contrast([worse, better, worse, better], [-1, 1, 1, -1], refs, n_bootstrap=50)
     assert null["low"] == pytest.approx(0.0, abs=1e-9) and null["high"] == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(ValueError, match="one weight per system"):
-        tr.paired_bleu_contrast([worse, better], [1], refs)
+        stats.paired_bleu_contrast([worse, better], [1], refs)
     with pytest.raises(ValueError, match="equally many"):
-        tr.paired_bleu_contrast([worse, better[:-1]], [-1, 1], refs)
+        stats.paired_bleu_contrast([worse, better[:-1]], [-1, 1], refs)

@@ -1,12 +1,24 @@
-"""Noise in the book's results: seed-bootstrap intervals for comparisons with a paper (every chapter that
-compares runs over seeds; used by :func:`attnbook.claims.compare`'s ``interval`` rule).
+"""Noise in the book's results: every interval the book computes, in one place.
+
+* :func:`bootstrap_mean_difference`: seed-bootstrap intervals of a difference of means (every chapter that
+  compares runs over seeds; :func:`attnbook.claims.compare`'s ``interval`` rule).
+* :func:`bleu`, :func:`bleu_interval`: corpus BLEU and sacreBLEU's bootstrap interval (chapters "A translation
+  model" and "Pruning heads").
+* :func:`paired_bleu_difference`, :func:`paired_bleu_contrast`: Koehn's paired bootstrap of a difference of BLEUs
+  and of a weighted sum of them (chapter "Pruning heads").
+* :func:`across_seeds`: one shape's paired differences over seeds, their mean, envelope and spread.
+
+BLEU goes through sacreBLEU's public API only (``BLEU.sentence_score`` for each sentence's n-gram statistics,
+``BLEU.compute_bleu`` for a corpus score from summed statistics, ``sacrebleu.significance.estimate_ci``).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
+from sacrebleu.metrics import BLEU
+from sacrebleu.significance import estimate_ci
 
 
 def bootstrap_mean_difference(
@@ -35,3 +47,99 @@ def bootstrap_mean_difference(
         estimate = estimate - b.mean()
     lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
     return float(estimate), float(min(lo, estimate)), float(max(hi, estimate))
+
+
+#: sacreBLEU's default BLEU: 13a tokenisation, exponential smoothing, up to 4-grams
+_BLEU = dict(smooth_method="exp", smooth_value=None, effective_order=False, max_ngram_order=4)
+
+
+def _check_pairs(hypotheses: Sequence[str], references: Sequence[str]) -> None:
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
+
+
+def sentence_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
+    """Each sentence's BLEU statistics, ``(n, 10)``: hypothesis length, reference length, matched and total
+    1- to 4-grams (sacreBLEU's ``sentence_score``, default tokenisation; the counts do not depend on
+    smoothing). Summed over sentences they give the corpus BLEU (:func:`bleu_from_statistics`)."""
+    _check_pairs(hypotheses, references)
+    metric = BLEU(effective_order=True)  # only the counts are used; this keeps sacreBLEU from warning
+    rows = []
+    for h, r in zip(hypotheses, references):
+        s = metric.sentence_score(h, [r])
+        rows.append([s.sys_len, s.ref_len, *s.counts, *s.totals])
+    return np.array(rows, dtype=np.int64)
+
+
+def bleu_from_statistics(summed: Sequence[float]) -> float:
+    """Corpus BLEU from sentence statistics summed over a corpus (or a resample of it)."""
+    return float(BLEU.compute_bleu(correct=list(summed[2:6]), total=list(summed[6:10]), sys_len=int(summed[0]),
+                                   ref_len=int(summed[1]), **_BLEU).score)
+
+
+def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """Corpus BLEU (sacreBLEU, default 13a tokenisation, detokenised text) (chapter "A translation model")."""
+    return bleu_from_statistics(sentence_statistics(hypotheses, references).sum(0))
+
+
+def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], n_bootstrap: int = 1000,
+                  seed: int = 12345) -> dict:
+    """Corpus BLEU with sacreBLEU's bootstrap 95% interval (chapter "A translation model"): ``{"bleu", "mean",
+    "low", "high"}``, the numbers ``sacrebleu --confidence`` prints (sentences resampled ``n_bootstrap`` times
+    with its fixed seed, the interval ``mean +- ci`` of :func:`sacrebleu.significance.estimate_ci`)."""
+    stats = sentence_statistics(hypotheses, references)
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(len(stats), size=(n_bootstrap, len(stats)), replace=True)
+    resampled = stats.astype(np.float32)[idx].sum(1)  # as sacreBLEU sums them
+    mean, ci = estimate_ci(np.array([bleu_from_statistics(r) for r in resampled]))
+    return {"bleu": bleu_from_statistics(stats.sum(0)), "mean": float(mean), "low": float(mean - ci),
+            "high": float(mean + ci)}
+
+
+def paired_bleu_difference(baseline: Sequence[str], system: Sequence[str], references: Sequence[str],
+                           n_bootstrap: int = 1000, seed: int = 12345) -> dict:
+    """Corpus BLEU of ``system`` minus that of ``baseline`` on the same references, with a paired bootstrap
+    (Koehn 2004): sentences are resampled jointly for both systems, so the interval is that of the
+    difference (chapter "Pruning heads" compares pruned and from-scratch models with it). Returns
+    ``{"delta", "low", "high", "p_not_better"}`` (95% percentile interval; the share of resamples in which
+    ``system`` is not better)."""
+    return paired_bleu_contrast([baseline, system], [-1.0, 1.0], references, n_bootstrap, seed)
+
+
+def paired_bleu_contrast(systems: Sequence[Sequence[str]], weights: Sequence[float], references: Sequence[str],
+                         n_bootstrap: int = 1000, seed: int = 12345) -> dict:
+    """The weighted sum of corpus BLEUs, sum_i weights[i] * BLEU(systems[i]), with the paired bootstrap of
+    :func:`paired_bleu_difference`: all systems resampled on the same sentences. With weights (-1, +1, +1, -1)
+    on (before A, after A, before B, after B) it is how much more A gained than B, with the interval of that
+    difference of gains (chapter "Pruning heads": what training on gains a pruned model beyond what it gains
+    the unpruned one). Returns ``{"delta", "low", "high", "p_not_better"}`` (``p_not_better``: the share of
+    resamples where the sum is at most 0)."""
+    if len(systems) != len(weights) or not systems:
+        raise ValueError(f"need one weight per system, got {len(weights)} weights for {len(systems)} systems")
+    if not references or any(len(h) != len(references) for h in systems):
+        raise ValueError(f"need equally many sentences, got {[len(h) for h in systems]} hypotheses for "
+                         f"{len(references)} references")
+    stats = [sentence_statistics(h, references) for h in systems]
+
+    def contrast(idx=slice(None)) -> float:
+        return sum(w * bleu_from_statistics(st[idx].sum(0)) for w, st in zip(weights, stats))
+
+    delta = contrast()
+    rng = np.random.default_rng(seed)
+    samples = np.array([contrast(rng.integers(0, len(references), len(references))) for _ in range(n_bootstrap)])
+    low, high = np.percentile(samples, [2.5, 97.5])
+    return {"delta": float(delta), "low": float(low), "high": float(high),
+            "p_not_better": float((samples <= 0).mean())}
+
+
+def across_seeds(per_seed: Sequence[Mapping]) -> dict:
+    """One shape's paired differences over its seeds (chapter "Pruning heads", the verdict of Voita et al.'s
+    Table 3): the mean of the seeds' differences, the envelope of their paired 95% intervals (lowest ``low`` to
+    highest ``high``, so an interval wholly on one side of 0 means every seed's is) and the spread of the
+    seeds' differences (largest minus smallest: how much the seed decides)."""
+    if not per_seed:
+        raise ValueError("across_seeds needs the paired difference of at least one seed")
+    deltas = [s["delta"] for s in per_seed]
+    return {"n_seeds": len(deltas), "delta": sum(deltas) / len(deltas),
+            "low": min(s["low"] for s in per_seed), "high": max(s["high"] for s in per_seed),
+            "spread": max(deltas) - min(deltas)}

@@ -33,7 +33,6 @@ import torch
 import matplotlib.pyplot as plt
 from attnbook.claims import papers
 from attnbook.core import plotting
-from attnbook.stats import bootstrap_mean_difference
 from attnbook.rank.tasks import circle
 
 dev = attnbook.setup(seed=0)
@@ -365,7 +364,6 @@ paper_recipe_step = collapse_step(
     ),
 ]
 
-
 # %% [markdown]
 # On models that pass the gate, width points the paper's way without deciding it: at $d = 128$ one pure-SAN
 # run of six collapses and none with an MLP, against two of six at $d = 32$ (with or without the MLP), and
@@ -375,21 +373,14 @@ paper_recipe_step = collapse_step(
 # circle, see the grid).
 
 # %%
-def censored_steps(d, variant):
-    # collapse step of every seed, counting "never within the rollout" as rollout + 1
-    return [
-        r["step"] if r["step"] is not None else cfg["rollout"] + 1
-        for r in runs[d, variant]
-    ]
+live_steps = {key: [r["step"] for r in out] for key, out in runs.items()}
 
 
 def delay(a, b):
     # mean censored collapse step of a minus that of b, with a 90% seed-bootstrap
-    # interval; single seeds
-    # change their collapse step between CPU code paths, so these values move by
-    # several steps (band 10)
-    est, lo, hi = bootstrap_mean_difference(censored_steps(*a), censored_steps(*b))
-    return dict(value=est, interval=(lo, hi))
+    # interval; single seeds change their collapse step between CPU code paths, so
+    # these values move by several steps (band 10)
+    return circle.collapse_delay(live_steps[a], live_steps[b], cfg["rollout"])
 
 
 SEEDS_UNDECIDED = (
@@ -426,38 +417,30 @@ SEEDS_UNDECIDED = (
 # direction counts only if the whole interval lies on it.
 
 # %%
-seeds16 = circle.load_runs("seeds16")  # precomputed: scripts/circle_runs.py seeds16
-# every run; the runs that pass the gate (the comparisons use these)
-every16, by16 = {}, {}
-for r in seeds16["runs"]:
-    every16.setdefault((r["d_model"], r["variant"]), []).append(r)
-    if r["mse_over_stay_put"] <= 0.5:
-        by16.setdefault((r["d_model"], r["variant"]), []).append(r)
-failed16 = sum(r["mse_over_stay_put"] > 0.5 for r in seeds16["runs"])
-# the live runs are the file's first seeds: collapsed or not, run by run
-status_flips = sum(
-    (live["step"] is None) != (every16[key][seed]["collapse_step"] is None)
-    for key, out in runs.items() for seed, live in enumerate(out)
-)
-for key, out in by16.items():
-    merged = sum(r["collapse_step"] is not None for r in out)
-    print(f"d={key[0]:3d} {key[1]:9s} merged: {merged}/{len(out)} that pass the gate")
+# precomputed at quick; at a preset without the file the section's claims are "not available"
+seeds16 = circle.load_runs("seeds16")
+SEEDS16 = seeds16.command if not seeds16 else seeds16["meta"]["command"]
+if seeds16:
+    # every run; the runs that pass the gate (the comparisons use these)
+    every16, by16, failed16 = circle.gated_runs(seeds16["runs"])
+    for key, out in by16.items():
+        merged = sum(r["collapse_step"] is not None for r in out)
+        print(f"d={key[0]:3d} {key[1]:9s} merged: {merged}/{len(out)} that pass the gate")
 
 
 def delay16(a, b):
     # as delay() above, over the gated runs of the 16 seeds of the file
-    steps = [[r["collapse_step"] if r["collapse_step"] is not None
-              else cfg["rollout"] + 1 for r in by16[k]] for k in (a, b)]
-    est, lo, hi = bootstrap_mean_difference(*steps)
-    return dict(value=est, interval=(lo, hi))
+    steps = [[r["collapse_step"] for r in by16[k]] for k in (a, b)]
+    return circle.collapse_delay(*steps, cfg["rollout"])
 
 
 # %% tags=["nbval-check-output"]
-SEEDS16 = seeds16["command"]
-[
+attnbook.claims.when_available(seeds16, lambda: [
+    # the live runs are the file's first seeds: collapsed or not, run by run
     attnbook.check("16 seeds: live runs whose merging differs from the file's "
                    "same seed",
-                   status_flips, at_most=3, band=3, precomputed=SEEDS16),
+                   circle.status_flips(live_steps, every16), at_most=3, band=3,
+                   precomputed=SEEDS16),
     attnbook.check("16 seeds: runs that fail the gate (left out of the comparisons)",
                    failed16, at_most=2, precomputed=SEEDS16),
     attnbook.compare("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 "
@@ -472,7 +455,7 @@ SEEDS16 = seeds16["command"]
                      precomputed=SEEDS16,
                      source=MLP_DELAYS.where,
                      reason=SEEDS_UNDECIDED),
-]
+], "circle, 16 seeds: the section's claims")
 
 # %% [markdown]
 # With 16 seeds width decides: the small pure SAN merges its tokens in most gated runs and the wide one in
@@ -495,23 +478,25 @@ SEEDS16 = seeds16["command"]
 # staying put count.
 
 # %%
-control = circle.load_runs("control")  # precomputed: scripts/circle_runs.py
-gated = {}
-for d in cfg["widths"]:
-    of_d = [r for r in control["runs"] if r["d_model"] == d]
-    gated[d] = [r for r in of_d if r["mse_over_stay_put"] <= 0.5]
+# precomputed at quick; at a preset without the file the section's claims are "not available"
+control = circle.load_runs("control")
+CONTROL = control.command if not control else control["meta"]["command"]
+every_c, gated_c, _ = circle.gated_runs(control["runs"] if control else [])
+gated = {d: gated_c.get((d, "SAN, no attention"), []) for d in cfg["widths"]}
+for d in cfg["widths"] if control else []:
+    of_d = every_c[d, "SAN, no attention"]
     print(f"d={d:3d} without attention: one-step MSE / stay put "
           f"{[round(r['mse_over_stay_put'], 2) for r in of_d]}; {len(gated[d])} pass "
           f"the gate, of which "
           f"{sum(r['collapse_step'] is not None for r in gated[d])} merge")
-live = circle.summarise_run(fit_book(128, "SAN", 0, attention=False)[0], X, Y,
-                            cfg["rollout"])
-shipped = next(r for r in control["runs"] if (r["d_model"], r["seed"]) == (128, 0))
-live_gap = abs(live["mse_over_stay_put"] / shipped["mse_over_stay_put"] - 1)
+if control:
+    live = circle.summarise_run(fit_book(128, "SAN", 0, attention=False)[0], X, Y,
+                                cfg["rollout"])
+    shipped = every_c[128, "SAN, no attention"][0]  # seed 0
+    live_gap = abs(live["mse_over_stay_put"] / shipped["mse_over_stay_put"] - 1)
 
 # %% tags=["nbval-check-output"]
-CONTROL = control["command"]
-[
+attnbook.claims.when_available(control, lambda: [
     # the live run trains on this CPU's code path, the shipped one on another
     attnbook.check("control: the live run (d=128, seed 0) against the shipped one, "
                    "relative gap of the one-step error", live_gap, at_most=0.1,
@@ -523,7 +508,7 @@ CONTROL = control["command"]
     attnbook.check("control, d=128 without attention: gated runs whose tokens merge",
                    sum(r["collapse_step"] is not None for r in gated[128]), at_most=0,
                    precomputed=CONTROL),
-]
+], "control: the section's claims")
 
 # %% [markdown]
 # Without attention the small model does not learn the step at all: at $d = 32$ every control run fails the

@@ -46,6 +46,7 @@ from attnbook.heads import roles as hd
 from attnbook import hf
 from attnbook.claims import papers
 from attnbook.heads.masks import ATTENTION_KINDS
+from attnbook import stats
 from attnbook.heads import translation as tr
 
 dev = attnbook.setup(seed=0)
@@ -119,7 +120,7 @@ attnbook.check("dev and test verses whose text occurs in train", leaked, at_most
 # **loads the shipped checkpoint**; its record says how it was made ({numref}`fig-ch10-1`).
 
 # %%
-model, meta = tr.load_translation_model(tr.CONVERGED, device=dev)
+model, meta = tr.load_translation_model(device=dev)
 cfg = model.cfg
 print(cfg)
 print(f"parameters: {meta['params']:,}; heads per kind: {model.n_heads_total()}")
@@ -199,15 +200,15 @@ evaluation = tr.converged_evaluation()
 test_n = test_pairs[: sizes["n_bleu"]]
 src_n, refs_n = [e for e, _ in test_n], [s for _, s in test_n]
 greedy = tr.translate(model, src_n, max_len=cfg.max_len)
-live = tr.bleu_interval(greedy, refs_n)
+live = stats.bleu_interval(greedy, refs_n)
 beam_n = sizes["n_beam"]
 beam = tr.translate(
     model, src_n[:beam_n], max_len=cfg.max_len, beam=4, length_penalty=0.6
 )
-beam_bleu, greedy_same = tr.bleu(beam, refs_n[:beam_n]), tr.bleu(
+beam_bleu, greedy_same = stats.bleu(beam, refs_n[:beam_n]), stats.bleu(
     greedy[:beam_n], refs_n[:beam_n]
 )
-copy_bleu = tr.bleu(src_n, refs_n)  # "translate" by copying the English
+copy_bleu = stats.bleu(src_n, refs_n)  # "translate" by copying the English
 print(
     f"live, first {len(test_n)} test verses: greedy BLEU {live['bleu']:.1f} "
     f"(95% interval {live['low']:.1f}-{live['high']:.1f}); copying the source: "
@@ -263,7 +264,7 @@ first_n = evaluation["greedy_first_n"]
 # %% tags=["nbval-check-output"]
 no_enc = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
 ablated = tr.translate(model, src_n, max_len=cfg.max_len, head_gates=no_enc)
-drop = live["bleu"] - tr.bleu(ablated, refs_n)
+drop = live["bleu"] - stats.bleu(ablated, refs_n)
 shown = 4
 loops_shown = sum(tr.repeats_a_phrase(h) for h in greedy[:shown])
 print(
@@ -432,7 +433,7 @@ from scipy.stats import spearmanr
 
 from attnbook.heads import lrp
 
-shipped_lrp = lrp.load_relevance(tr.DATA_DIR / "lrp_relevance_quick.json")
+shipped_lrp = lrp.load_relevance("lrp_relevance")
 relevance = shipped_lrp["relevance"]  # precomputed: every target token of the dev split
 lrp_split = {
     k: float(spearmanr(*(h.flatten() for h in shipped_lrp["halves"][k]))[0])
@@ -500,10 +501,10 @@ print(
 [
     attnbook.check("LRP relevance recomputed live on the first dev verses: largest gap",
         live_gap, at_most=2e-3, digits=3, band=1e-3,
-        precomputed=shipped_lrp["command"]),
+        precomputed=shipped_lrp["meta"]["command"]),
     attnbook.check("split-half reliability of LRP relevance, encoder heads (Spearman)",
         lrp_split["enc_self"], at_least=0.8, digits=2, band=0.02,
-        precomputed=shipped_lrp["command"]),
+        precomputed=shipped_lrp["meta"]["command"]),
     attnbook.compare("rank correlation of confidence and LRP relevance, encoder heads",
         rho_enc, paper=VOITA["confidence_tracks_relevance"].value, same_side_of=0.25,
         digits=2, band=0.02,
@@ -511,7 +512,7 @@ print(
         f"{lrp_split['enc_self']:.2f}) "
         f"but does not follow confidence (rank correlation {rho_enc:.2f})",
         source=VOITA["confidence_tracks_relevance"].where,
-        precomputed=shipped_lrp["command"]),
+        precomputed=shipped_lrp["meta"]["command"]),
     attnbook.compare(
         "the most relevant layer-1 encoder head is less confident than half its "
         "layer (1 = yes)",
@@ -522,7 +523,7 @@ print(
         f"{cfg.n_heads - 1 - less_confident} of the layer's other {cfg.n_heads - 1} "
         "heads",
         source=VOITA["relevant_first_layer_head_not_confident"].where,
-        precomputed=shipped_lrp["command"]),
+        precomputed=shipped_lrp["meta"]["command"]),
 ]
 
 # %% [markdown]
@@ -628,7 +629,7 @@ attnbook.compare(
     source=VOITA["relevant_heads_have_roles"].where,
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
            "positional",
-    precomputed=shipped_lrp["command"],
+    precomputed=shipped_lrp["meta"]["command"],
 )
 
 # %% [markdown]
@@ -643,7 +644,7 @@ attnbook.compare(
 
 # %%
 model_h4, meta_h4 = tr.load_translation_model(
-    tr.DATA_DIR / "converged_quick_h4.safetensors", device=dev
+    "translation_model_h4", device=dev
 )  # precomputed: trained by the command in its record
 roles_h4 = hd.head_roles(
     model_h4, [src_ids[i] for i in fits], [tgt_ids[i] for i in fits],
@@ -941,7 +942,7 @@ CLARK = (
 # %%
 from attnbook.hf import relevance as hf_relevance
 
-shipped_lm = lrp.load_relevance(tr.DATA_DIR / "lrp_relevance_minilm_quick.json")
+shipped_lm = lrp.load_relevance("lrp_relevance_minilm")
 lm_rel = shipped_lm["relevance"]["enc_self"]  # precomputed, the role table's verses
 lm_halves = shipped_lm["halves"]["enc_self"]
 lm_split = float(spearmanr(lm_halves[0].flatten(), lm_halves[1].flatten())[0])
@@ -1000,9 +1001,9 @@ plt.show()
 [
     attnbook.check("MiniLM LRP recomputed live on the first verses: largest gap",
         lm_live_gap, at_most=2e-3, digits=3, band=1e-3,
-        precomputed=shipped_lm["command"]),
+        precomputed=shipped_lm["meta"]["command"]),
     attnbook.check("split-half reliability of MiniLM's LRP relevance (Spearman)",
-        lm_split, at_least=0.8, digits=2, band=0.02, precomputed=shipped_lm["command"]),
+        lm_split, at_least=0.8, digits=2, band=0.02, precomputed=shipped_lm["meta"]["command"]),
 ]
 
 # %% tags=["nbval-check-output"]
@@ -1012,14 +1013,14 @@ plt.show()
         digits=2, band=0.02,
         source=VOITA["confidence_tracks_relevance"].where,
         reason=f"rank correlation {lm_rho:.2f}",
-        precomputed=shipped_lm["command"]),
+        precomputed=shipped_lm["meta"]["command"]),
     attnbook.compare(
         "MiniLM: of the 3 most relevant heads, how many are among the 3 most "
         "positional",
         len(lm_both), paper=VOITA["relevant_heads_have_roles"].value, same_side_of=1.5,
         digits=1, source=VOITA["relevant_heads_have_roles"].where,
         reason=f"{len(lm_both)} of the 3 most relevant heads are among the 3 most "
-        "positional", precomputed=shipped_lm["command"]),
+        "positional", precomputed=shipped_lm["meta"]["command"]),
     attnbook.compare(
         "MiniLM: the most relevant layer-1 head is less confident than half its layer "
         "(1 = yes)", float(lm_less >= lm_h // 2),
@@ -1027,13 +1028,13 @@ plt.show()
         digits=1,
         source=VOITA["relevant_first_layer_head_not_confident"].where,
         reason=f"it is more confident than {lm_h - 1 - lm_less} of the layer's other "
-        f"{lm_h - 1} heads", precomputed=shipped_lm["command"]),
+        f"{lm_h - 1} heads", precomputed=shipped_lm["meta"]["command"]),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
         float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
         tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"it points at the rarest token for "
         f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens",
-        precomputed=shipped_lm["command"]),
+        precomputed=shipped_lm["meta"]["command"]),
 ]
 
 # %% [markdown]

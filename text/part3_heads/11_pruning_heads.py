@@ -507,6 +507,7 @@ gate_gap = [
 # %%
 from attnbook.heads import masks as head_masks
 from attnbook.claims import papers
+from attnbook import stats
 from attnbook.heads import translation as tr
 
 ENC, ALL, MICHEL = (
@@ -541,7 +542,7 @@ attnbook.check(
     "gate: BLEU lost when all encoder self-attention heads are removed (test, greedy)",
     drop_no_enc,
     at_least=5.0,
-    precomputed=evaluation["command"],
+    precomputed=evaluation["meta"]["command"],
 )
 
 # %% [markdown]
@@ -550,7 +551,7 @@ attnbook.check(
 # of that gate training and compare the gates with the shipped snapshot.
 
 # %%
-mt_model, _ = tr.load_translation_model(tr.CONVERGED, device=dev)
+mt_model, _ = tr.load_translation_model(device=dev)
 test_pairs = tr.load_pairs("test")
 test_src, test_ref = [e for e, _ in test_pairs], [s for _, s in test_pairs]
 live_run = next(
@@ -559,7 +560,7 @@ live_run = next(
     if r["spec"]["lam"] == 0.05 and r["spec"]["steps"] == 300
 )
 live_masks = sweeps.kept_masks(live_run)
-live_bleu = tr.bleu(tr.translate(mt_model, test_src, head_gates=live_masks), test_ref)
+live_bleu = stats.bleu(tr.translate(mt_model, test_src, head_gates=live_masks), test_ref)
 shipped_no_ft = next(
     g["bleu_not_fine_tuned"]
     for g in michel_mt["gate_masks_without_fine_tuning"]
@@ -1298,14 +1299,14 @@ attnbook.check(
 # **A paired test.** The from-scratch recipe of the last section rebuilds the gates' fine-tuned models and
 # decodes the test verses with beam 4, keeping the translations; the Michel arm decodes its fine-tuned models
 # the same way. Where both exist, the difference gets a paired bootstrap (sentences resampled jointly for
-# both models, `tr.paired_bleu_difference`):
+# both models, `stats.paired_bleu_difference`):
 
 # %%
 gate_beam = {r["kept"]: r for r in sweeps.load("scratch_converged")["runs"]
              if r["arm"] == "pruned"}  # precomputed: the rebuilt gate-pruned models
 refs_ft = test_ref[: michel_ft["n_eval"]]
 paired = {
-    r["n_kept"]: tr.paired_bleu_difference(gate_beam[r["n_kept"]]["hypotheses_beam"],
+    r["n_kept"]: stats.paired_bleu_difference(gate_beam[r["n_kept"]]["hypotheses_beam"],
                                            r["hypotheses_beam_fine_tuned"], refs_ft)
     for r in michel_ft["rows"] if r["n_kept"] in gate_beam
 }
@@ -1315,7 +1316,7 @@ for n, d in paired.items():
           f"{r['bleu_beam_fine_tuned']['bleu']:.2f}, gates "
           f"{gate_beam[n]['bleu_beam']['bleu']:.2f}; Michel minus gates "
           f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]")
-rescored_ft = max(abs(tr.bleu(r["hypotheses_beam_fine_tuned"], refs_ft)
+rescored_ft = max(abs(stats.bleu(r["hypotheses_beam_fine_tuned"], refs_ft)
                       - r["bleu_beam_fine_tuned"]["bleu"]) for r in michel_ft["rows"])
 
 # %% tags=["nbval-check-output"]
@@ -1362,7 +1363,7 @@ for k in kinds:
 # are in the encoder-decoder attention: keeping only one head of its last layer costs the most of all, the
 # kind Michel et al. also found most sensitive to pruning. These are single scores on 200 verses with no
 # interval (Michel et al. test each ablated model against the full one), so the small changes, of either
-# sign, are not distinguishable from noise; the book's paired test for that, `tr.paired_bleu_difference`, needs
+# sign, are not distinguishable from noise; the book's paired test for that, `stats.paired_bleu_difference`, needs
 # the translations, which the recipe does not keep for all 96 ablations.
 
 # %% [markdown]
@@ -1376,14 +1377,14 @@ for k in kinds:
 # and checkpoint averaging, the average kept only where it scores better on dev), its mask fixed for the whole training, with seeds 0 and 1; and the pruned model of
 # the same shape is rebuilt with the sweep's settings. Both arms are decoded with beam 4 on the same test
 # verses, so the difference gets a paired bootstrap interval (Koehn's test, as sacreBLEU's `--paired-bs` runs
-# it: sentences resampled jointly, BLEU from sacreBLEU's sentence statistics; `tr.paired_bleu_difference`).
+# it: sentences resampled jointly, BLEU from sacreBLEU's sentence statistics; `stats.paired_bleu_difference`).
 # One training takes 2 h 15 min to 2 h 30 min on one thread of this CPU and 75 minutes to 2 h 30 min on two
 # (the project's machines differ; the cell below prints each training's time from the file); the grid runs seed
 # 0's three shapes first, then seed 1's, and the file says whether it is complete.
 #
 # The rule, stated before the result: each seed's difference *scratch minus pruned* gets a paired 95%
 # interval, and for a shape the paper's finding reproduces if the envelope of its seeds' intervals (lowest
-# bound to highest, `sweeps.across_seeds`) lies wholly below zero, so that the pruned model is better at every
+# bound to highest, `stats.across_seeds`) lies wholly below zero, so that the pruned model is better at every
 # seed; it differs otherwise. The claim gives the mean over seeds and their spread (largest difference minus
 # smallest), which says how much the seed decides.
 
@@ -1393,7 +1394,7 @@ scratch = sweeps.load(SCRATCH)  # precomputed, shape by shape
 SCRATCH_CMD = runs.command(SCRATCH)
 scratch_rows = sweeps.scratch_versus_pruned(scratch, test_ref)
 rescored = max(  # BLEU recomputed here from the file's beam hypotheses
-    abs(tr.bleu(r["hypotheses_beam"], test_ref[: scratch["n_eval"]])
+    abs(stats.bleu(r["hypotheses_beam"], test_ref[: scratch["n_eval"]])
         - r["bleu_beam"]["bleu"])
     for r in scratch["runs"]
 )
@@ -1508,34 +1509,30 @@ def scratch_claims(rows, arm, n_done, cmd):
 # %%
 CONVERGED, CONTROL = "pruned_converged", "unpruned_converged"
 trained_on = sweeps.load(CONVERGED)  # precomputed, shape by shape
-control = sweeps.load(CONTROL)["runs"][0]  # precomputed: unpruned, trained on alike
+control_record = sweeps.load(CONTROL)  # precomputed: unpruned, trained on alike
+control = control_record["runs"][0]
 CONVERGED_CMD, CONTROL_CMD = runs.command(CONVERGED), runs.command(CONTROL)
 on_rows = sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=trained_on)
 refs_used = test_ref[: trained_on["n_eval"]]
-short_tuned = {r["lam"]: r for r in scratch["runs"] if r["arm"] == "pruned"}  # 300 steps
-arms_on = [(str(r["kept"]), short_tuned[r["lam"]], r)
-           for r in sorted(trained_on["runs"], key=lambda r: -r["lam"])]
-arms_on.append(("48 (unpruned control)", control["before"], control))
-control_hyps = [control["before"]["hypotheses_beam"], control["hypotheses_beam"]]
+gains = sweeps.trained_on_gains(trained_on, control_record, scratch, test_ref)
+
+
+def interval(d):
+    return "–" if d is None else f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+
+
 lines = ["| encoder heads | before | trained on | gain [95% interval] "
-         "| gain beyond the control's [95%] | steps (epochs) | ended by | minutes (threads) |",
-         "|---|---|---|---|---|---|---|---|"]
-for label, before, r in arms_on:
-    hyps = [before["hypotheses_beam"], r["hypotheses_beam"]]
-    g = tr.paired_bleu_difference(*hyps, refs_used)
-    b = tr.paired_bleu_contrast(hyps + control_hyps, [-1, 1, 1, -1], refs_used)
-    beyond = "–" if r is control else f"{b['delta']:+.2f} [{b['low']:+.2f}, {b['high']:+.2f}]"
-    lines.append(
-        f"| {label} | {before['bleu_beam']['bleu']:.2f} | {r['bleu_beam']['bleu']:.2f} "
-        f"| {g['delta']:+.2f} [{g['low']:+.2f}, {g['high']:+.2f}] | {beyond} "
-        f"| {r['train_steps']} ({r['epochs']:.1f}) | {r['stopped']} "
-        f"| {r['train_wall_seconds'] / 60:.0f} ({r['threads']}) |")
+         "| gain beyond the control's [95%] | minus the control trained on [95%] "
+         "| steps (epochs) | ended by | minutes (threads) |", "|---|---|---|---|---|---|---|---|---|"]
+lines += [f"| {g['label']} | {g['before']:.2f} | {g['after']:.2f} | {interval(g['gain'])} "
+          f"| {interval(g['beyond_control'])} | {interval(g['cost'])} "
+          f"| {g['train_steps']} ({g['epochs']:.1f}) | {g['stopped']} "
+          f"| {g['minutes']:.0f} ({g['threads']}) |" for g in gains]
 display(Markdown("\n".join(lines)))
-n_avg = sum(r["averaged"] for *_, r in arms_on)
 print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, complete: "
       f"{trained_on['complete']}) and {CONTROL_CMD}; before: the pruned models after the "
-      f"gates' 300 steps, the unpruned model as it converged; kept averaged weights: {n_avg} "
-      f"of {len(arms_on)}")
+      f"gates' 300 steps, the unpruned model as it converged; kept averaged weights: "
+      f"{sum(g['averaged'] for g in gains)} of {len(gains)}")
 
 # %%
 lines = ["| encoder heads | trained on (beam 4) | seed | from scratch (beam 4) | "
@@ -1549,7 +1546,7 @@ display(Markdown("\n".join(lines)))
 
 # %% tags=["nbval-check-output"]
 on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
-    abs(tr.bleu(r["hypotheses_beam"], refs_used) - r["bleu_beam"]["bleu"])
+    abs(stats.bleu(r["hypotheses_beam"], refs_used) - r["bleu_beam"]["bleu"])
     for r in trained_on["runs"] + [control, control["before"]])
 [
     attnbook.check("share of rebuilt pruned models (trained on) with the shipped "
@@ -1565,6 +1562,31 @@ on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
         at_most=0.01, digits=3, precomputed=CONTROL_CMD),
     *scratch_claims(on_rows, "trained-on pruned",
                     f"{len(on_rows)} of 3 shapes trained on", CONVERGED_CMD),
+]
+
+# %% tags=["nbval-check-output"]
+pruned_gains, control_gain = gains[:-1], gains[-1]
+
+
+def contains_zero(d):
+    return d["low"] <= 0 <= d["high"]
+
+
+[
+    attnbook.check("control: the unpruned model trained on alike gains beyond noise (lower "
+        "end of the paired 95% interval of its gain, beam BLEU)", control_gain["gain"]["low"],
+        at_least=0.0, digits=2, precomputed=CONTROL_CMD),
+    *[attnbook.check(f"{g['kept']} encoder heads: gain beyond the control's (beam BLEU)",
+        g["beyond_control"]["delta"], digits=2, precomputed=CONVERGED_CMD,
+        predicate=(lambda _, d=g["beyond_control"]: d["low"] > 0) if g["kept"] == 3
+        else (lambda _, d=g["beyond_control"]: contains_zero(d)),
+        description="its paired 95% interval "
+        + ("lies above 0 (beyond noise)" if g["kept"] == 3 else "contains 0 (noise)"))
+      for g in pruned_gains],
+    *[attnbook.check(f"{g['kept']} encoder heads trained on minus the unpruned model trained "
+        "on alike: the cost of pruning (beam BLEU)", g["cost"]["delta"], digits=2,
+        predicate=lambda _, d=g["cost"]: d["high"] < 0, precomputed=CONVERGED_CMD,
+        description="its paired 95% interval lies below 0") for g in pruned_gains],
 ]
 
 # %% [markdown]

@@ -8,14 +8,18 @@ from attnbook.claims.api import (
     COMPARISON,
     DEFAULT_REL_BAND,
     MIMETYPE,
+    NOT_AVAILABLE,
     REGISTRY,
     Claim,
     ClaimFailed,
     check,
     compare,
+    not_available,
+    when_available,
 )
 from attnbook.claims.bands import accept_claims_within_band, records_agree
 from attnbook.claims.render import html_table
 
 __all__ = ["CHECK", "COMPARISON", "DEFAULT_REL_BAND", "MIMETYPE", "REGISTRY", "Claim", "ClaimFailed", "check",
-           "compare", "accept_claims_within_band", "records_agree", "html_table"]
+           "compare", "not_available", "when_available", "NOT_AVAILABLE",
+           "accept_claims_within_band", "records_agree", "html_table"]

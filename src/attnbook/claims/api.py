@@ -290,3 +290,27 @@ def compare(
     )
     REGISTRY.append(claim)
     return claim
+
+
+#: the verdict of a claim whose precomputed file does not exist at the active preset
+NOT_AVAILABLE = "not available"
+
+
+def not_available(name: str, missing) -> Claim:
+    """A claim that this run cannot make: the file it reads (a :class:`attnbook.core.runs.Missing`, what
+    :func:`attnbook.core.runs.find` returns) does not exist at the active preset. Recorded with the verdict
+    *not available* and the command that makes the file; never a pass of the claim it stands for."""
+    if missing:
+        raise ValueError(f"claim {name!r}: not_available needs a missing file (attnbook.core.runs.find's Missing), "
+                         f"got {type(missing).__name__}")
+    claim = Claim(name=name, value=None, condition=f"needs the file of run {missing.name} at preset {missing.preset}",
+                  verdict=NOT_AVAILABLE, precomputed=missing.command)
+    REGISTRY.append(claim)
+    return claim
+
+
+def when_available(shipped, claims: Callable[[], Sequence[Claim]], name: str) -> list:
+    """``claims()`` when ``shipped`` (a file :func:`attnbook.core.runs.find` returned) exists; else one
+    :func:`not_available` claim called ``name`` that names the command making the file. A chapter's section
+    that reads a precomputed file states its claims through this, so that it runs at every preset."""
+    return list(claims()) if shipped else [not_available(name, shipped)]

@@ -1,23 +1,63 @@
-"""Named recipes: every precomputed file the book ships and the one command that regenerates it.
+"""Every shipped file is a named run (the table :data:`RUNS`), and one loader reads it at a preset.
 
-A recipe is a name, the script that runs it, the file it writes (relative to ``attnbook/data/``) and every
-setting the run uses. ``python <script> <name>`` regenerates the file, and the file records the recipe's
-name and settings (``meta["recipe"]``, ``meta["settings"]``), so a reader can tell which run made it and
-:func:`check_recorded` can tell whether a shipped file is stale. Sizes of the chapters' live runs stay in
-:mod:`attnbook.core.presets`; this module holds only what is too long to run in a chapter.
+A run is a name, the script that computes it, the file it writes (under ``attnbook/data/``, named with its
+preset), and its settings at each preset it is defined at. ``python scripts/run.py NAME [--preset P]``
+regenerates the file, and the file records its run's name, preset, settings and the exact command
+(``meta``). :func:`load` reads the file of the active preset and refuses one whose recorded preset or settings
+differ from the table's (or from the ``expect`` settings of the caller, what the caller is about to compare
+with), with an error that names the command that makes the right file; :func:`find` returns a falsy
+:class:`Missing` where no file exists at the preset, which a chapter turns into a recorded "not available
+at this preset" (:func:`attnbook.claims.api.not_available`). The sizes of the chapters' live runs stay in
+:mod:`attnbook.core.presets`; the runs whose settings follow a preset read them from there, so that a change of
+the preset table makes a shipped file stale rather than silently different.
 
-chapter "Pruning heads" reads the ``*_converged`` pruning recipes; the settings and where they depart
-from Voita et al.'s official code are explained in the recipe comments and in the chapter.
+Source data (the English-Spanish verse pairs, the English sample) keep their own documented commands
+(:data:`SOURCES`); the papers' printed numbers (``data/papers``) are read from the papers, not run.
 """
 
 from __future__ import annotations
 
-import copy
+import json
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
+
+from attnbook.core import presets
 
 #: the folder of every shipped file (package data)
 DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One named run: ``script`` computes it (``args`` select the run in the script; ``--preset`` is added
+    where ``takes_preset``), ``output`` is its file under ``data/`` with ``{preset}`` filled in, ``settings``
+    its settings at each preset it is defined at. ``minutes``: how long it takes at ``quick`` on one thread
+    of the project's 2-core CPU (cheap: under 5). ``portable``: run on the CPU code path that every x86 CPU
+    computes alike (``ATEN_CPU_CAPABILITY=default``, ``MKL_CBWR=COMPATIBLE``), so that its file reproduces
+    exactly on any machine. ``also``: other files the run writes beside ``output``."""
+
+    name: str
+    chapter: str
+    script: str
+    output: str
+    settings: Mapping[str, Mapping[str, Any]]
+    what: str
+    args: tuple = ()
+    takes_preset: bool = True
+    minutes: Optional[float] = None
+    portable: bool = False
+    also: tuple = ()
+    part: str = ""  # the function of scripts/sweep_gates.py that runs a pruning recipe
+
+    @property
+    def cheap(self) -> bool:
+        return self.minutes is not None and self.minutes < 5
+
+    def path(self, preset: str) -> Path:
+        return DATA / self.output.format(preset=preset)
+
 
 #: Voita et al.'s gate fine-tuning on the converged translation model (chapter "Pruning heads"). Shared settings:
 #: the model's own dropout (the model stays in training mode), label smoothing 0.1, token-based batches as
@@ -44,11 +84,12 @@ _GATES_CONVERGED = dict(
     length_penalty=0.6,
 )
 
-RECIPES: dict[str, dict[str, Any]] = {
+_PRUNING: dict[str, dict[str, Any]] = {
     "minilm_gates": dict(
         script="scripts/sweep_gates.py",
         part="minilm_gates",
-        output="pruning/minilm_gates.json",
+        minutes=2,
+        portable=True,
         what="hard-concrete gates on all-MiniLM-L6-v2 (model frozen, the 72 gates trained to keep mean-pooled "
         "embeddings close to the unpruned model's), evaluated on every 10th sentence of "
         "attnbook.core.text.english_sentences()",
@@ -58,7 +99,6 @@ RECIPES: dict[str, dict[str, Any]] = {
     "encoder_gates_converged": dict(
         script="scripts/sweep_gates.py",
         part="gate_sweep",
-        output="pruning/encoder_gates_converged.json",
         what="hard-concrete gates on the 48 encoder self-attention heads of the converged model; decoder, "
         "shared embeddings and output frozen (the embeddings are shared with the decoder here, so they "
         "stay frozen too); one fine-tuning run per lambda",
@@ -76,7 +116,6 @@ RECIPES: dict[str, dict[str, Any]] = {
     "all_kinds_gates_converged": dict(
         script="scripts/sweep_gates.py",
         part="gate_sweep",
-        output="pruning/all_kinds_gates_converged.json",
         what="hard-concrete gates on all 96 heads of the converged model (48 encoder self-attention, 24 "
         "decoder self-attention, 24 encoder-decoder attention), whole model fine-tuned",
         settings=dict(
@@ -89,7 +128,6 @@ RECIPES: dict[str, dict[str, Any]] = {
     "scratch_converged": dict(
         script="scripts/sweep_gates.py",
         part="scratch",
-        output="pruning/scratch_converged.json",
         what="Voita et al.'s Table 3 on the encoder: each pruned shape of encoder_gates_converged (the binary "
         "mask of one lambda) trained from scratch with the converged model's own recipe (preset translation "
         "quick, scripts/train_translation.py), the mask fixed for the whole training; the pruned models "
@@ -108,7 +146,6 @@ RECIPES: dict[str, dict[str, Any]] = {
     "pruned_converged": dict(
         script="scripts/sweep_gates.py",
         part="scratch",
-        output="pruning/pruned_converged.json",
         what="the pruned arm of scratch_converged trained on to convergence: each pruned model of "
         "encoder_gates_converged (rebuilt with the sweep's settings, its binary mask) then trained, the whole "
         "model with its mask fixed, with scratch_converged's recipe (the same loop, batches, dev evaluations, "
@@ -130,7 +167,6 @@ RECIPES: dict[str, dict[str, Any]] = {
     "unpruned_converged": dict(
         script="scripts/sweep_gates.py",
         part="scratch",
-        output="pruning/unpruned_converged.json",
         what="the control of pruned_converged: the converged model itself, every head kept, trained on exactly "
         "as pruned_converged trains the pruned models (the same loop, batches, learning rate from the gate "
         "sweep's fine-tuning rate with no warm-up, dev evaluations, early stopping and checkpoint averaging), "
@@ -151,7 +187,6 @@ RECIPES: dict[str, dict[str, Any]] = {
     "michel_fine_tuned_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel_fine_tuned",
-        output="pruning/michel_fine_tuned_converged.json",
         what="Michel et al.'s masks given the gates' fine-tuning: the authors' per-token importance of "
         "michel_converged (encoder heads, layer-normalised, ranked once) pruned to the number of encoder heads "
         "the gates of encoder_gates_converged kept at each lambda, then fine-tuned exactly as the gates were "
@@ -170,7 +205,6 @@ RECIPES: dict[str, dict[str, Any]] = {
     "michel_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel",
-        output="pruning/michel_converged.json",
         what="Michel et al.'s importance pruning of the converged model without fine-tuning: the authors' "
         "per-token estimator ranked once (encoder heads alone and all 96 heads), and the variants "
         "(whole-batch estimator, re-scoring before every step, no layer-wise normalisation), split-half "
@@ -193,29 +227,229 @@ RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
-def recipe(name: str) -> dict[str, Any]:
-    """A deep copy of recipe ``name`` (``script``, ``part`` (the script's function), ``output``, ``what``,
-    ``settings``)."""
-    if name not in RECIPES:
-        raise ValueError(f"unknown recipe {name!r}; recipes: {', '.join(sorted(RECIPES))}")
-    return copy.deepcopy(RECIPES[name])
+def _pick(experiment: str, preset: str, keys) -> dict:
+    p = presets.preset(experiment, preset)
+    return {k: (list(p[k]) if isinstance(p[k], tuple) else p[k]) for k in keys}
 
 
-def output_path(name: str) -> Path:
-    """Where recipe ``name`` writes its result (under ``attnbook/data/``)."""
-    return DATA / recipe(name)["output"]
+def _circle(preset: str, variants: dict, n_seeds: Optional[int]) -> dict:
+    """The settings of a circle run (chapter "The circle task"): the preset's sizes, the seeds, the variants."""
+    s = _pick("circle", preset, ("n_points", "widths", "n_heads", "steps", "lr", "batch", "rollout"))
+    return {**s, "n_seeds": n_seeds or presets.preset("circle", preset)["n_seeds"], "variants": variants}
 
 
-def command(name: str) -> str:
-    """The one command that regenerates recipe ``name``'s file."""
-    return f"python {recipe(name)['script']} {name}"
+def _optimiser_sweep(preset: str) -> dict:
+    """The optimiser sweep's settings (chapter "Unequal gradients"): the reversal task's sizes at the preset,
+    five learning rates per optimiser and three seeds."""
+    return {**_pick("unequal_gradients", preset, ("vocab", "seq_len", "train_d_model", "train_heads", "train_depth",
+                                                  "batch", "steps", "n_eval")),
+            "learning_rates": {"sgd": [0.01, 0.03, 0.1, 0.3, 1.0], "adam": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2]},
+            "seeds": [0, 1, 2], "eval_seed": 123}
 
 
-def check_recorded(payload: Mapping[str, Any], name: str) -> None:
-    """Raise ``ValueError`` unless ``payload`` (a shipped result) was made by recipe ``name`` with the
-    recipe's current settings: a stale file is an error, not a silently different result."""
+#: the training recipe of the translation model (chapter "A translation model"), read from its preset
+_TRANSLATION_KEYS = ("d_model", "n_heads", "enc_layers", "dec_layers", "d_ff", "dropout", "attention_dropout",
+                     "max_len", "max_tokens", "lr", "warmup", "weight_decay", "label_smoothing", "train_steps",
+                     "eval_every", "n_eval_bleu", "average_last", "patience", "n_role_sentences", "seed")
+
+
+def _translation(preset: str, **overrides) -> dict:
+    return {**_pick("translation", preset, _TRANSLATION_KEYS), **overrides}
+
+
+_EVERY = presets.PRESET_NAMES
+_PARTS = {"minilm_gates": "Pruning heads"}
+
+RUNS: dict[str, Run] = {r.name: r for r in [
+    Run("circle_control", "The circle task", "scripts/circle_runs.py", "circle/control_{preset}.json",
+        {p: _circle(p, {"SAN, no attention": {"attention": False}}, None) for p in _EVERY},
+        "the circle-task model with attention removed (CircleNet(attention=False)), the book's recipe, every seed "
+        "and both widths", args=("control",), minutes=1.5, portable=True),
+    Run("circle_seeds16", "The circle task", "scripts/circle_runs.py", "circle/seeds16_{preset}.json",
+        {"quick": _circle("quick", {"SAN": {}, "SAN+skip": {"skip": True}, "SAN+MLP": {"mlp": True}}, 16)},
+        "the chapter's sweep (SAN, SAN+skip, SAN+MLP at both widths) over 16 seeds, the book's recipe (at paper "
+        "the chapter's own sweep has 16 seeds)", args=("seeds16",), minutes=8),
+    Run("optimiser_sweep", "Unequal gradients", "scripts/sweep_optimisers.py", "signal/optimiser_sweep_{preset}.json",
+        {p: _optimiser_sweep(p) for p in _EVERY},
+        "reversal task, post-LN depth-L stack: final accuracy of every (arm, learning rate, seed); training logs "
+        "of each arm's best learning rate", minutes=5),
+    Run("bench_recipes", "Path effectiveness", "scripts/bench_recipes.py", "bench/bench_recipes_{preset}.json",
+        {"quick": dict(tasks=["sort", "hull"], cap=60.0, epochs=70, steps=1000, eval_every=25, full=True, seed=0)},
+        "the paper's training recipe against the book's on the sort and hull tasks (CPU seconds to the target "
+        "accuracy, final accuracy)", takes_preset=False, minutes=25),
+    Run("translation_model", "A translation model", "scripts/train_translation.py",
+        "translation/converged_{preset}.json", {p: _translation(p) for p in _EVERY},
+        "the English-Spanish translation model trained to convergence (its record; the weights are beside it)",
+        args=("--resume",), minutes=121, also=("translation/converged_{preset}.safetensors",)),
+    Run("translation_model_h4", "A translation model", "scripts/train_translation.py",
+        "translation/converged_{preset}_h4.json", {"quick": _translation("quick", n_heads=4)},
+        "the same model with 4 heads of 32 dimensions per layer instead of 8 of 16, same recipe",
+        args=("--resume", "--variant", "h4", "--set", "n_heads=4"), minutes=125,
+        also=("translation/converged_{preset}_h4.safetensors",)),
+    Run("translation_eval", "A translation model", "scripts/evaluate_translation.py",
+        "translation/converged_{preset}_eval.json",
+        {p: dict(model="translation_model", split="test", beam=4, length_penalty=0.6,
+                 n_bleu=presets.preset("translation", p)["n_bleu"]) for p in _EVERY},
+        "the converged model on the whole test split: greedy and beam-4 BLEU with sacreBLEU intervals, greedy "
+        "BLEU without encoder self-attention, and greedy BLEU on the first n_bleu verses (the chapter's live "
+        "check)", args=("--threads", "1"), minutes=1, portable=True),
+    Run("lrp_relevance", "A translation model", "scripts/head_relevance.py",
+        "translation/lrp_relevance_{preset}.json",
+        {p: dict(model="translation_model", split="dev", verses=None, live=6) for p in _EVERY},
+        "LRP relevance of every head of the translation model to the top-1 logit, as a share of its layer, mean "
+        "over the target tokens of the dev split; halves for split-half reliability; the first verses one by "
+        "one for the live check", minutes=20),
+    Run("lrp_relevance_minilm", "A translation model", "scripts/head_relevance.py",
+        "translation/lrp_relevance_minilm_{preset}.json",
+        {p: dict(model="minilm", split="dev", verses=presets.preset("translation", p)["n_minilm"], live=2)
+         for p in _EVERY},
+        "LRP relevance of every head of all-MiniLM-L6-v2 to its sentence embedding on the English side of the "
+        "first n_minilm dev verses", args=("--model", "minilm"), minutes=23),
+    *[Run(name, "Pruning heads", r["script"], f"pruning/{name}_{{preset}}.json", {"quick": r["settings"]},
+          r["what"], args=(name,), takes_preset=False, part=r["part"], minutes=r.get("minutes"),
+          portable=r.get("portable", False))
+      for name, r in _PRUNING.items()],
+]}
+
+#: source data, made by their own commands (they need the internet and Debian's packages), not by scripts/run.py
+SOURCES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "translation_data": ("python scripts/make_translation_data.py (see its docstring for the set-up)",
+                         ("translation/pairs.tsv.gz", "translation/tokenizer.json", "translation/dev_parses.json.gz",
+                          "translation/src_token_counts.json", "translation/data_meta.json")),
+    "english_sample": ("python scripts/make_english_sample.py", ("english/web_verses.txt",)),
+}
+
+
+class NotAtPreset(LookupError):
+    """No file of a run at a preset (or the run is not defined there); the message names the command."""
+
+
+class StaleRun(ValueError):
+    """A shipped file whose recorded run, preset or settings differ from what its reader expects."""
+
+
+def run(name: str) -> Run:
+    """The run called ``name``."""
+    if name not in RUNS:
+        raise ValueError(f"unknown run {name!r}; runs: {', '.join(sorted(RUNS))}")
+    return RUNS[name]
+
+
+def _preset(preset: Optional[str]) -> str:
+    name = presets.active_preset() if preset is None else preset
+    if name not in presets.PRESET_NAMES:
+        raise ValueError(f"unknown preset {name!r}; expected one of {', '.join(presets.PRESET_NAMES)}")
+    return name
+
+
+def _plain(x: Any) -> Any:
+    """``x`` as JSON gives it back (tuples become lists), so recorded and expected settings compare."""
+    return json.loads(json.dumps(x))
+
+
+def settings(name: str, preset: Optional[str] = None) -> dict:
+    """The settings of run ``name`` at ``preset`` (default: the active one); :class:`NotAtPreset` where the run
+    is not defined at that preset."""
+    r, p = run(name), _preset(preset)
+    if p not in r.settings:
+        raise NotAtPreset(f"run {name!r} is defined at {', '.join(r.settings)} only, not at {p!r}")
+    return _plain(r.settings[p])
+
+
+def output_path(name: str, preset: Optional[str] = None) -> Path:
+    """Where run ``name`` writes its file at ``preset`` (default: the active one)."""
+    return run(name).path(_preset(preset))
+
+
+def command(name: str, preset: Optional[str] = None) -> str:
+    """The one command that makes run ``name``'s file at ``preset`` (default: quick)."""
+    p = "quick" if preset is None else _preset(preset)
+    return f"python scripts/run.py {name}" + ("" if p == "quick" else f" --preset {p}")
+
+
+def record(name: str, preset: str, argv: Optional[list] = None) -> dict:
+    """The ``meta`` a run's file records: its run, preset, settings and the exact command that made it."""
+    meta = {"run": name, "preset": preset, "settings": settings(name, preset), "what": run(name).what}
+    if argv is not None:
+        meta["command"] = shlex.join(["python", *argv])
+    return meta
+
+
+def check_recorded(payload: Mapping[str, Any], name: str, preset: Optional[str] = None,
+                   expect: Optional[Mapping[str, Any]] = None) -> None:
+    """Raise :class:`StaleRun` unless ``payload`` (a shipped file) records run ``name`` at ``preset`` with the
+    table's settings, and, for each key of ``expect``, the value the caller is about to compare with."""
+    p = _preset(preset)
     meta = payload.get("meta", {}) if isinstance(payload, Mapping) else {}
-    if meta.get("recipe") != name:
-        raise ValueError(f"this file was not made by recipe {name!r} (it records {meta.get('recipe')!r})")
-    if meta.get("settings") != recipe(name)["settings"]:
-        raise ValueError(f"the file of recipe {name!r} was made with other settings; rerun `{command(name)}`")
+    fix = f"; make the right one with `{command(name, p)}`"
+    if meta.get("run") != name:
+        raise StaleRun(f"this file was not made by run {name!r} (it records {meta.get('run')!r}){fix}")
+    if meta.get("preset") != p:
+        raise StaleRun(f"the file of run {name!r} was made at preset {meta.get('preset')!r}, not {p!r}{fix}")
+    if meta.get("settings") != settings(name, p):
+        raise StaleRun(f"the file of run {name!r} was made with other settings than the table's{fix}")
+    for key, value in (expect or {}).items():
+        if key not in meta["settings"]:
+            raise ValueError(f"run {name!r} has no setting {key!r} (settings: {', '.join(meta['settings'])})")
+        if meta["settings"][key] != _plain(value):
+            raise StaleRun(f"the file of run {name!r} has {key}={meta['settings'][key]!r}, and this comparison "
+                           f"needs {key}={value!r}{fix}")
+
+
+@dataclass(frozen=True)
+class Missing:
+    """What :func:`find` returns where a run has no file at a preset: falsy, with the command that makes one."""
+
+    name: str
+    preset: str
+    why: str
+    command: str = field(default="")
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def load(name: str, preset: Optional[str] = None, *, expect: Optional[Mapping[str, Any]] = None) -> dict:
+    """The shipped file of run ``name`` at ``preset`` (default: the active one), checked by
+    :func:`check_recorded`; :class:`NotAtPreset` (naming the command) where there is none."""
+    p = _preset(preset)
+    path = output_path(name, p)
+    settings(name, p)  # NotAtPreset where the run is not defined there
+    if not path.is_file():
+        raise NotAtPreset(f"no file of run {name!r} at preset {p!r} ({path.name}); make it with "
+                          f"`{command(name, p)}`")
+    payload = json.loads(path.read_text())
+    check_recorded(payload, name, p, expect)
+    return payload
+
+
+def find(name: str, preset: Optional[str] = None, *, expect: Optional[Mapping[str, Any]] = None):
+    """:func:`load`, or a :class:`Missing` where the run has no file at ``preset`` (a stale file still raises)."""
+    p = _preset(preset)
+    try:
+        return load(name, p, expect=expect)
+    except NotAtPreset as e:
+        return Missing(name, p, str(e), command(name, p) if p in run(name).settings else "")
+
+
+def shipped_files() -> dict[str, str]:
+    """Every file under ``data/`` that a run or a source command makes, with its maker (run name or source)."""
+    out = {}
+    for r in RUNS.values():
+        for p in r.settings:
+            for rel in (r.output, *r.also):
+                out[rel.format(preset=p)] = r.name
+    for name, (_, files) in SOURCES.items():
+        out.update({f: name for f in files})
+    return out
+
+
+def write_json(path: Path, payload: Mapping[str, Any]) -> None:
+    """Write a run's file as every run's file is written: JSON with one space of indent, lists of plain numbers
+    on one line."""
+    import re
+
+    text = json.dumps(payload, indent=1)
+    text = re.sub(r"\[\s+([-0-9.e,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")

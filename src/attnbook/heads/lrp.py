@@ -28,13 +28,12 @@ averages relevance over its dev set.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Callable
 
 import torch
 from torch.func import jacrev, vmap
 
+from attnbook.core import runs
 from attnbook.heads.masks import ATTENTION_KINDS
 
 ALPHA = 0.5
@@ -396,18 +395,25 @@ def head_relevance(model, src_ids, tgt_ids) -> dict[str, torch.Tensor]:
     return {k: v / count for k, v in sums.items()}
 
 
-def load_relevance(path) -> dict:
-    """A file written by ``scripts/head_relevance.py``, with its relevance tables as tensors:
-    ``relevance`` (kind -> (layers, heads)), ``halves`` (kind -> [even verses, odd verses]) and
-    ``first_verses`` (a list of kind -> (layers, heads)), plus its record (command, verses, time)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"expected the relevance file of scripts/head_relevance.py at {path}")
-    rec = json.loads(path.read_text())
-    missing = {"relevance", "halves", "first_verses", "command"} - set(rec)
+def relevance_tables(rec: dict) -> dict:
+    """A head-relevance file's tables as tensors: ``relevance`` (kind -> (layers, heads)), ``halves`` (kind ->
+    [even verses, odd verses]) and ``first_verses`` (a list of kind -> (layers, heads)); the rest as recorded."""
+    missing = {"relevance", "halves", "first_verses"} - set(rec)
     if missing:
-        raise ValueError(f"{path}: not a head-relevance file (missing {sorted(missing)})")
+        raise ValueError(f"not a head-relevance file (missing {sorted(missing)})")
+    rec = dict(rec)
     rec["relevance"] = {k: torch.tensor(v) for k, v in rec["relevance"].items()}
     rec["halves"] = {k: [torch.tensor(h) for h in v] for k, v in rec["halves"].items()}
     rec["first_verses"] = [{k: torch.tensor(v) for k, v in d.items()} for d in rec["first_verses"]]
     return rec
+
+
+def load_relevance(run: str = "lrp_relevance", preset: str | None = None) -> dict:
+    """The shipped relevance of run ``run`` (``lrp_relevance``: the translation model; ``lrp_relevance_minilm``:
+    all-MiniLM-L6-v2; ``scripts/head_relevance.py``) at ``preset`` (default: the active one), its tables as
+    tensors (:func:`relevance_tables`), or a falsy :class:`attnbook.core.runs.Missing` where there is none
+    (:func:`attnbook.core.runs.find`)."""
+    if run not in ("lrp_relevance", "lrp_relevance_minilm"):
+        raise ValueError(f"expected run 'lrp_relevance' or 'lrp_relevance_minilm', got {run!r}")
+    rec = runs.find(run, preset)
+    return relevance_tables(rec) if rec else rec

@@ -21,6 +21,7 @@ of real (non-pad) queries and keys:
 from __future__ import annotations
 
 from collections import Counter
+from types import MappingProxyType
 from typing import Mapping, Optional, Sequence
 
 import torch
@@ -82,6 +83,49 @@ def relative_position_share(attns, query_mask: torch.Tensor, key_mask: torch.Ten
     w = qm[None, :, None, :]
     out = [((rel == o) & w).sum((1, 3)).float() / w.sum((1, 3)).clamp(min=1) for o in offsets]
     return torch.stack(out, -1)
+
+
+def batch_role_shares(attns, query_mask: torch.Tensor, content_mask: torch.Tensor, sink_mask: torch.Tensor,
+                      sink_keys: torch.Tensor, position_keys: Optional[torch.Tensor] = None,
+                      offsets: Mapping[str, int] = MappingProxyType({"prev": -1, "next": 1})) -> dict:
+    """One batch's role statistics of every head (chapter "A translation model"; Voita et al. secs. 4.1 and 5.1),
+    each ``(layers, heads)``, a mean over the queries in ``query_mask``: ``confidence`` (the largest weight on a
+    key in ``content_mask``), ``sink`` (the share of queries whose largest weight over the keys in ``sink_keys``
+    falls on a key in ``sink_mask``: EOS, BOS, [CLS] or [SEP]) and, with ``position_keys`` (self-attention), one
+    share per entry of ``offsets``: queries whose largest weight over the keys in ``position_keys`` lies at that
+    relative position. The translation model's and the pretrained encoders' statistics both come from here
+    (:func:`head_roles`, :func:`attnbook.hf.measuring.encoder_head_roles`); :class:`WeightedMeans` averages
+    batches."""
+    a = _stack(attns)
+    L, B, H, Q, K = a.shape
+    qm = _check_mask(query_mask, B, Q, "query_mask")
+    for name, m in (("content_mask", content_mask), ("sink_mask", sink_mask), ("sink_keys", sink_keys)):
+        _check_mask(m, B, K, name)
+    top = _argmax_keys(a, sink_keys)
+    out = {"confidence": head_confidence(a, qm, content_mask),
+           "sink": _share(sink_mask[None, :, None, :].expand(*top.shape[:3], -1).gather(-1, top), qm)}
+    if position_keys is not None:
+        out.update({name: share for name, share in zip(offsets, relative_position_share(
+            a, qm, _check_mask(position_keys, B, K, "position_keys"), tuple(offsets.values())).unbind(-1))})
+    return out
+
+
+class WeightedMeans:
+    """Means of per-batch statistics weighted by their number of queries (chapter "A translation model": the role
+    statistics of many batches): ``add(key, value, weight)``, then ``means()``; keys in ``totals`` are summed."""
+
+    def __init__(self, totals: Sequence = ()) -> None:
+        self.sums: dict = {}
+        self.weights: dict = {}
+        self.totals = set(totals)
+
+    def add(self, key, value, weight: float) -> None:
+        value = value.cpu() if isinstance(value, torch.Tensor) else value
+        self.sums[key] = self.sums.get(key, 0) + (value if key in self.totals else value * weight)
+        self.weights[key] = self.weights.get(key, 0) + weight
+
+    def means(self) -> dict:
+        return {k: (total if k in self.totals else total / self.weights[k]) for k, total in self.sums.items()}
 
 
 def positional_heads(shares: torch.Tensor, threshold: float = 0.9) -> torch.Tensor:
@@ -326,14 +370,10 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
     was_training = model.training
     model.eval()
     dev = next(model.parameters()).device
-    sums: dict = {}
-    weights: dict = {}
+    means = WeightedMeans(totals=[("enc_self", "rare_sentences")])
     word_maps = []
     rare_rank = None if token_counts is None else frequency_ranks(token_counts)
-
-    def add(key, value, weight):
-        sums[key] = sums.get(key, 0) + value * weight
-        weights[key] = weights.get(key, 0) + weight
+    positions = {"enc_self": {"prev": -1, "next": 1}, "dec_self": {"prev": -1}, "dec_cross": None}
 
     for b in range(0, len(src_ids), batch_size):
         src, tgt = pad(src_ids[b: b + batch_size]).to(dev), pad(tgt_ids[b: b + batch_size]).to(dev)
@@ -346,31 +386,26 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
                  "dec_self": (tgt_real & ~tgt_bos, tgt_real & ~tgt_bos, tgt_real, tgt_bos),
                  "dec_cross": (tgt_real & ~tgt_bos, src_real & ~src_eos, src_real, src_eos)}
         for kind, (qm, content, real, sink_keys) in masks.items():
-            a = _stack(att[kind])
             nq = float(qm.sum())
-            top = _argmax_keys(a, real)
-            add((kind, "confidence"), head_confidence(a, qm, content).cpu(), nq)
-            add((kind, "sink"), _share(sink_keys[None, :, None, :].expand(*top.shape[:3], -1).gather(-1, top),
-                                       qm).cpu(), nq)
+            offsets = positions[kind]
+            shares = batch_role_shares(att[kind], qm, content, sink_keys, real, real if offsets else None,
+                                       **({"offsets": offsets} if offsets else {}))
+            for stat, value in shares.items():
+                means.add((kind, stat), value, nq)
             if kind == "dec_self":
-                add((kind, "chance"), causal_chance(qm, content), nq)
+                means.add((kind, "chance"), causal_chance(qm, content), nq)
             else:
                 per_query = (1.0 / content.sum(-1).clamp(min=1).float())[:, None] * qm
-                add((kind, "chance"), float(per_query.sum()) / max(nq, 1.0), nq)
-            if kind != "dec_cross":
-                rel = top - torch.arange(a.shape[3], device=a.device)[None, None, None, :]
-                add((kind, "prev"), _share(rel == -1, qm).cpu(), nq)
-                if kind == "enc_self":
-                    add((kind, "next"), _share(rel == 1, qm).cpu(), nq)
+                means.add((kind, "chance"), float(per_query.sum()) / max(nq, 1.0), nq)
         if rare_rank is not None:
             qm, content = masks["enc_self"][0], masks["enc_self"][1]
             found = rare_token_statistics(_stack(att["enc_self"]), src, token_counts, rare_rank, qm, content,
                                           rare_outside_top)
             if found is not None:
                 share, chance, nq, n_sentences = found
-                add(("enc_self", "rare"), share.cpu(), nq)
-                add(("enc_self", "rare_chance"), chance, nq)
-                add(("enc_self", "rare_sentences"), n_sentences, 1.0)
+                means.add(("enc_self", "rare"), share, nq)
+                means.add(("enc_self", "rare_chance"), chance, nq)
+                means.add(("enc_self", "rare_sentences"), n_sentences, 1.0)
         if parses is not None:
             enc = _stack(att["enc_self"])
             for i in range(src.shape[0]):
@@ -379,8 +414,7 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
                 word_maps.append(word_attention(enc[:, i, :, :n, :n], p["word_of_token"], len(p["words"])).cpu())
     model.train(was_training)
     out: dict = {}
-    for (kind, stat), total in sums.items():
-        value = total if stat == "rare_sentences" else total / weights[(kind, stat)]
+    for (kind, stat), value in means.means().items():
         out.setdefault(kind, {})[stat] = value if isinstance(value, torch.Tensor) else float(value)
     if parses is not None:
         out["word_maps"] = word_maps

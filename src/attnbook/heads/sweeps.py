@@ -9,7 +9,6 @@ how many heads can go before BLEU drops.
 
 from __future__ import annotations
 
-import json
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
@@ -18,17 +17,13 @@ import torch
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import HeadMask, as_head_mask, binary
-from attnbook.heads.translation import paired_bleu_difference
+from attnbook.stats import across_seeds, paired_bleu_contrast, paired_bleu_difference
 
 
-def load(name: str) -> dict:
-    """The shipped result of recipe ``name``, after :func:`attnbook.core.runs.check_recorded`."""
-    path = runs.output_path(name)
-    if not path.exists():
-        raise ValueError(f"{path} is missing; run `{runs.command(name)}`")
-    payload = json.loads(path.read_text())
-    runs.check_recorded(payload, name)
-    return payload
+def load(name: str, preset: str | None = "quick") -> dict:
+    """The shipped result of pruning run ``name`` (:func:`attnbook.core.runs.load`). The pruning runs prune the
+    converged model of preset ``quick``, the only one shipped, so that is the default preset here."""
+    return runs.load(name, preset)
 
 
 def kept_masks(run: Mapping) -> HeadMask:
@@ -161,7 +156,7 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
     the result of recipe ``scratch_converged``: one row per pruned shape that has a pruned arm, with
     ``lam``, ``kept``, the pruned model's beam BLEU and, per seed trained from scratch, its beam BLEU and
     the paired bootstrap difference scratch minus pruned on the same ``references``
-    (:func:`attnbook.heads.translation.paired_bleu_difference`). The hypotheses must be the file's, for
+    (:func:`attnbook.stats.paired_bleu_difference`). The hypotheses must be the file's, for
     the first ``record["n_eval"]`` references. With ``pruned_arm`` (the result of recipe
     ``pruned_converged``), its pruned models trained on to convergence (arm ``"pruned_trained"``) take the
     place of the record's pruned models."""
@@ -191,14 +186,38 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
     return rows
 
 
-def across_seeds(per_seed: Sequence[Mapping]) -> dict:
-    """One shape's scratch-minus-pruned difference over its seeds (chapter "Pruning heads", the verdict of
-    Voita et al.'s Table 3): the mean of the seeds' paired differences, the envelope of their paired 95%
-    intervals (lowest ``low`` to highest ``high``, so an interval wholly on one side of 0 means every seed's
-    is) and the spread of the seeds' differences (largest minus smallest: how much the seed decides)."""
-    if not per_seed:
-        raise ValueError("across_seeds needs the paired difference of at least one seed")
-    deltas = [s["delta"] for s in per_seed]
-    return {"n_seeds": len(deltas), "delta": sum(deltas) / len(deltas),
-            "low": min(s["low"] for s in per_seed), "high": max(s["high"] for s in per_seed),
-            "spread": max(deltas) - min(deltas)}
+
+
+def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, references: Sequence[str],
+                     n_bootstrap: int = 1000) -> list[dict]:
+    """What training on to convergence does (chapter "Pruning heads"), from the results of runs
+    ``pruned_converged`` (``trained_on``), ``unpruned_converged`` (``control``) and ``scratch_converged``
+    (``scratch``, whose pruned arm holds the models after the gates' 300-step fine-tuning). One row per pruned
+    shape (fewest heads first), then the control's, each with ``label``, ``kept``, ``before`` and ``after`` (beam
+    BLEU), the run's ``train_steps``, ``epochs``, ``stopped``, ``minutes`` and ``threads``, and three paired
+    bootstraps on the same verses (:mod:`attnbook.stats`): ``gain`` (after minus before), for a pruned shape
+    ``beyond_control`` (its gain minus the control's, one bootstrap over the four models' translations: what
+    adapting to the mask gives beyond more training) and ``cost`` (the trained-on pruned model minus the
+    trained-on unpruned one: what pruning costs when both are trained alike)."""
+    refs = list(references)[: trained_on["n_eval"]]
+    if len(refs) != trained_on["n_eval"] or control["n_eval"] != trained_on["n_eval"]:
+        raise ValueError(f"the records were evaluated on {trained_on['n_eval']} and {control['n_eval']} "
+                         f"references, got {len(refs)}")
+    ctrl = control["runs"][0]
+    short = {r["lam"]: r for r in scratch["runs"] if r["arm"] == "pruned"}
+    control_hyps = [ctrl["before"]["hypotheses_beam"], ctrl["hypotheses_beam"]]
+    arms = [(str(r["kept"]), r["kept"], short[r["lam"]], r) for r in sorted(trained_on["runs"], key=lambda r: r["kept"])]
+    arms.append(("48 (unpruned control)", None, ctrl["before"], ctrl))
+    rows = []
+    for label, kept, before, r in arms:
+        hyps = [before["hypotheses_beam"], r["hypotheses_beam"]]
+        rows.append({
+            "label": label, "kept": kept, "before": before["bleu_beam"]["bleu"], "after": r["bleu_beam"]["bleu"],
+            "gain": paired_bleu_difference(*hyps, refs, n_bootstrap),
+            "beyond_control": None if kept is None else paired_bleu_contrast(hyps + control_hyps, [-1, 1, 1, -1], refs,
+                                                                               n_bootstrap),
+            "cost": None if kept is None else paired_bleu_difference(ctrl["hypotheses_beam"], r["hypotheses_beam"], refs,
+                                                                     n_bootstrap),
+            "train_steps": r["train_steps"], "epochs": r["epochs"], "stopped": r["stopped"],
+            "minutes": r["train_wall_seconds"] / 60, "threads": r["threads"], "averaged": r["averaged"]})
+    return rows

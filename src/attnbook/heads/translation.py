@@ -16,18 +16,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional, Sequence
 
-import numpy as np
-import sacrebleu
 import torch
-from sacrebleu.metrics import BLEU
 from tokenizers import Tokenizer
 
 from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer, load_model
 from attnbook.core.train import train
+from attnbook.core import runs
+from attnbook.stats import bleu
 from attnbook.core.runs import DATA
 
 DATA_DIR = DATA / "translation"
-CONVERGED = DATA_DIR / "converged_quick.safetensors"  # scripts/train_translation.py, to convergence
 SPLITS = ("train", "dev", "test")
 PAD, BOS, EOS = 0, 1, 2
 
@@ -209,66 +207,6 @@ def translate(model, sentences: Sequence[str], batch_size: int = 64, max_len: in
     return out  # type: ignore[return-value]
 
 
-def bleu(hypotheses: Sequence[str], references: Sequence[str]) -> float:
-    """Corpus BLEU (sacrebleu, default 13a tokenisation, detokenised text) (chapter "A translation model")."""
-    if len(hypotheses) != len(references) or not hypotheses:
-        raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
-    return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
-
-
-def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], n_bootstrap: int = 1000) -> dict:
-    """Corpus BLEU with sacreBLEU's bootstrap 95% confidence interval (chapter "A translation model"): ``{"bleu",
-    "mean", "low", "high"}`` (sacreBLEU resamples sentences with its fixed seed, so the interval is reproducible)."""
-    if len(hypotheses) != len(references) or not hypotheses:
-        raise ValueError(f"need equally many hypotheses and references, got {len(hypotheses)}, {len(references)}")
-    s = BLEU().corpus_score(list(hypotheses), [list(references)], n_bootstrap=n_bootstrap)
-    return {"bleu": float(s.score), "mean": float(s._mean), "low": float(s._mean - s._ci),
-            "high": float(s._mean + s._ci)}
-
-
-def paired_bleu_difference(baseline: Sequence[str], system: Sequence[str], references: Sequence[str],
-                           n_bootstrap: int = 1000, seed: int = 12345) -> dict:
-    """Corpus BLEU of ``system`` minus that of ``baseline`` on the same references, with a paired bootstrap
-    (Koehn 2004): sentences are resampled jointly for both systems, so the interval is that of the
-    difference (chapter "Pruning heads" compares pruned and from-scratch models with it). Returns
-    ``{"delta", "low", "high", "p_not_better"}`` (95% percentile interval; the share of resamples in which
-    ``system`` is not better). Uses sacreBLEU's per-sentence n-gram statistics, as its own bootstrap does."""
-    return paired_bleu_contrast([baseline, system], [-1.0, 1.0], references, n_bootstrap, seed)
-
-
-def paired_bleu_contrast(systems: Sequence[Sequence[str]], weights: Sequence[float], references: Sequence[str],
-                         n_bootstrap: int = 1000, seed: int = 12345) -> dict:
-    """The weighted sum of corpus BLEUs, sum_i weights[i] * BLEU(systems[i]), with the paired bootstrap of
-    :func:`paired_bleu_difference`: all systems resampled on the same sentences. With weights (-1, +1, +1, -1)
-    on (before A, after A, before B, after B) it is how much more A gained than B, with the interval of that
-    difference of gains (chapter "Pruning heads": what training on gains a pruned model beyond what it gains
-    the unpruned one). Returns ``{"delta", "low", "high", "p_not_better"}`` (``p_not_better``: the share of
-    resamples where the sum is at most 0)."""
-    if len(systems) != len(weights) or not systems:
-        raise ValueError(f"need one weight per system, got {len(weights)} weights for {len(systems)} systems")
-    if not references or any(len(h) != len(references) for h in systems):
-        raise ValueError(f"need equally many sentences, got {[len(h) for h in systems]} hypotheses for "
-                         f"{len(references)} references")
-    metric = BLEU()
-    stats = [np.array(metric._extract_corpus_statistics(list(h), [list(references)]), dtype=np.int64)
-             for h in systems]
-
-    def contrast(idx=slice(None)) -> float:
-        total = 0.0
-        for w, st in zip(weights, stats):
-            total += w * metric._compute_score_from_stats(list(st[idx].sum(0))).score
-        return total
-
-    delta = contrast()
-    rng = np.random.default_rng(seed)
-    samples = np.empty(n_bootstrap)
-    for i in range(n_bootstrap):
-        samples[i] = contrast(rng.integers(0, len(references), len(references)))
-    low, high = np.percentile(samples, [2.5, 97.5])
-    return {"delta": float(delta), "low": float(low), "high": float(high),
-            "p_not_better": float((samples <= 0).mean())}
-
-
 def repeats_a_phrase(text: str, min_repeats: int = 3, max_n: int = 4) -> bool:
     """Whether ``text`` loops: some phrase of 1 to ``max_n`` words occurs ``min_repeats`` times in a row
     ("te te te", "y dijo y dijo y dijo") (chapter "A translation model"'s check that greedy output no longer loops)."""
@@ -301,19 +239,24 @@ def source_token_counts() -> torch.Tensor:
     return torch.tensor([counts[str(i)] for i in range(len(counts))], dtype=torch.long)
 
 
-def converged_evaluation(path=None) -> dict:
-    """The shipped whole-test-split evaluation of the converged model (``scripts/evaluate_translation.py``;
-    chapter "A translation model" labels what it reads from it as precomputed)."""
-    path = Path(path) if path is not None else CONVERGED.with_name(CONVERGED.stem + "_eval.json")
-    if not path.exists():
-        raise ValueError(f"{path} is missing; run scripts/evaluate_translation.py")
-    return json.loads(path.read_text())
+def converged_evaluation(preset: str | None = None) -> dict:
+    """The shipped whole-test-split evaluation of the converged model (run ``translation_eval``,
+    ``scripts/evaluate_translation.py``) at ``preset`` (default: the active one), or a falsy
+    :class:`attnbook.core.runs.Missing` where there is none (:func:`attnbook.core.runs.find`)."""
+    return runs.find("translation_eval", preset)
 
 
-def load_translation_model(path=None, device=None):
-    """A shipped translation model, ``(model, meta)``: by default :data:`CONVERGED`, the model chapters "A
-    translation model" and "Pruning heads" analyse and prune."""
-    return load_model(CONVERGED if path is None else path, device)
+def load_translation_model(run: str = "translation_model", preset: str | None = None, device=None):
+    """A shipped translation model, ``(model, meta)``: run ``translation_model`` (the converged model chapters
+    "A translation model" and "Pruning heads" analyse and prune) or ``translation_model_h4`` at ``preset``
+    (default: the active one); its record is checked against the run table first
+    (:func:`attnbook.core.runs.load`, :class:`attnbook.core.runs.NotAtPreset` where there is none)."""
+    if run not in ("translation_model", "translation_model_h4"):
+        raise ValueError(f"expected run 'translation_model' or 'translation_model_h4', got {run!r}")
+    record = runs.load(run, preset)
+    weights = runs.DATA / runs.run(run).also[0].format(preset=record["meta"]["preset"])
+    model, meta = load_model(weights, device)
+    return model, {**meta, "meta": record["meta"]}
 
 
 def model_from_preset(p: dict) -> Seq2SeqTransformer:

@@ -193,11 +193,9 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
         raise ValueError(f"need one parse per sentence, got {len(parses)} for {len(sentences)}")
     dev = next(model.parameters()).device
     special = set(tokenizer.all_special_ids)
-    sums: dict = {}
-    n_queries = 0.0
+    means = roles.WeightedMeans(totals=["rare_sentences"])
     word_maps = []
     ranks = None if token_counts is None else roles.frequency_ranks(token_counts)
-    rare = {"rare": 0.0, "rare_chance": 0.0, "queries": 0.0, "rare_sentences": 0.0}
     for b in range(0, len(sentences), batch_size):
         chunk = list(sentences[b: b + batch_size])
         enc = tokenizer(chunk, padding=True, truncation=True, max_length=max_length, return_tensors="pt",
@@ -210,38 +208,30 @@ def encoder_head_roles(model: nn.Module, tokenizer, sentences: Sequence[str],
         for s in special:
             is_special |= enc["input_ids"].to(dev) == s
         content = real & ~is_special
-        top_all = a.masked_fill(~real[None, :, None, None, :], -1.0).argmax(-1)
-        top = a.masked_fill(~content[None, :, None, None, :], -1.0).argmax(-1)
-        w = content[None, :, None, :]
         nq = float(content.sum())
-        rel = top - torch.arange(a.shape[3], device=dev)[None, None, None, :]
-        sink_hit = is_special[None, :, None, :].expand(*top_all.shape[:3], -1).gather(-1, top_all)
-        stats = {"confidence": (a.masked_fill(~content[None, :, None, None, :], 0.0).amax(-1) * w).sum((1, 3)),
-                 "sink": (sink_hit & w).sum((1, 3)).float(), "prev": ((rel == -1) & w).sum((1, 3)).float(),
-                 "next": ((rel == 1) & w).sum((1, 3)).float(),
-                 "chance": ((1.0 / content.sum(-1).clamp(min=1).float())[:, None] * content).sum()}
-        for k, v in stats.items():
-            sums[k] = sums.get(k, 0) + v.cpu()
-        n_queries += nq
+        # sink: the largest weight over all real keys on [CLS] or [SEP]; positions among content tokens
+        for stat, value in roles.batch_role_shares(a, content, content, is_special, real, content).items():
+            means.add(stat, value, nq)
+        means.add("chance", float(((1.0 / content.sum(-1).clamp(min=1).float())[:, None] * content).sum()) / max(nq, 1.0),
+                  nq)
         found = None if ranks is None else roles.rare_token_statistics(
             a, enc["input_ids"].to(dev), token_counts, ranks, content, content, rare_outside_top)
         if found is not None:
             share, rare_chance, rare_nq, n_sentences = found
-            for key, value in (("rare", share.cpu() * rare_nq), ("rare_chance", rare_chance * rare_nq),
-                               ("queries", rare_nq), ("rare_sentences", n_sentences)):
-                rare[key] = rare[key] + value
+            means.add("rare", share, rare_nq)
+            means.add("rare_chance", rare_chance, rare_nq)
+            means.add("rare_sentences", n_sentences, 1.0)
         if parses is not None:
             for i, text in enumerate(chunk):
                 p = parses[b + i]
                 n = int(real[i].sum())
                 wot = word_of_token(text, p["words"], offsets[i, :n].tolist())
                 word_maps.append(word_attention(a[:, i, :, :n, :n].cpu(), wot, len(p["words"])))
-    result = {k: v / max(n_queries, 1.0) for k, v in sums.items()}
+    result = means.means()
     result["chance"] = float(result["chance"])
     if ranks is not None:
-        result.update(rare=rare["rare"] / max(rare["queries"], 1.0),
-                      rare_chance=float(rare["rare_chance"]) / max(rare["queries"], 1.0),
-                      rare_sentences=rare["rare_sentences"])
+        result.update(rare=result.get("rare", 0.0), rare_chance=float(result.get("rare_chance", 0.0)),
+                      rare_sentences=result.get("rare_sentences", 0.0))
     if parses is not None:
         result["word_maps"] = word_maps
     return result

@@ -11,10 +11,8 @@ learns: the query/key and value gradient norms and the cosine between the output
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import torch
@@ -23,7 +21,7 @@ from torch import nn
 
 from attnbook.signal import propagation as prop
 from attnbook.core.train import train
-from attnbook.core.runs import DATA
+from attnbook.core import runs
 
 
 @dataclass(frozen=True)
@@ -171,19 +169,15 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
 
 
 #: the shipped sweep of ``scripts/sweep_optimisers.py`` at the quick preset
-SWEEP = DATA / "signal" / "optimiser_sweep_quick.json"
 
 
-def load_sweep(path=None) -> dict:
-    """A file written by ``scripts/sweep_optimisers.py`` (default :data:`SWEEP`); its arms keyed by name
-    (``sweep["by_name"]``)."""
-    path = Path(SWEEP if path is None else path)
-    if not path.is_file():
-        raise ValueError(f"expected the optimiser sweep of scripts/sweep_optimisers.py at {path}")
-    sweep = json.loads(path.read_text())
-    if not {"arms", "command", "learning_rates", "seeds"} <= set(sweep):
-        raise ValueError(f"{path}: not an optimiser sweep (needs arms, command, learning_rates, seeds)")
-    sweep["by_name"] = {a["name"]: a for a in sweep["arms"]}
+def load_sweep(preset: str | None = None) -> dict:
+    """The shipped optimiser sweep (run ``optimiser_sweep``, ``scripts/sweep_optimisers.py``) at ``preset``
+    (default: the active one), with its arms keyed by name (``sweep["by_name"]``), or a falsy
+    :class:`attnbook.core.runs.Missing` where there is none (:func:`attnbook.core.runs.find`)."""
+    sweep = runs.find("optimiser_sweep", preset)
+    if sweep:
+        sweep["by_name"] = {a["name"]: a for a in sweep["arms"]}
     return sweep
 
 

@@ -15,8 +15,9 @@ token-wise map with the same parameters: the control for collapse.
 
 from __future__ import annotations
 
-import json
 import math
+
+from typing import Mapping, Optional, Sequence
 
 import torch
 from torch import nn
@@ -24,11 +25,11 @@ from torch import nn
 from attnbook.core.attention import Block
 from attnbook.core.presets import seed_everything
 from attnbook.core.train import train
-from attnbook.core.runs import DATA as DATA_ROOT
+from attnbook.core import runs
+from attnbook.stats import bootstrap_mean_difference
 
 RADIUS = 0.3
 #: the precomputed runs of ``scripts/circle_runs.py`` (chapter "The circle task"): ``<run>_<preset>.json``
-DATA = DATA_ROOT / "circle"
 
 
 def circle_points(n: int = 1000, radius: float = RADIUS) -> torch.Tensor:
@@ -242,13 +243,48 @@ def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_st
             "final_gap": float(gaps[-1]), "spread": spread(traj)}
 
 
-def load_runs(run: str, preset: str = "quick") -> dict:
-    """A file written by ``scripts/circle_runs.py <run>`` (``"control"``: attention removed; ``"seeds16"``: the
-    chapter's sweep over 16 seeds) (chapter "The circle task")."""
-    path = DATA / f"{run}_{preset}.json"
-    if not path.is_file():
-        raise ValueError(f"expected the circle runs of `python scripts/circle_runs.py {run}` at {path}")
-    record = json.loads(path.read_text())
-    if not {"runs", "command", "recipe"} <= set(record):
-        raise ValueError(f"{path}: not a circle runs file (needs runs, command, recipe)")
-    return record
+def load_runs(run: str, preset: str | None = None) -> dict:
+    """The shipped file of run ``circle_<run>`` at ``preset`` (default: the active one; ``"control"``: attention
+    removed; ``"seeds16"``: the chapter's sweep over 16 seeds) (chapter "The circle task"):
+    :func:`attnbook.core.runs.find`: the file, or a falsy :class:`attnbook.core.runs.Missing` where there is none."""
+    if run not in ("control", "seeds16"):
+        raise ValueError(f"expected run 'control' or 'seeds16', got {run!r}")
+    return runs.find(f"circle_{run}", preset)
+
+
+#: the gate of chapter "The circle task": a model counts only if its one-step error is at most this share of
+#: staying put's (a model that has not learned the step is no evidence about collapse)
+GATE = 0.5
+
+
+def censored_steps(steps: Sequence[Optional[int]], rollout_steps: int) -> list[int]:
+    """Collapse steps with "never within the rollout" (``None``) counted as ``rollout_steps + 1`` (chapter "The
+    circle task": the censored collapse step whose mean the delays compare)."""
+    return [s if s is not None else rollout_steps + 1 for s in steps]
+
+
+def collapse_delay(steps_a: Sequence[Optional[int]], steps_b: Sequence[Optional[int]], rollout_steps: int) -> dict:
+    """How much later runs ``a`` collapse than runs ``b`` (chapter "The circle task"): the mean censored collapse
+    step of ``a`` minus that of ``b``, with a 90% seed-bootstrap interval (:func:`attnbook.stats.bootstrap_mean_difference`),
+    as ``compare``'s ``value`` and ``interval``."""
+    est, lo, hi = bootstrap_mean_difference(censored_steps(steps_a, rollout_steps), censored_steps(steps_b, rollout_steps))
+    return dict(value=est, interval=(lo, hi))
+
+
+def gated_runs(records: Sequence[Mapping], gate: float = GATE) -> tuple[dict, dict, int]:
+    """The runs of a shipped circle file by ``(d_model, variant)``: every run, the runs that pass the gate
+    (one-step error at most ``gate`` of staying put's), and how many fail it (chapter "The circle task")."""
+    every, gated = {}, {}
+    for r in records:
+        key = (r["d_model"], r["variant"])
+        every.setdefault(key, []).append(r)
+        if r["mse_over_stay_put"] <= gate:
+            gated.setdefault(key, []).append(r)
+    return every, gated, sum(r["mse_over_stay_put"] > gate for r in records)
+
+
+def status_flips(live: Mapping[tuple, Sequence[Optional[int]]], shipped: Mapping[tuple, Sequence[Mapping]]) -> int:
+    """How many live runs (collapse step per seed, by ``(d_model, variant)``) merge where the shipped run of the
+    same seed does not, or the other way round (chapter "The circle task": the live-versus-shipped check)."""
+    return sum((step is None) != (shipped[key][seed]["collapse_step"] is None)
+               for key, steps in live.items() for seed, step in enumerate(steps))

@@ -1,0 +1,177 @@
+"""Tests of attnbook.core.runs and scripts/run.py: every shipped file is a named run that knows its preset, and
+no reader compares with a file of another preset or other settings."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnbook.core import runs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_shipped_file_is_a_runs_output_or_source_data():
+    made = runs.shipped_files()
+    for path in runs.DATA.rglob("*"):
+        rel = path.relative_to(runs.DATA).as_posix()
+        if path.is_dir() or path.name == "README.md" or rel.startswith("papers/"):
+            continue  # the papers' printed numbers are read from the papers, not run
+        assert rel in made, f"data/{rel} is made by no run of attnbook.core.runs.RUNS and is no source file"
+
+
+@pytest.mark.parametrize("name", sorted(runs.RUNS))
+def test_each_run_is_shipped_at_quick_with_its_run_preset_and_settings(name):
+    payload = runs.load(name, "quick")
+    meta = payload["meta"]
+    assert (meta["run"], meta["preset"]) == (name, "quick")
+    assert meta["settings"] == runs.settings(name, "quick")
+    assert meta["command"].startswith("python scripts/")
+    for also in runs.run(name).also:
+        assert (runs.DATA / also.format(preset="quick")).is_file()
+
+
+@pytest.mark.parametrize("name", sorted(runs.RUNS))
+def test_each_run_names_a_script_that_runs_it(name):
+    r = runs.run(name)
+    text = (ROOT / r.script).read_text()
+    if r.part:
+        assert f'"{r.part}": ' in text, f"{r.script} has no part {r.part!r}"
+    assert runs.command(name) == f"python scripts/run.py {name}"
+    assert runs.command(name, "paper") == f"python scripts/run.py {name} --preset paper"
+    assert "{preset}" in r.output
+
+
+def copy_data(tmp_path, monkeypatch, name, to_preset):
+    """The quick file of run ``name`` copied as the file of ``to_preset`` into a scratch data folder."""
+    monkeypatch.setattr(runs, "DATA", tmp_path)
+    src = ROOT / "src" / "attnbook" / "data" / runs.run(name).output.format(preset="quick")
+    dst = runs.output_path(name, to_preset)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dst)
+    return dst
+
+
+def test_a_file_of_another_preset_or_settings_is_refused(tmp_path, monkeypatch):
+    copy_data(tmp_path, monkeypatch, "circle_control", "paper")
+    with pytest.raises(runs.StaleRun, match="made at preset 'quick', not 'paper'.*--preset paper"):
+        runs.load("circle_control", "paper")
+    with pytest.raises(runs.StaleRun):  # find does not hide a stale file
+        runs.find("circle_control", "paper")
+    path = copy_data(tmp_path, monkeypatch, "circle_control", "quick")
+    payload = json.loads(path.read_text())
+    payload["meta"]["settings"]["steps"] += 1
+    path.write_text(json.dumps(payload))
+    with pytest.raises(runs.StaleRun, match="other settings"):
+        runs.load("circle_control", "quick")
+
+
+def test_expect_refuses_a_file_made_for_another_comparison():
+    evaluation = runs.load("translation_eval", "quick", expect={"n_bleu": 200})
+    assert evaluation["greedy_first_n"]["n"] == 200
+    with pytest.raises(runs.StaleRun, match="n_bleu=200.*needs n_bleu=988"):
+        runs.load("translation_eval", "quick", expect={"n_bleu": 988})
+    with pytest.raises(ValueError, match="no setting 'verses'"):
+        runs.load("translation_eval", "quick", expect={"verses": 1})
+
+
+def test_every_loader_answers_a_preset_without_its_file():
+    """At ``paper`` no file is shipped: each loader gives a Missing that names the command, or raises
+    NotAtPreset, never the quick file."""
+    from attnbook.heads import lrp, sweeps
+    from attnbook.heads import translation as tr
+    from attnbook.rank.tasks import circle
+    from attnbook.signal import reverser as rv
+
+    missing = [circle.load_runs("control", "paper"), circle.load_runs("seeds16", "paper"), rv.load_sweep("paper"),
+               lrp.load_relevance("lrp_relevance", "paper"), lrp.load_relevance("lrp_relevance_minilm", "paper"),
+               tr.converged_evaluation("paper")]
+    for m in missing:
+        assert isinstance(m, runs.Missing) and not m and m.preset == "paper"
+    assert missing[0].command == "python scripts/run.py circle_control --preset paper"
+    assert missing[1].command == ""  # circle_seeds16 is defined at quick only
+    with pytest.raises(runs.NotAtPreset, match="translation_model --preset paper"):
+        tr.load_translation_model(preset="paper")
+    with pytest.raises(runs.NotAtPreset, match="defined at quick only"):
+        sweeps.load("encoder_gates_converged", preset="paper")
+    with pytest.raises(ValueError, match="unknown preset"):
+        runs.load("circle_control", "huge")
+    with pytest.raises(ValueError, match="unknown run"):
+        runs.load("no_such_run", "quick")
+
+
+def test_the_active_preset_is_the_default(monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_PRESET", "paper")
+    assert not runs.find("circle_control")
+    monkeypatch.setenv("ATTNBOOK_PRESET", "quick")
+    assert runs.find("circle_control")["meta"]["preset"] == "quick"
+
+
+def test_settings_are_copies():
+    s = runs.settings("minilm_gates", "quick")
+    s["steps"] = -1
+    assert runs.settings("minilm_gates", "quick")["steps"] != -1
+
+
+# scripts that write no file under src/attnbook/data (benchmarks, the book's own tooling)
+WRITES_NOTHING_SHIPPED = {"bench_attention.py", "bench_paths.py", "bench_seq2seq.py", "execute_notebooks.py",
+                          "notebook_text.py", "record_paper_run.py", "colab_check.sh"}
+
+
+def test_the_readme_s_commands_do_not_overwrite_a_shipped_file_with_other_settings():
+    """Every command the README gives either makes a file through its run (scripts/run.py NAME) or writes
+    nothing under src/attnbook/data."""
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^(?:\.venv/bin/python|python|bash) (scripts/\S+)(.*)$", readme, flags=re.M)
+    assert commands
+    for script, rest in commands:
+        name = Path(script).name
+        if name == "run.py":
+            run_name = rest.split("#")[0].split()[0]
+            assert run_name in runs.RUNS or run_name == "--list", rest
+        else:
+            assert name in WRITES_NOTHING_SHIPPED, f"README runs {script}{rest}: use scripts/run.py <run>"
+
+
+def test_bench_recipes_refuses_to_replace_the_shipped_file_with_other_settings():
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_recipes.py"), "--cap", "1"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "differ from the shipped run" in out.stderr
+
+
+#: what a rerun may change: how long it took, where and with what
+VOLATILE = {"seconds", "machine", "processor", "torch", "threads", "date", "command", "note", "ran_as"}
+
+
+def without_volatile(x):
+    if isinstance(x, dict):
+        return {k: without_volatile(v) for k, v in x.items() if k not in VOLATILE}
+    if isinstance(x, list):
+        return [without_volatile(v) for v in x]
+    return x
+
+
+CHEAP = sorted(n for n, r in runs.RUNS.items() if r.cheap and r.portable and "quick" in r.settings)
+
+
+def test_at_least_three_runs_are_cheap_and_portable():
+    assert len(CHEAP) >= 3, CHEAP
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CHEAP)
+def test_a_cheap_run_reproduces_its_shipped_file_exactly(name, tmp_path):
+    out = tmp_path / runs.output_path(name, "quick").name
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "run.py"), name, "--out", str(out)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rerun = json.loads(out.read_text())
+    assert rerun["meta"]["command"] == f"python scripts/run.py {name} --out {out}"
+    shipped = runs.load(name, "quick")
+    assert without_volatile(rerun) == without_volatile(shipped)
