@@ -194,7 +194,7 @@ def test_an_executing_build_shows_its_own_values_on_the_reproduction_page(tmp_pa
                       "description='> 0')", outputs=[new_output("display_data", data=committed)]),
     ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}),
         book / "book" / "z_chapter.ipynb")
-    page = ("from attnbook import reproduction\nroot = reproduction.find_root()\n"
+    page = ("from attnbook.booktools import reproduction\nroot = reproduction.find_root()\n"
             "src, said = reproduction.quick_source(root)\n"
             "print('QUICK', [r.value for r in reproduction.collect(root, executed=src)], said)")
     nbformat.write(new_notebook(cells=[new_markdown_cell("# Reproduction"), new_code_cell(page)],

@@ -158,3 +158,21 @@ def test_bootstrap_mean_difference():
         bootstrap_mean_difference([1.0])
     with pytest.raises(ValueError):
         bootstrap_mean_difference([1.0, 2.0], level=1.5)
+
+
+def test_a_section_without_its_file_records_one_not_available_claim():
+    from attnbook.claims import NOT_AVAILABLE, REGISTRY, not_available, when_available
+    from attnbook.core import runs
+
+    missing = runs.Missing("circle_control", "paper", "no file", "python scripts/run.py circle_control --preset paper")
+    before = len(REGISTRY)
+    out = when_available(missing, lambda: [check("never made", 1.0, at_most=0.0)], "control: the section")
+    assert len(out) == 1 and len(REGISTRY) == before + 1  # the lambda never ran: a failing check would raise
+    c = out[0]
+    assert (c.verdict, c.value, c.holds) == (NOT_AVAILABLE, None, True)
+    assert c.precomputed == missing.command and "circle_control at preset paper" in c.condition
+    assert "not available" in c.line() and c.record()["value"] is None
+    shipped = {"meta": {}}  # a file that exists: the section's own claims
+    assert [x.name for x in when_available(shipped, lambda: [check("made", 1.0, at_most=2.0)], "s")] == ["made"]
+    with pytest.raises(ValueError, match="needs a missing file"):
+        not_available("x", shipped)

@@ -335,3 +335,10 @@ def test_head_roles_reads_planted_heads_and_chance_levels():
         pytest.approx((1 + 1 / 2 + 1 / 3) / 3)
     with pytest.raises(ValueError):
         hd.head_roles(model, src_ids, tgt_ids[:2])
+
+
+def test_strongest_role_is_the_largest_share():
+    roles = {"prev": torch.tensor([[0.9, 0.1]]), "next": torch.tensor([[0.2, 0.3]]), "rare": torch.tensor([[0.0, 0.4]])}
+    assert hd.strongest_role(roles).tolist() == [[0.8999999761581421, 0.4000000059604645]]
+    with pytest.raises(ValueError, match="rare"):
+        hd.strongest_role({"prev": roles["prev"], "next": roles["next"]})

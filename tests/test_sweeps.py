@@ -190,3 +190,30 @@ def test_trained_on_gains_pairs_each_shape_with_its_short_fine_tuning_and_the_co
     assert ctrl["beyond_control"] is None and ctrl["cost"] is None and one["minutes"] == 2.0
     with pytest.raises(ValueError, match="evaluated on 3 and 2"):
         sweeps.trained_on_gains(trained_on, {**control, "n_eval": 2}, scratch, refs)
+
+
+def test_kind_shares_orders_the_kinds_from_the_most_pruned():
+    sweep = {"shapes": {"enc_self": [2, 2], "dec_self": [1, 2], "dec_cross": [1, 2]}, "runs": [
+        {"spec": {"lam": 0.5}, "kept": {"enc_self": 1, "dec_self": 2, "dec_cross": 0}},
+        {"spec": {"lam": 0.1}, "kept": {"enc_self": 3, "dec_self": 2, "dec_cross": 1}}]}
+    out = sweeps.kind_shares(sweep)
+    assert [r["spec"]["lam"] for r in out["runs"]] == [0.1, 0.5]
+    assert out["n_heads"] == {"enc_self": 4, "dec_self": 2, "dec_cross": 2}
+    assert out["share"]["enc_self"] == [0.75, 0.25] and out["order"] == ["dec_cross", "enc_self", "dec_self"]
+
+
+def test_layer_slopes_reads_the_run_nearest_half_of_a_kind():
+    def run(lam, gates):
+        return {"spec": {"lam": lam}, "gates": {"dec_self": gates},
+                "kept": {"dec_self": int(sum(g != 0 for row in gates for g in row))}}
+    runs_ = [run(0.1, [[1, 1], [1, 1], [1, 0]]), run(0.2, [[1, 1], [1, 0], [0, 0]]), run(0.5, [[1, 0], [0, 0], [0, 0]])]
+    out = sweeps.layer_slopes(runs_, {"dec_self": 6}, ["dec_self"])["dec_self"]
+    assert (out["lam"], out["per_layer"]) == (0.2, [2, 1, 0]) and out["slope"] == pytest.approx(-1.0)
+    assert [lam for lam, _ in out["every"]] == [0.1, 0.2, 0.5] and out["every"][0][1] == pytest.approx(-0.5)
+
+
+def test_role_gap_is_kept_minus_pruned():
+    strength = torch.tensor([[0.9, 0.1], [0.5, 0.3]])
+    assert sweeps.role_gap(strength, torch.tensor([[1, 0], [1, 0]])) == pytest.approx(0.7 - 0.2)
+    with pytest.raises(ValueError, match="kept and pruned"):
+        sweeps.role_gap(strength, torch.ones(2, 2))

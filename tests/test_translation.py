@@ -210,3 +210,14 @@ def test_paired_bleu_contrast_is_a_difference_of_gains_with_its_own_interval():
         stats.paired_bleu_contrast([worse, better], [1], refs)
     with pytest.raises(ValueError, match="equally many"):
         stats.paired_bleu_contrast([worse, better[:-1]], [-1, 1], refs)
+
+
+def test_analysis_verses_leave_out_what_does_not_fit():
+    all_ = tr.analysis_verses(30, 128)
+    short = tr.analysis_verses(30, 24)
+    assert len(all_.src_ids) == len(all_.tgt_ids) == len(all_.parses) == len(all_.english) == 30
+    assert 0 < len(short.src_ids) < 30 and all(len(s) < 24 for s in short.src_ids)
+    kept = [all_.english.index(e) for e in short.english]
+    assert [all_.parses[i] for i in kept] == short.parses  # the parse stays with its verse
+    with pytest.raises(ValueError):
+        tr.analysis_verses(0, 24)

@@ -417,7 +417,7 @@ SEEDS_UNDECIDED = (
 # direction counts only if the whole interval lies on it.
 
 # %%
-# precomputed at quick; at a preset without the file the section's claims are "not available"
+# precomputed at quick; at a preset without the file its claims are "not available"
 seeds16 = circle.load_runs("seeds16")
 SEEDS16 = seeds16.command if not seeds16 else seeds16["meta"]["command"]
 if seeds16:
@@ -425,7 +425,8 @@ if seeds16:
     every16, by16, failed16 = circle.gated_runs(seeds16["runs"])
     for key, out in by16.items():
         merged = sum(r["collapse_step"] is not None for r in out)
-        print(f"d={key[0]:3d} {key[1]:9s} merged: {merged}/{len(out)} that pass the gate")
+        print(f"d={key[0]:3d} {key[1]:9s} merged: {merged}/{len(out)} that pass "
+              "the gate")
 
 
 def delay16(a, b):
@@ -478,7 +479,7 @@ attnbook.claims.when_available(seeds16, lambda: [
 # staying put count.
 
 # %%
-# precomputed at quick; at a preset without the file the section's claims are "not available"
+# precomputed at quick; at a preset without the file its claims are "not available"
 control = circle.load_runs("control")
 CONTROL = control.command if not control else control["meta"]["command"]
 every_c, gated_c, _ = circle.gated_runs(control["runs"] if control else [])

@@ -410,7 +410,8 @@ def not_decided(name):
 # %%
 # the benchmark ran once, at the quick preset's task sizes; every preset reads that file
 bench = attnbook.core.runs.load("bench_recipes", preset="quick")
-print("produced by:", bench["meta"]["command"], "|", bench["machine"], "|", bench["date"])
+print("produced by:", bench["meta"]["command"], "|", bench["machine"], "|",
+      bench["date"])
 print(
     f"{'task':6s} {'recipe':6s} {'target':>6s} {'time to target':>16s} {'steps':>6s} "
     f"{'final acc':>9s}"

@@ -543,7 +543,8 @@ if sweep:
 
 
     adam_gain, adam_ci = difference("adam, alpha=1, tau=1", "sgd, alpha=1, tau=1")
-    scale_gain, scale_ci = difference("sgd, alpha=1/sqrt(L), tau=1", "sgd, alpha=1, tau=1")
+    scale_gain, scale_ci = difference("sgd, alpha=1/sqrt(L), tau=1",
+                                      "sgd, alpha=1, tau=1")
     tau_name = next(
         n for n, a in arm.items() if a["optimizer"] == "sgd" and a["temperature"] != 1
     )

@@ -319,18 +319,11 @@ analysis = dev_pairs[: sizes["n_analysis"]]
 parses = tr.load_dev_parses()[: sizes["n_analysis"]]
 src_ids = tr.encode([e for e, _ in analysis], cfg.max_len)
 tgt_ids = tr.encode([s for _, s in analysis], cfg.max_len, bos=True)
-fits = [
-    i for i in range(len(analysis)) if len(tok.encode(analysis[i][0]).ids) < cfg.max_len
-]
-roles = hd.head_roles(
-    model,
-    [src_ids[i] for i in fits],
-    [tgt_ids[i] for i in fits],
-    token_counts=tr.source_token_counts(),
-    parses=[parses[i] for i in fits],
-)
+verses = tr.analysis_verses(sizes["n_analysis"], cfg.max_len)  # those that fit
+roles = hd.head_roles(model, verses.src_ids, verses.tgt_ids,
+                      token_counts=tr.source_token_counts(), parses=verses.parses)
 print(
-    f"{len(fits)} dev verses; statistics per kind:",
+    f"{len(verses.src_ids)} dev verses; statistics per kind:",
     {k: sorted(v) for k, v in roles.items() if k != "word_maps"},
 )
 
@@ -646,10 +639,8 @@ attnbook.compare(
 model_h4, meta_h4 = tr.load_translation_model(
     "translation_model_h4", device=dev
 )  # precomputed: trained by the command in its record
-roles_h4 = hd.head_roles(
-    model_h4, [src_ids[i] for i in fits], [tgt_ids[i] for i in fits],
-    token_counts=tr.source_token_counts(), parses=[parses[i] for i in fits],
-)
+roles_h4 = hd.head_roles(model_h4, verses.src_ids, verses.tgt_ids,
+                         token_counts=tr.source_token_counts(), parses=verses.parses)
 best_h4 = {k: float(roles_h4["enc_self"][k].max()) for k in ("prev", "next")}
 rows = ["| | 8 heads of width 16 (shipped) | 4 heads of width 32 |", "|---|---|---|"]
 for label, a, b in (
@@ -723,7 +714,7 @@ def show_syntax(rows, who):
     display(Markdown("\n".join(lines)))
 
 
-arcs = [parses[i]["arcs"] for i in fits]
+arcs = [p["arcs"] for p in verses.parses]
 mt_syntax = hd.syntactic_head_table(roles["word_maps"], arcs)
 show_syntax(mt_syntax, "translation encoder")
 
@@ -1003,7 +994,8 @@ plt.show()
         lm_live_gap, at_most=2e-3, digits=3, band=1e-3,
         precomputed=shipped_lm["meta"]["command"]),
     attnbook.check("split-half reliability of MiniLM's LRP relevance (Spearman)",
-        lm_split, at_least=0.8, digits=2, band=0.02, precomputed=shipped_lm["meta"]["command"]),
+        lm_split, at_least=0.8, digits=2, band=0.02,
+        precomputed=shipped_lm["meta"]["command"]),
 ]
 
 # %% tags=["nbval-check-output"]

@@ -505,7 +505,6 @@ gate_gap = [
 # search (beam 4, length penalty 0.6, as the official code decodes).
 
 # %%
-from attnbook.heads import masks as head_masks
 from attnbook.claims import papers
 from attnbook import stats
 from attnbook.heads import translation as tr
@@ -560,7 +559,8 @@ live_run = next(
     if r["spec"]["lam"] == 0.05 and r["spec"]["steps"] == 300
 )
 live_masks = sweeps.kept_masks(live_run)
-live_bleu = stats.bleu(tr.translate(mt_model, test_src, head_gates=live_masks), test_ref)
+live_bleu = stats.bleu(tr.translate(mt_model, test_src, head_gates=live_masks),
+                       test_ref)
 shipped_no_ft = next(
     g["bleu_not_fine_tuned"]
     for g in michel_mt["gate_masks_without_fine_tuning"]
@@ -857,24 +857,18 @@ def why_encoder_differs(
 # %%
 from attnbook.heads import roles as hd
 
-analysis = tr.load_pairs("dev")[: attnbook.preset("translation")["n_analysis"]]
-tok = tr.load_tokenizer()
-fits = [
-    e for e, _ in analysis if len(tok.encode(e).ids) < mt_model.cfg.max_len
-]  # as chapter 10
-fit_es = [es for e, es in analysis if len(tok.encode(e).ids) < mt_model.cfg.max_len]
-src_ids = tr.encode(fits, mt_model.cfg.max_len)
-tgt_ids = tr.encode(fit_es, mt_model.cfg.max_len, bos=True)
-counts = tr.source_token_counts()
-enc_roles = hd.head_roles(mt_model, src_ids, tgt_ids, token_counts=counts)["enc_self"]
+verses = tr.analysis_verses(attnbook.preset("translation")["n_analysis"],
+                            mt_model.cfg.max_len)  # as chapter 10
+enc_roles = hd.head_roles(mt_model, verses.src_ids, verses.tgt_ids,
+                          token_counts=tr.source_token_counts())["enc_self"]
 positional = torch.maximum(enc_roles["prev"], enc_roles["next"])
-role = torch.maximum(positional, enc_roles["rare"])  # a head's strongest role share
+role = hd.strongest_role(enc_roles)  # a head's strongest role share
 about_ten = min(main_runs.values(), key=lambda r: abs(r["n_kept"] - 10))
 kept10 = sweeps.kept_masks(about_ten)["enc_self"].bool()
 kept01 = sweeps.kept_masks(main_runs[0.1])["enc_self"].bool()
-role_gap = float(role[kept10].mean() - role[~kept10].mean())
+role_gap = sweeps.role_gap(role, kept10)
 print(
-    f"{len(fits)} dev verses; lambda={about_ten['spec']['lam']} keeps "
+    f"{len(verses.src_ids)} dev verses; lambda={about_ten['spec']['lam']} keeps "
     f"{int(kept10.sum())} heads"
 )
 print(
@@ -950,11 +944,10 @@ attnbook.compare(
 # kind's heads, has the paper's sign ({numref}`fig-ch11-6`).
 
 # %%
-kinds = list(head_masks.ATTENTION_KINDS)
-n_heads = {k: int(np.prod(all_sweep["shapes"][k])) for k in kinds}
-all_runs = sorted(all_sweep["runs"], key=lambda r: r["spec"]["lam"])
-share = {k: [r["kept"][k] / n_heads[k] for r in all_runs] for k in kinds}
-order = sorted(kinds, key=lambda k: np.mean(share[k]))  # pruned first -> pruned last
+by_kind = sweeps.kind_shares(all_sweep)  # order: pruned first -> pruned last
+all_runs, n_heads = by_kind["runs"], by_kind["n_heads"]
+share, order = by_kind["share"], by_kind["order"]
+kinds = list(n_heads)
 kind_order = papers.number("voita2019", "kind_order")
 print("heads kept per kind (precomputed):")
 for r in all_runs:
@@ -981,20 +974,14 @@ print(f"share of each kind kept: book with {near['n_kept']} of {book_total} head
 
 # %%
 layers_of_run = [sweeps.kept_per_layer(sweeps.kept_masks(r)) for r in all_runs]
-slopes = {}
-for k in ("dec_self", "dec_cross"):
-    i = min(range(len(all_runs)),
-            key=lambda i: abs(all_runs[i]["kept"][k] / n_heads[k] - 0.5))
-    per_layer, lam = layers_of_run[i][k], all_runs[i]["spec"]["lam"]
-    slopes[k] = (sweeps.layer_slope(per_layer), lam, per_layer)
-    print(
-        f"{k}: heads kept per layer at lambda={lam}: {per_layer}, slope "
-        f"{slopes[k][0]:+.2f}"
-    )
-for k in ("dec_self", "dec_cross"):  # the slope at every lambda that prunes the kind
-    every = [(r["spec"]["lam"], round(sweeps.layer_slope(per[k]), 2))
-             for r, per in zip(all_runs, layers_of_run) if r["kept"][k] < n_heads[k]]
-    print(f"{k}: slope at each lambda that prunes it (lambda, slope):", every)
+slope_at = sweeps.layer_slopes(all_runs, n_heads, ("dec_self", "dec_cross"))
+slopes = {k: (v["slope"], v["lam"], v["per_layer"]) for k, v in slope_at.items()}
+for k, v in slope_at.items():
+    print(f"{k}: heads kept per layer at lambda={v['lam']}: {v['per_layer']}, slope "
+          f"{v['slope']:+.2f}")
+for k, v in slope_at.items():  # the slope at every lambda that prunes the kind
+    print(f"{k}: slope at each lambda that prunes it (lambda, slope):",
+          [(lam, round(s, 2)) for lam, s in v["every"]])
 pattern = papers.number("voita2019", "layer_pattern")
 order_off = sweeps.order_disagreements(order, kind_order.value)
 layer_why = {
@@ -1518,20 +1505,24 @@ gains = sweeps.trained_on_gains(trained_on, control_record, scratch, test_ref)
 
 
 def interval(d):
-    return "–" if d is None else f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+    if d is None:
+        return "–"
+    return f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
 
 
 lines = ["| encoder heads | before | trained on | gain [95% interval] "
          "| gain beyond the control's [95%] | minus the control trained on [95%] "
-         "| steps (epochs) | ended by | minutes (threads) |", "|---|---|---|---|---|---|---|---|---|"]
-lines += [f"| {g['label']} | {g['before']:.2f} | {g['after']:.2f} | {interval(g['gain'])} "
-          f"| {interval(g['beyond_control'])} | {interval(g['cost'])} "
-          f"| {g['train_steps']} ({g['epochs']:.1f}) | {g['stopped']} "
-          f"| {g['minutes']:.0f} ({g['threads']}) |" for g in gains]
+         "| steps (epochs) | ended by | minutes (threads) |",
+         "|---|---|---|---|---|---|---|---|---|"]
+lines += [f"| {g['label']} | {g['before']:.2f} | {g['after']:.2f} "
+          f"| {interval(g['gain'])} | {interval(g['beyond_control'])} "
+          f"| {interval(g['cost'])} | {g['train_steps']} ({g['epochs']:.1f}) "
+          f"| {g['stopped']} | {g['minutes']:.0f} ({g['threads']}) |" for g in gains]
 display(Markdown("\n".join(lines)))
-print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, complete: "
-      f"{trained_on['complete']}) and {CONTROL_CMD}; before: the pruned models after the "
-      f"gates' 300 steps, the unpruned model as it converged; kept averaged weights: "
+print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, "
+      f"complete: {trained_on['complete']}) and {CONTROL_CMD}; before: the pruned "
+      f"models after the gates' 300 steps, the unpruned model as it converged; kept "
+      f"averaged weights: "
       f"{sum(g['averaged'] for g in gains)} of {len(gains)}")
 
 # %%
@@ -1573,18 +1564,19 @@ def contains_zero(d):
 
 
 [
-    attnbook.check("control: the unpruned model trained on alike gains beyond noise (lower "
-        "end of the paired 95% interval of its gain, beam BLEU)", control_gain["gain"]["low"],
-        at_least=0.0, digits=2, precomputed=CONTROL_CMD),
-    *[attnbook.check(f"{g['kept']} encoder heads: gain beyond the control's (beam BLEU)",
+    attnbook.check("control: the unpruned model trained on alike gains beyond noise "
+        "(lower end of the paired 95% interval of its gain, beam BLEU)",
+        control_gain["gain"]["low"], at_least=0.0, digits=2, precomputed=CONTROL_CMD),
+    *[attnbook.check(f"{g['kept']} encoder heads: gain beyond the control's "
+        "(beam BLEU)",
         g["beyond_control"]["delta"], digits=2, precomputed=CONVERGED_CMD,
         predicate=(lambda _, d=g["beyond_control"]: d["low"] > 0) if g["kept"] == 3
         else (lambda _, d=g["beyond_control"]: contains_zero(d)),
         description="its paired 95% interval "
         + ("lies above 0 (beyond noise)" if g["kept"] == 3 else "contains 0 (noise)"))
       for g in pruned_gains],
-    *[attnbook.check(f"{g['kept']} encoder heads trained on minus the unpruned model trained "
-        "on alike: the cost of pruning (beam BLEU)", g["cost"]["delta"], digits=2,
+    *[attnbook.check(f"{g['kept']} encoder heads trained on minus the unpruned model "
+        "trained on alike: the cost of pruning (beam BLEU)", g["cost"]["delta"], digits=2,
         predicate=lambda _, d=g["cost"]: d["high"] < 0, precomputed=CONVERGED_CMD,
         description="its paired 95% interval lies below 0") for g in pruned_gains],
 ]

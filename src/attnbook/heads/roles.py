@@ -128,6 +128,17 @@ class WeightedMeans:
         return {k: (total if k in self.totals else total / self.weights[k]) for k, total in self.sums.items()}
 
 
+def strongest_role(enc_roles: Mapping[str, torch.Tensor]) -> torch.Tensor:
+    """Each encoder head's strongest role share, ``(layers, heads)`` (chapter "Pruning heads": are the kept heads the
+    specialised ones?): the largest of its previous-token, next-token and rare-token shares (:func:`head_roles`'s
+    ``enc_self`` statistics with ``token_counts``)."""
+    missing = {"prev", "next", "rare"} - set(enc_roles)
+    if missing:
+        raise ValueError(f"need the encoder's prev, next and rare shares (head_roles with token_counts); "
+                         f"missing {sorted(missing)}")
+    return torch.maximum(torch.maximum(enc_roles["prev"], enc_roles["next"]), enc_roles["rare"])
+
+
 def positional_heads(shares: torch.Tensor, threshold: float = 0.9) -> torch.Tensor:
     """Boolean ``(layers, heads)``: heads whose maximum is on one relative position in at least
     ``threshold`` of the queries (chapter "A translation model", Voita et al.'s positional heads, threshold 90%)."""

@@ -1,10 +1,12 @@
 """Reading and summarising the shipped pruning sweeps of chapter "Pruning heads".
 
-A sweep file is the output of a named recipe (:mod:`attnbook.core.runs`); :func:`load` refuses a file that a
-different recipe, or the same recipe with other settings, made. The helpers turn its runs into what the
-chapter reports: the heads each run kept (binary masks), whether the gates had stopped moving, how much two
-runs agree on which heads survive, heads kept per kind and layer, BLEU at a given number of heads, and
-how many heads can go before BLEU drops.
+A sweep file is the output of a named run (:mod:`attnbook.core.runs`); :func:`load` refuses a file that a
+different run, or the same run at another preset or with other settings, made. The helpers turn its runs into
+what the chapter reports: the heads each run kept (binary masks), whether the gates had stopped moving, how
+much two runs agree on which heads survive, heads kept per kind (:func:`kind_shares`) and per layer
+(:func:`layer_slopes`), how much more specialised the kept heads are (:func:`role_gap`), BLEU at a given number
+of heads, how many heads can go before BLEU drops, and the paired comparisons of the pruned, from-scratch and
+trained-on models (:func:`scratch_versus_pruned`, :func:`trained_on_gains`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
-from attnbook.heads.masks import HeadMask, as_head_mask, binary
+from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
 from attnbook.stats import across_seeds, paired_bleu_contrast, paired_bleu_difference
 
 
@@ -101,6 +103,44 @@ def layer_slope(kept: Sequence[int]) -> float:
         raise ValueError("need at least two layers")
     x = np.arange(y.size, dtype=float)
     return float(np.polyfit(x, y, 1)[0])
+
+
+def kind_shares(sweep: Mapping) -> dict:
+    """An all-kinds gate sweep by kind (chapter "Pruning heads", Voita et al.'s order of the attention kinds):
+    ``runs`` (by increasing lambda), ``n_heads`` (heads of each kind), ``share`` (each kind's share of heads
+    kept at each run) and ``order`` (the kinds from the most pruned, the lowest mean share kept, to the least)."""
+    kinds = [k for k in ATTENTION_KINDS if k in sweep["shapes"]]
+    n_heads = {k: int(np.prod(sweep["shapes"][k])) for k in kinds}
+    by_lam = sorted(sweep["runs"], key=lambda r: r["spec"]["lam"])
+    share = {k: [r["kept"][k] / n_heads[k] for r in by_lam] for k in kinds}
+    return {"runs": by_lam, "n_heads": n_heads, "share": share,
+            "order": sorted(kinds, key=lambda k: np.mean(share[k]))}
+
+
+def layer_slopes(sweep_runs: Sequence[Mapping], n_heads: Mapping[str, int], kinds: Sequence[str]) -> dict:
+    """Where in depth the gates prune each of ``kinds`` (chapter "Pruning heads", Voita et al.'s layer pattern):
+    for each kind, the run that keeps closest to half its heads (``lam``, ``per_layer``: heads kept per layer,
+    ``slope``: :func:`layer_slope`) and ``every``, the slope at every run that prunes the kind, as
+    ``(lambda, slope)``."""
+    per_run = [kept_per_layer(kept_masks(r)) for r in sweep_runs]
+    out = {}
+    for k in kinds:
+        i = min(range(len(sweep_runs)), key=lambda i: abs(sweep_runs[i]["kept"][k] / n_heads[k] - 0.5))
+        out[k] = {"lam": sweep_runs[i]["spec"]["lam"], "per_layer": per_run[i][k],
+                  "slope": layer_slope(per_run[i][k]),
+                  "every": [(r["spec"]["lam"], layer_slope(per[k])) for r, per in zip(sweep_runs, per_run)
+                            if r["kept"][k] < n_heads[k]]}
+    return out
+
+
+def role_gap(strength: torch.Tensor, kept: torch.Tensor) -> float:
+    """How much more specialised the kept heads are (chapter "Pruning heads"): the mean role strength of the
+    kept heads minus that of the pruned ones (``strength``, ``kept``: ``(layers, heads)``)."""
+    kept = kept.bool()
+    if strength.shape != kept.shape or not kept.any() or kept.all():
+        raise ValueError(f"need strengths and a mask of one shape with kept and pruned heads, got "
+                         f"{tuple(strength.shape)}, {tuple(kept.shape)} with {int(kept.sum())} kept")
+    return float(strength[kept].mean() - strength[~kept].mean())
 
 
 def order_disagreements(order: Sequence[str], reference: Sequence[str]) -> int:

@@ -14,7 +14,7 @@ import random
 import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import torch
 from tokenizers import Tokenizer
@@ -230,6 +230,29 @@ def load_dev_parses() -> list[dict]:
         raise ValueError(f"dev_parses.json.gz has {len(parses)} sentences for {len(keys)} dev verses")
     leaked = _leaked()
     return [p for k, p in zip(keys, parses) if k not in leaked]
+
+
+class Verses(NamedTuple):
+    """Dev verses as the head analyses read them: ``english`` text, ``src_ids`` and ``tgt_ids`` (unpadded, the
+    target ``BOS ... EOS``) and their spaCy ``parses``."""
+
+    english: list
+    src_ids: list
+    tgt_ids: list
+    parses: list
+
+
+def analysis_verses(n: int, max_len: int) -> Verses:
+    """The first ``n`` dev verses that the head analyses read (chapters "A translation model" and "Pruning heads"),
+    without those whose English does not fit in ``max_len`` tokens (their source would be cut, and their parse
+    would no longer match it)."""
+    if n < 1:
+        raise ValueError(f"need at least one verse, got n={n}")
+    pairs, parses, tok = load_pairs("dev")[:n], load_dev_parses()[:n], load_tokenizer()
+    keep = [i for i, (en, _) in enumerate(pairs) if len(tok.encode(en).ids) < max_len]
+    english = [pairs[i][0] for i in keep]
+    return Verses(english, encode(english, max_len), encode([pairs[i][1] for i in keep], max_len, bos=True),
+                  [parses[i] for i in keep])
 
 
 def source_token_counts() -> torch.Tensor:
