@@ -1,0 +1,86 @@
+"""The scripts that make shipped files, run end to end with their expensive step stubbed: each writes a file that
+records its run, preset and settings (attnbook.core.runs), which the loader then accepts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnbook.core import runs
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def script(name: str):
+    """Import ``scripts/<name>.py`` as a module (the scripts put ``src`` and ``scripts`` on the path)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    spec = importlib.util.spec_from_file_location(f"script_{name}", ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_main(module, argv, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [f"scripts/{module.__name__.removeprefix('script_')}.py", *argv])
+    module.main()
+
+
+def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
+    mod = script("sweep_optimisers")
+    calls = []
+
+    def fake_train_run(size, *, optimizer, scaled, temperature, lr, seed, steps, x_eval):
+        calls.append((optimizer, scaled, lr, seed))
+        return {"acc": 0.5 + 0.1 * seed, "loss": 1.0, "log": [{"step": 0, "loss": 1.0}]}
+
+    monkeypatch.setattr(mod.rv, "train_run", fake_train_run)
+    monkeypatch.setattr(mod.rv, "balancing_temperature", lambda size, scaled: 2.0)
+    out = tmp_path / "optimiser_sweep_quick.json"
+    run_main(mod, ["--out", str(out)], monkeypatch)
+    payload = json.loads(out.read_text())
+    s = runs.settings("optimiser_sweep", "quick")
+    assert len(calls) == 5 * 5 * 3 and {c[2] for c in calls if c[0] == "adam"} == set(s["learning_rates"]["adam"])
+    assert payload["meta"]["run"] == "optimiser_sweep" and payload["meta"]["settings"] == s
+    runs.check_recorded(payload, "optimiser_sweep", "quick")
+    assert all(a["best_lr"] == s["learning_rates"][a["optimizer"]][0] for a in payload["arms"])  # a tie: the first
+
+
+def test_head_relevance_writes_a_file_of_its_run_only_with_the_table_s_settings(tmp_path, monkeypatch):
+    import torch
+
+    mod = script("head_relevance")
+
+    def fake(p, verses):
+        for i in range(verses):
+            yield {"enc_self": torch.full((2, 3), float(i))}, 1, None
+
+    monkeypatch.setattr(mod, "minilm_relevance", fake)
+    out = tmp_path / "lrp_relevance_minilm_quick.json"
+    run_main(mod, ["--model", "minilm", "--out", str(out)], monkeypatch)
+    payload = json.loads(out.read_text())
+    assert payload["verses"] == runs.settings("lrp_relevance_minilm", "quick")["verses"]
+    assert len(payload["first_verses"]) == 2
+    runs.check_recorded(payload, "lrp_relevance_minilm", "quick")
+    other = tmp_path / "few.json"
+    run_main(mod, ["--model", "minilm", "--verses", "4", "--out", str(other)], monkeypatch)
+    assert "meta" not in json.loads(other.read_text())  # other settings: not a file of the run
+
+
+@pytest.mark.parametrize("extra", [[], ["--cap", "1"]])
+def test_bench_recipes_records_its_run_and_refuses_other_settings_without_out(extra, tmp_path, monkeypatch):
+    mod = script("bench_recipes")
+    monkeypatch.setattr(mod, "run", lambda task, recipe, *a, **k: {"task": task, "recipe": recipe})
+    out = tmp_path / "bench_recipes_quick.json"
+    run_main(mod, [*extra, "--out", str(out)], monkeypatch)
+    payload = json.loads(out.read_text())
+    assert [r["recipe"] for r in payload["rows"]] == ["paper", "book", "paper", "book"]
+    if extra:
+        assert "meta" not in payload
+        with pytest.raises(SystemExit):
+            run_main(mod, extra, monkeypatch)
+    else:
+        runs.check_recorded(payload, "bench_recipes", "quick")
