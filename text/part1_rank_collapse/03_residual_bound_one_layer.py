@@ -45,7 +45,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook.rank import bound_search
+from attnbook.rank import bound_search, one_layer
 from attnbook.claims import papers
 from attnbook.core.norms import norm_1, norm_1_inf, norm_inf, res
 from attnbook.core.plotting import PAPER_STYLE
@@ -551,12 +551,11 @@ attnbook.check("step 8: worst ratio found", max(report["8"]), at_most=1.0, digit
 
 # %%
 def ratio_lemma(**kw):
+    # observed output residual over the lemma's bound (one_layer.lemma_bound: 8 gamma beta
+    # / sqrt(d_qk) ||R||^3 with the token-mean residual)
     Q = quantities(**kw)
-    Rn = norm_1_inf(Q["R"])
-    mu = norm_1_inf(Q["Wqk"]) * Rn**2 / sq
-    gamma = 0.25 * (2 * mu).exp() * (1 + mu.exp())
-    beta = norm_1_inf(Q["Wqk"]) * norm_1_inf(Q["Wv"])
-    return norm_1_inf(res(Q["SA"])) / (2 * 4 * gamma * beta / sq * Rn**3)
+    bound = one_layer.lemma_bound(Q["Wqk"], Q["Wv"], Q["R"], d_qk, center="mean")
+    return norm_1_inf(res(Q["SA"])) / bound
 
 
 report["lemma (mean)"] = worst_ratio(ratio_lemma, seed=9)
@@ -564,16 +563,7 @@ report["lemma (mean)"] = worst_ratio(ratio_lemma, seed=9)
 # programmes)
 R_arg = res(few["X"], center="argmin")
 Qa = quantities(**few, R=R_arg)
-Rn = norm_1_inf(R_arg)
-mu = norm_1_inf(Qa["Wqk"]) * Rn**2 / sq
-bound_arg = (
-    (0.25 * (2 * mu).exp() * (1 + mu.exp()))
-    * 4
-    * norm_1_inf(Qa["Wqk"])
-    * norm_1_inf(Qa["Wv"])
-    / sq
-    * Rn**3
-)
+bound_arg = one_layer.lemma_bound(Qa["Wqk"], Qa["Wv"], R_arg, d_qk, center="argmin")
 lemma_argmin = (norm_1_inf(res(Qa["SA"], center="argmin")) / bound_arg).max().item()
 report["lemma (argmin)"] = (lemma_argmin, float("nan"))
 print(
@@ -684,16 +674,13 @@ for w in weight_scales:
             R0 - R0.mean(-2, keepdim=True)
         )
         Q = quantities(**kw)
-        Rn = norm_1_inf(Q["R"])
-        mu = norm_1_inf(Q["Wqk"]) * Rn**2 / sq
-        beta = norm_1_inf(Q["Wqk"]) * norm_1_inf(Q["Wv"])
         obs.append(norm_1_inf(res(Q["SA"])))
-        bnd.append(8 * 0.25 * (2 * mu).exp() * (1 + mu.exp()) * beta / sq * Rn**3)
-        rin.append(Rn)
-    sweep[w] = (torch.stack(rin), torch.stack(obs), torch.stack(bnd), beta)
+        bnd.append(one_layer.lemma_bound(Q["Wqk"], Q["Wv"], Q["R"], d_qk))
+        rin.append(norm_1_inf(Q["R"]))
+    sweep[w] = (torch.stack(rin), torch.stack(obs), torch.stack(bnd))
 
 fig, ax = plt.subplots(figsize=(6.4, 6.4), layout="constrained")
-for i, (w, (rin, obs, bnd, beta)) in enumerate(sweep.items()):
+for i, (w, (rin, obs, bnd)) in enumerate(sweep.items()):
     c = f"C{i}"
     for j in range(rin.shape[0]):
         ax.loglog(
@@ -730,13 +717,9 @@ plt.show()
 
 # %%
 slopes, gaps, worst = [], [], 0.0
-for w, (rin, obs, bnd, beta) in sweep.items():
+for w, (rin, obs, bnd) in sweep.items():
     small = scales <= 1e-2  # the cubic regime
-    lx, ly = rin[:, small].log(), obs[:, small].log()
-    slopes += (
-        ((lx - lx.mean(1, keepdim=True)) * (ly - ly.mean(1, keepdim=True))).sum(1)
-        / ((lx - lx.mean(1, keepdim=True)) ** 2).sum(1)
-    ).tolist()
+    slopes += one_layer.loglog_slope(rin[:, small], obs[:, small]).tolist()
     gaps += (bnd[:, small] / obs[:, small]).flatten().tolist()
     worst = max(worst, (obs / bnd).max().item())
 gaps_t = torch.tensor(gaps)
