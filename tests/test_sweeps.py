@@ -217,3 +217,27 @@ def test_role_gap_is_kept_minus_pruned():
     assert sweeps.role_gap(strength, torch.tensor([[1, 0], [1, 0]])) == pytest.approx(0.7 - 0.2)
     with pytest.raises(ValueError, match="kept and pruned"):
         sweeps.role_gap(strength, torch.ones(2, 2))
+
+
+def test_main_runs_settling_rows_and_nesting():
+    defaults = {"lr": 1.0, "steps": 2}
+
+    def run(lam, gates, **spec):
+        snaps = [{"step": 0, "p_open": {"enc_self": [[0.9] * 3]}}, {"step": 2, "p_open": {"enc_self": [[0.9] * 3]}}]
+        return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates),
+                "snapshots": snaps}
+    sweep = {"runs": [run(0.1, [1, 1, 0]), run(0.5, [1, 0, 0]), run(0.1, [1, 0, 0], steps=4)]}
+    main = sweeps.main_runs(sweep, defaults)
+    assert sorted(main) == [0.1, 0.5] and main[0.1]["n_kept"] == 2
+    rows = sweeps.settling_rows(sweep, main, window=2)
+    assert [r["same_as_main"] for r in rows] == [1.0, 1.0, 0.5] and rows[0]["max_dp"] == 0
+    assert sweeps.not_nested(main) == 0
+    main[0.5] = run(0.5, [0, 0, 1])  # kept at the larger lambda, pruned at the smaller one
+    assert sweeps.not_nested(main) == 1
+
+
+def test_recovered_shares():
+    shares = sweeps.recovered_shares({3: 29.0, 8: 30.0}, [(3, 26.0), (8, 28.0)], full_bleu=30.0)
+    assert shares == pytest.approx([0.75, 1.0])
+    with pytest.raises(ValueError, match="costs nothing"):
+        sweeps.recovered_shares({3: 29.0}, [(3, 30.0)], full_bleu=30.0)

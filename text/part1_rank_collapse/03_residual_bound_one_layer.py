@@ -551,8 +551,8 @@ attnbook.check("step 8: worst ratio found", max(report["8"]), at_most=1.0, digit
 
 # %%
 def ratio_lemma(**kw):
-    # observed output residual over the lemma's bound (one_layer.lemma_bound: 8 gamma beta
-    # / sqrt(d_qk) ||R||^3 with the token-mean residual)
+    # observed output residual over the lemma's bound (one_layer.lemma_bound:
+    # 8 gamma beta / sqrt(d_qk) ||R||^3 with the token-mean residual)
     Q = quantities(**kw)
     bound = one_layer.lemma_bound(Q["Wqk"], Q["Wv"], Q["R"], d_qk, center="mean")
     return norm_1_inf(res(Q["SA"])) / bound

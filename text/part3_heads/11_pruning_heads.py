@@ -625,25 +625,16 @@ print(
 
 # %%
 defaults = {k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}
-main_runs = {
-    r["spec"]["lam"]: r
-    for r in enc_sweep["runs"]
-    if r["spec"] == {**defaults, "lam": r["spec"]["lam"]}
-}
-settle = []
+main_runs = sweeps.main_runs(enc_sweep, defaults)
+settle = sweeps.settling_rows(enc_sweep, main_runs, window=60)
 print("precomputed gate sweep, one line per run:")
-for r in enc_sweep["runs"]:
-    st = sweeps.settling(r["snapshots"], window=60)
-    same = sweeps.jaccard(
-        sweeps.kept_masks(r), sweeps.kept_masks(main_runs[r["spec"]["lam"]])
-    )
-    settle.append({"spec": r["spec"], "kept": r["n_kept"], **st, "same_as_main": same})
+for st in settle:
+    spec = st["spec"]
     print(
-        f"lambda={r['spec']['lam']}, init {r['spec']['init_log_alpha']}, gate lr "
-        f"{r['spec']['gate_lr']}, "
-        f"{r['spec']['steps']} steps: {r['n_kept']:2d} kept; last 60 steps: max |dP| "
-        f"{st['max_dp']:.2f}, "
-        f"decisions kept {st['overlap']:.2f}; same heads as the main run {same:.2f}"
+        f"lambda={spec['lam']}, init {spec['init_log_alpha']}, gate lr "
+        f"{spec['gate_lr']}, {spec['steps']} steps: {st['kept']:2d} kept; last 60 "
+        f"steps: max |dP| {st['max_dp']:.2f}, decisions kept {st['overlap']:.2f}; same "
+        f"heads as the main run {st['same_as_main']:.2f}"
     )
 
 
@@ -675,11 +666,7 @@ slow_gates = find(lam=0.1, gate_lr=0.02, steps=600)
 long_run = find(lam=0.05, steps=600)
 base = kept_set(main_runs[0.1])
 covered = float((kept_set(open_start) & base).sum() / base.sum())
-lams_up = sorted(main_runs)
-pairs = zip(lams_up, lams_up[1:])
-not_nested = sum(
-    int((kept_set(main_runs[b]) & ~kept_set(main_runs[a])).sum()) for a, b in pairs
-)
+not_nested = sweeps.not_nested(main_runs)
 same_slow = sweeps.jaccard(
     sweeps.kept_masks(slow_gates), sweeps.kept_masks(main_runs[0.1])
 )
@@ -1183,10 +1170,9 @@ print("precomputed; no fine-tuning, gate masks minus Michel's masks at the gates
 for arm in ("all_per_token", "all_per_token_unnormalised"):
     print(f"  {arm}:", selection_gap(arm, no_ft_all))
 fine_tuned = {("enc", n): b for n, b in gate_curve} | {("all", n): b for n, b in gate_all}
-recovered = [  # the share of what a mask costs that the gates' fine-tuning wins back
-    (fine_tuned[(kind, n)] - b) / (full_mt["bleu_greedy"] - b)
-    for kind, pts in (("enc", no_ft), ("all", no_ft_all)) for n, b in pts
-]
+recovered = sweeps.recovered_shares(  # what a mask costs that fine-tuning wins back
+    fine_tuned, [((kind, n), b) for kind, pts in (("enc", no_ft), ("all", no_ft_all))
+                 for n, b in pts], full_mt["bleu_greedy"])
 print(f"fine-tuning wins back {min(recovered):.0%} to {max(recovered):.0%} of what the "
       f"masks cost (median {np.median(recovered):.0%}, {len(recovered)} masks)")
 
@@ -1576,7 +1562,8 @@ def contains_zero(d):
         + ("lies above 0 (beyond noise)" if g["kept"] == 3 else "contains 0 (noise)"))
       for g in pruned_gains],
     *[attnbook.check(f"{g['kept']} encoder heads trained on minus the unpruned model "
-        "trained on alike: the cost of pruning (beam BLEU)", g["cost"]["delta"], digits=2,
+        "trained on alike: the cost of pruning (beam BLEU)", g["cost"]["delta"],
+        digits=2,
         predicate=lambda _, d=g["cost"]: d["high"] < 0, precomputed=CONVERGED_CMD,
         description="its paired 95% interval lies below 0") for g in pruned_gains],
 ]

@@ -80,6 +80,40 @@ def settling(snapshots: Sequence[Mapping], window: int) -> dict:
     return {"max_dp": gate_drift(snapshots, window), "overlap": overlap}
 
 
+def main_runs(sweep: Mapping, defaults: Mapping) -> dict:
+    """The main runs of a gate sweep by lambda (chapter "Pruning heads"): those whose settings are ``defaults``
+    but for lambda (the other runs vary one setting to check a shortcut)."""
+    return {r["spec"]["lam"]: r for r in sweep["runs"] if r["spec"] == {**defaults, "lam": r["spec"]["lam"]}}
+
+
+def settling_rows(sweep: Mapping, main: Mapping, window: int) -> list[dict]:
+    """Every run of a gate sweep as chapter "Pruning heads" tabulates it: its ``spec``, heads ``kept``, how much it
+    still moved over its last ``window`` steps (:func:`settling`) and ``same_as_main``, the :func:`jaccard`
+    overlap of its kept heads with those of the main run at its lambda (``main``: :func:`main_runs`)."""
+    return [{"spec": r["spec"], "kept": r["n_kept"], **settling(r["snapshots"], window),
+             "same_as_main": jaccard(kept_masks(r), kept_masks(main[r["spec"]["lam"]]))} for r in sweep["runs"]]
+
+
+def not_nested(main: Mapping) -> int:
+    """Heads kept at a larger lambda but pruned at the next smaller one (chapter "Pruning heads": 0 when the kept
+    sets are nested, every head that survives a stronger penalty surviving the weaker ones)."""
+    lams = sorted(main)
+    kept = {lam: binary(kept_masks(main[lam])) for lam in lams}
+    return sum(int(((kept[b][k] > 0) & (kept[a][k] == 0)).sum()) for a, b in zip(lams, lams[1:]) for k in kept[a])
+
+
+def recovered_shares(fine_tuned: Mapping, not_fine_tuned: Sequence[tuple], full_bleu: float) -> list[float]:
+    """For each mask, the share of what it costs without fine-tuning that fine-tuning wins back (chapter "Pruning
+    heads"): ``(fine-tuned - not fine-tuned) / (full - not fine-tuned)``, for ``not_fine_tuned`` pairs
+    ``(key, BLEU)`` whose key ``fine_tuned`` maps to the fine-tuned BLEU of the same mask."""
+    out = []
+    for key, b in not_fine_tuned:
+        if full_bleu == b:
+            raise ValueError(f"the mask {key!r} costs nothing without fine-tuning: no share to win back")
+        out.append((fine_tuned[key] - b) / (full_bleu - b))
+    return out
+
+
 def jaccard(a, b) -> float:
     """Overlap of the kept heads of two masks, ``|A and B| / |A or B|`` (1 when both keep nothing)."""
     a, b = as_head_mask(a), as_head_mask(b)
