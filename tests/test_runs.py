@@ -96,7 +96,8 @@ def test_every_loader_answers_a_preset_without_its_file():
         assert isinstance(m, runs.Missing) and not m and m.preset == "paper"
     assert missing[0].command == "python scripts/run.py circle_control --preset paper"
     assert missing[1].command == ""  # circle_seeds16 is defined at quick only
-    with pytest.raises(runs.NotAtPreset, match="translation_model --preset paper"):
+    with pytest.raises(runs.NotAtPreset, match="translation_model --preset paper`, or run this chapter at a "
+                       "preset that ships it \\(ATTNBOOK_PRESET=quick\\)"):
         tr.load_translation_model(preset="paper")
     with pytest.raises(runs.NotAtPreset, match="defined at quick only"):
         sweeps.load("encoder_gates_converged", preset="paper")

@@ -117,7 +117,11 @@ attnbook.check("dev and test verses whose text occurs in train", leaked, at_most
 # batches, linear warm-up then cosine decay, dev BLEU measured as it trains, and the average of the last
 # five evaluated checkpoints. Where it departs from the paper (width 128 instead of 512, a 3-layer decoder,
 # pre-LN) the reason is the CPU: the model must converge on one thread in about two hours. The chapter
-# **loads the shipped checkpoint**; its record says how it was made ({numref}`fig-ch10-1`).
+# **loads the shipped checkpoint**; its record says how it was made ({numref}`fig-ch10-1`). The checkpoint is
+# the run `translation_model` at the `quick` preset, the only one shipped: at `paper` the cell below stops with
+# the command that trains the paper-width model (`python scripts/run.py translation_model --preset paper`), rather
+# than analysing the quick model under the paper preset's name; set `ATTNBOOK_PRESET=quick` to read the chapter
+# with the shipped model.
 
 # %%
 model, meta = tr.load_translation_model(device=dev)

@@ -416,8 +416,11 @@ def load(name: str, preset: Optional[str] = None, *, expect: Optional[Mapping[st
     path = output_path(name, p)
     settings(name, p)  # NotAtPreset where the run is not defined there
     if not path.is_file():
+        shipped = [q for q in run(name).settings if q != p and output_path(name, q).is_file()]
+        elsewhere = (f", or run this chapter at a preset that ships it (ATTNBOOK_PRESET={shipped[0]})"
+                     if shipped else "")
         raise NotAtPreset(f"no file of run {name!r} at preset {p!r} ({path.name}); make it with "
-                          f"`{command(name, p)}`")
+                          f"`{command(name, p)}`{elsewhere}")
     payload = json.loads(path.read_text())
     check_recorded(payload, name, p, expect)
     return payload
