@@ -71,8 +71,11 @@ def main(argv: list[str] | None = None) -> None:
         return
     if not args.name:
         ap.error("name a run (see --list)")
-    run = runs.run(args.name)
-    runs.settings(args.name, args.preset)  # NotAtPreset where the run is not defined there
+    try:
+        run = runs.run(args.name)
+        runs.settings(args.name, args.preset)  # NotAtPreset where the run is not defined there
+    except (ValueError, runs.NotAtPreset) as e:
+        ap.error(str(e))
     if run.portable and any(os.environ.get(k) != v for k, v in PORTABLE.items()):
         # the code path is chosen when torch loads: start again in the portable environment
         os.execve(sys.executable, [sys.executable, __file__, *argv], {**os.environ, **PORTABLE})

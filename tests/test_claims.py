@@ -176,3 +176,11 @@ def test_a_section_without_its_file_records_one_not_available_claim():
     assert [x.name for x in when_available(shipped, lambda: [check("made", 1.0, at_most=2.0)], "s")] == ["made"]
     with pytest.raises(ValueError, match="needs a missing file"):
         not_available("x", shipped)
+
+
+def test_not_available_says_why_when_no_command_can_make_the_file():
+    from attnbook.claims import not_available
+    from attnbook.core import runs
+
+    missing = runs.find("circle_seeds16", "paper")
+    assert missing.command == "" and "defined at quick only" in not_available("s", missing).condition

@@ -176,3 +176,11 @@ def test_a_cheap_run_reproduces_its_shipped_file_exactly(name, tmp_path):
     assert rerun["meta"]["command"] == f"python scripts/run.py {name} --out {out}"
     shipped = runs.load(name, "quick")
     assert without_volatile(rerun) == without_volatile(shipped)
+
+
+def test_run_py_refuses_a_run_or_preset_it_does_not_know():
+    for argv, says in ((["no_such_run"], "unknown run"), (["circle_seeds16", "--preset", "paper"], "defined at quick")):
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "run.py"), *argv], capture_output=True, text=True)
+        assert done.returncode == 2 and says in done.stderr
+    listed = subprocess.run([sys.executable, str(ROOT / "scripts" / "run.py"), "--list"], capture_output=True, text=True)
+    assert listed.returncode == 0 and all(name in listed.stdout for name in runs.RUNS)

@@ -303,8 +303,10 @@ def not_available(name: str, missing) -> Claim:
     if missing:
         raise ValueError(f"claim {name!r}: not_available needs a missing file (attnbook.core.runs.find's Missing), "
                          f"got {type(missing).__name__}")
-    claim = Claim(name=name, value=None, condition=f"needs the file of run {missing.name} at preset {missing.preset}",
-                  verdict=NOT_AVAILABLE, precomputed=missing.command)
+    condition = f"needs the file of run {missing.name} at preset {missing.preset}"
+    if not missing.command:  # the run is not defined at that preset: say so
+        condition += f" ({missing.why})"
+    claim = Claim(name=name, value=None, condition=condition, verdict=NOT_AVAILABLE, precomputed=missing.command)
     REGISTRY.append(claim)
     return claim
 
