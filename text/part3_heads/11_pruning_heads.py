@@ -1549,6 +1549,10 @@ def contains_zero(d):
     return d["low"] <= 0 <= d["high"]
 
 
+def bounds(d):
+    return f"[{d['low']:+.2f}, {d['high']:+.2f}]"
+
+
 [
     attnbook.check("control: the unpruned model trained on alike gains beyond noise "
         "(lower end of the paired 95% interval of its gain, beam BLEU)",
@@ -1558,14 +1562,15 @@ def contains_zero(d):
         g["beyond_control"]["delta"], digits=2, precomputed=CONVERGED_CMD,
         predicate=(lambda _, d=g["beyond_control"]: d["low"] > 0) if g["kept"] == 3
         else (lambda _, d=g["beyond_control"]: contains_zero(d)),
-        description="its paired 95% interval "
+        description=f"its paired 95% interval {bounds(g['beyond_control'])} "
         + ("lies above 0 (beyond noise)" if g["kept"] == 3 else "contains 0 (noise)"))
       for g in pruned_gains],
     *[attnbook.check(f"{g['kept']} encoder heads trained on minus the unpruned model "
         "trained on alike: the cost of pruning (beam BLEU)", g["cost"]["delta"],
         digits=2,
         predicate=lambda _, d=g["cost"]: d["high"] < 0, precomputed=CONVERGED_CMD,
-        description="its paired 95% interval lies below 0") for g in pruned_gains],
+        description=f"its paired 95% interval {bounds(g['cost'])} lies below 0")
+      for g in pruned_gains],
 ]
 
 # %% [markdown]
