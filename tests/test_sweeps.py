@@ -241,3 +241,12 @@ def test_recovered_shares():
     assert shares == pytest.approx([0.75, 1.0])
     with pytest.raises(ValueError, match="costs nothing"):
         sweeps.recovered_shares({3: 29.0}, [(3, 30.0)], full_bleu=30.0)
+
+
+def test_changes_at_paper_shares_interpolates_the_paper_at_each_run_s_share():
+    paper = [(1.0, 0.0), (0.5, -1.0), (0.25, -3.0)]
+    runs_ = [{"n_kept": 75, "bleu_beam": 29.0}, {"n_kept": 50, "bleu_beam": 28.0}, {"n_kept": 10, "bleu_beam": 1.0}]
+    out = sweeps.changes_at_paper_shares(runs_, 100, 30.0, paper)
+    assert sorted(out) == [50, 75]  # 10 of 100 lies below the paper's smallest share
+    assert out[75][1:] == (pytest.approx(-1.0), pytest.approx(-0.5)) and out[50][2] == pytest.approx(-1.0)
+    assert out[75][0] is runs_[0]

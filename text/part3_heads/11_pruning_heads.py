@@ -1051,12 +1051,8 @@ no_ft_all = sorted(  # the all-kinds sweep's masks on the unchanged model
     for g in michel_mt["gate_masks_without_fine_tuning"] if g["recipe"] == ALL
 )
 cost_no_ft = {n: full_mt["bleu_greedy"] - b for n, b in no_ft_all}
-all_at = {}
-for r in all_runs:
-    share_kept = r["n_kept"] / book_total
-    if share_kept >= min(s for s, _ in paper_by_share):
-        all_at[r["n_kept"]] = (r, r["bleu_beam"] - full_mt["bleu_beam"],
-                               sweeps.bleu_at(share_kept, paper_by_share))
+all_at = sweeps.changes_at_paper_shares(all_runs, book_total, full_mt["bleu_beam"],
+                                        paper_by_share)  # n kept -> (run, book, paper)
 for n, (r, book, paper) in all_at.items():
     print(f"precomputed; {n} of {book_total} heads ({n / book_total:.0%}): BLEU change "
           f"{book:+.2f} (beam 4); paper at that share {paper:+.2f}")

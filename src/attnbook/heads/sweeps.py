@@ -198,6 +198,21 @@ def bleu_at(n_heads: float, points: Sequence[tuple[float, float]]) -> float:
     return float(np.interp(n_heads, x, y))
 
 
+def changes_at_paper_shares(sweep_runs: Sequence[Mapping], n_total: int, full_bleu: float,
+                            paper_by_share: Sequence[tuple[float, float]], key: str = "bleu_beam") -> dict:
+    """Each run's BLEU change from the unpruned model beside the paper's at the same share of heads kept (chapter
+    "Pruning heads", Voita et al.'s Table 3 compared by share, linear between the paper's points
+    ``(share kept, BLEU change)``): ``{n_kept: (run, book change, paper change)}`` for the runs whose share of
+    the ``n_total`` heads lies within the paper's points."""
+    lowest = min(share for share, _ in paper_by_share)
+    out = {}
+    for r in sweep_runs:
+        share = r["n_kept"] / n_total
+        if share >= lowest:
+            out[r["n_kept"]] = (r, r[key] - full_bleu, bleu_at(share, paper_by_share))
+    return out
+
+
 def prunable_share(curve: Sequence[tuple[float, float]], full_bleu: float, n_total: int, max_drop: float) -> float:
     """The largest share of the ``n_total`` heads removed, along a pruning curve of ``(heads kept, BLEU)``
     points taken from the full model down, before BLEU first falls more than ``max_drop`` below
