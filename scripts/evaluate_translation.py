@@ -43,9 +43,8 @@ def main() -> None:
     model, meta = tr.load_translation_model(cfg["model"], preset=args.preset)
     test = tr.load_pairs("test")
     src, refs = [e for e, _ in test], [s for _, s in test]
-    out: dict = {"checkpoint": 
-                 Path(runs.run(cfg["model"]).also[0].format(preset=args.preset)).name,
-                 "test_sentences": len(test)}
+    weights, = runs.run(cfg["model"]).also_paths(args.preset)
+    out: dict = {"checkpoint": weights.name, "test_sentences": len(test)}
     t0 = time.time()
     for name, kw in (("greedy", dict(beam=1)), ("beam4", dict(beam=cfg["beam"], length_penalty=cfg["length_penalty"])),
                      ("greedy_no_enc_self", dict(beam=1, head_gates={

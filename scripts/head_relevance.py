@@ -44,10 +44,11 @@ def rounded(t: torch.Tensor) -> list:
     return [[round(float(x), 5) for x in row] for row in t]
 
 
-def translation_relevance(p: dict, verses: int | None):
-    """Per dev verse of the translation model: (kind -> layer shares summed over target tokens, tokens,
-    the source share summed over target tokens)."""
-    model, _ = tr.load_translation_model(preset=p["preset"])
+def translation_relevance(preset: str, verses: int | None):
+    """Per dev verse of the translation model at ``preset`` (the first ``verses``; None: all): (kind -> layer
+    shares summed over target tokens, tokens, the source share summed over target tokens)."""
+    p = attnbook.preset("translation", preset)
+    model, _ = tr.load_translation_model(preset=preset)
     pairs = tr.load_pairs("dev")[:verses]
     src = tr.encode([e for e, _ in pairs], p["max_len"])
     tgt = tr.encode([s for _, s in pairs], p["max_len"], bos=True)
@@ -57,10 +58,11 @@ def translation_relevance(p: dict, verses: int | None):
                float(src_rel.sum(1).sum()))
 
 
-def minilm_relevance(p: dict, verses: int | None):
-    """Per verse for all-MiniLM-L6-v2: (enc_self -> layer shares, weight 1, None)."""
+def minilm_relevance(preset: str, verses: int | None):
+    """Per verse for all-MiniLM-L6-v2, on the first ``verses`` dev verses: (enc_self -> layer shares, weight 1,
+    None). The model is the same at every preset."""
     lm, tok = hf.load_pretrained(hf.minilm_source())
-    for text, _ in tr.load_pairs("dev")[: verses or p["n_minilm"]]:
+    for text, _ in tr.load_pairs("dev")[:verses]:
         ids = tok(text, truncation=True, max_length=128)["input_ids"]
         yield {"enc_self": lrp.layer_shares(relevance.sentence_head_relevance(lm, ids)[0])}, 1, None
 
@@ -77,16 +79,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    p = {**attnbook.preset("translation", args.preset), "preset": args.preset}
     name = "lrp_relevance" + ("" if args.model == "translation" else "_minilm")
     table = run_table.settings(name, args.preset)  # the run table's settings (attnbook.core.runs)
     verses = table["verses"] if args.verses is None else args.verses
     live = table["live"] if args.live is None else args.live
-    p = {**p, "n_minilm": verses} if args.model == "minilm" else p
     per_verse_fn = translation_relevance if args.model == "translation" else minilm_relevance
     sums, weights, source_share, per_verse, n = [{}, {}], [0, 0], 0.0, [], 0
     t0 = time.time()
-    for i, (shares, weight, src_share) in enumerate(per_verse_fn(p, verses)):
+    for i, (shares, weight, src_share) in enumerate(per_verse_fn(args.preset, verses)):
         for k, v in shares.items():
             sums[i % 2][k] = sums[i % 2].get(k, 0.0) + v
         weights[i % 2] += weight

@@ -207,9 +207,12 @@ def test_layer_slopes_reads_the_run_nearest_half_of_a_kind():
         return {"spec": {"lam": lam}, "gates": {"dec_self": gates},
                 "kept": {"dec_self": int(sum(g != 0 for row in gates for g in row))}}
     runs_ = [run(0.1, [[1, 1], [1, 1], [1, 0]]), run(0.2, [[1, 1], [1, 0], [0, 0]]), run(0.5, [[1, 0], [0, 0], [0, 0]])]
-    out = sweeps.layer_slopes(runs_, {"dec_self": 6}, ["dec_self"])["dec_self"]
+    per_run = [sweeps.kept_per_layer(sweeps.kept_masks(r)) for r in runs_]
+    out = sweeps.layer_slopes(runs_, per_run, {"dec_self": 6}, ["dec_self"])["dec_self"]
     assert (out["lam"], out["per_layer"]) == (0.2, [2, 1, 0]) and out["slope"] == pytest.approx(-1.0)
     assert [lam for lam, _ in out["every"]] == [0.1, 0.2, 0.5] and out["every"][0][1] == pytest.approx(-0.5)
+    with pytest.raises(ValueError, match="every run"):
+        sweeps.layer_slopes(runs_, per_run[:2], {"dec_self": 6}, ["dec_self"])
 
 
 def test_role_gap_is_kept_minus_pruned():

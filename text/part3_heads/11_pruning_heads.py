@@ -961,7 +961,8 @@ print(f"share of each kind kept: book with {near['n_kept']} of {book_total} head
 
 # %%
 layers_of_run = [sweeps.kept_per_layer(sweeps.kept_masks(r)) for r in all_runs]
-slope_at = sweeps.layer_slopes(all_runs, n_heads, ("dec_self", "dec_cross"))
+slope_at = sweeps.layer_slopes(all_runs, layers_of_run, n_heads,
+                              ("dec_self", "dec_cross"))
 slopes = {k: (v["slope"], v["lam"], v["per_layer"]) for k, v in slope_at.items()}
 for k, v in slope_at.items():
     print(f"{k}: heads kept per layer at lambda={v['lam']}: {v['per_layer']}, slope "

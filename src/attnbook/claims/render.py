@@ -12,8 +12,6 @@ def fmt_number(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:g}"
 
 
-_fmt = fmt_number
-
 _MARK = {"holds": "&#10003;", "fails": "&#10007;", "reproduces": "&#10003;", "differs": "&#8800;"}
 
 
@@ -21,10 +19,10 @@ def html_table(claims: Sequence) -> str:
     """The claims as a small HTML table (how a notebook and the rendered book show them)."""
     rows = []
     for c in claims:
-        value = f"<b>{_fmt(c.value)}</b>"
+        value = f"<b>{fmt_number(c.value)}</b>"
         if c.interval is not None:
-            value += f" <small>[{_fmt(c.interval[0])}, {_fmt(c.interval[1])}]</small>"
-        paper = _fmt(c.paper) if c.paper is not None else ""
+            value += f" <small>[{fmt_number(c.interval[0])}, {fmt_number(c.interval[1])}]</small>"
+        paper = fmt_number(c.paper) if c.paper is not None else ""
         if c.paper_note:
             paper += f" <small>({escape(c.paper_note)})</small>"
         verdict = f"{_MARK.get(c.verdict, '')} {c.verdict}"

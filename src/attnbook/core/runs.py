@@ -18,8 +18,9 @@ Source data (the English-Spanish verse pairs, the English sample) keep their own
 from __future__ import annotations
 
 import json
+import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -57,6 +58,10 @@ class Run:
 
     def path(self, preset: str) -> Path:
         return DATA / self.output.format(preset=preset)
+
+    def also_paths(self, preset: str) -> list[Path]:
+        """The other files the run writes at ``preset`` (a model's weights beside its record)."""
+        return [DATA / rel.format(preset=preset) for rel in self.also]
 
 
 #: Voita et al.'s gate fine-tuning on the converged translation model (chapter "Pruning heads"). Shared settings:
@@ -229,7 +234,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
 
 def _pick(experiment: str, preset: str, keys) -> dict:
     p = presets.preset(experiment, preset)
-    return {k: (list(p[k]) if isinstance(p[k], tuple) else p[k]) for k in keys}
+    return {k: p[k] for k in keys}  # settings() gives them back as JSON does (tuples as lists)
 
 
 def _circle(preset: str, variants: dict, n_seeds: Optional[int]) -> dict:
@@ -258,7 +263,6 @@ def _translation(preset: str, **overrides) -> dict:
 
 
 _EVERY = presets.PRESET_NAMES
-_PARTS = {"minilm_gates": "Pruning heads"}
 
 RUNS: dict[str, Run] = {r.name: r for r in [
     Run("circle_control", "The circle task", "scripts/circle_runs.py", "circle/control_{preset}.json",
@@ -403,7 +407,7 @@ class Missing:
     name: str
     preset: str
     why: str
-    command: str = field(default="")
+    command: str = ""
 
     def __bool__(self) -> bool:
         return False
@@ -450,8 +454,6 @@ def shipped_files() -> dict[str, str]:
 def write_json(path: Path, payload: Mapping[str, Any]) -> None:
     """Write a run's file as every run's file is written: JSON with one space of indent, lists of plain numbers
     on one line."""
-    import re
-
     text = json.dumps(payload, indent=1)
     text = re.sub(r"\[\s+([-0-9.e,\s]+?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -92,8 +92,8 @@ def batch_role_shares(attns, query_mask: torch.Tensor, content_mask: torch.Tenso
     each ``(layers, heads)``, a mean over the queries in ``query_mask``: ``confidence`` (the largest weight on a
     key in ``content_mask``), ``sink`` (the share of queries whose largest weight over the keys in ``sink_keys``
     falls on a key in ``sink_mask``: EOS, BOS, [CLS] or [SEP]) and, with ``position_keys`` (self-attention), one
-    share per entry of ``offsets``: queries whose largest weight over the keys in ``position_keys`` lies at that
-    relative position. The translation model's and the pretrained encoders' statistics both come from here
+    share per entry of ``offsets`` (none when it is empty): queries whose largest weight over the keys in
+    ``position_keys`` lies at that relative position. The translation model's and the pretrained encoders' statistics both come from here
     (:func:`head_roles`, :func:`attnbook.hf.measuring.encoder_head_roles`); :class:`WeightedMeans` averages
     batches."""
     a = _stack(attns)
@@ -104,7 +104,7 @@ def batch_role_shares(attns, query_mask: torch.Tensor, content_mask: torch.Tenso
     top = _argmax_keys(a, sink_keys)
     out = {"confidence": head_confidence(a, qm, content_mask),
            "sink": _share(sink_mask[None, :, None, :].expand(*top.shape[:3], -1).gather(-1, top), qm)}
-    if position_keys is not None:
+    if position_keys is not None and offsets:
         out.update({name: share for name, share in zip(offsets, relative_position_share(
             a, qm, _check_mask(position_keys, B, K, "position_keys"), tuple(offsets.values())).unbind(-1))})
     return out
@@ -384,7 +384,7 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
     means = WeightedMeans(totals=[("enc_self", "rare_sentences")])
     word_maps = []
     rare_rank = None if token_counts is None else frequency_ranks(token_counts)
-    positions = {"enc_self": {"prev": -1, "next": 1}, "dec_self": {"prev": -1}, "dec_cross": None}
+    positions = {"enc_self": {"prev": -1, "next": 1}, "dec_self": {"prev": -1}, "dec_cross": {}}
 
     for b in range(0, len(src_ids), batch_size):
         src, tgt = pad(src_ids[b: b + batch_size]).to(dev), pad(tgt_ids[b: b + batch_size]).to(dev)
@@ -398,9 +398,7 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
                  "dec_cross": (tgt_real & ~tgt_bos, src_real & ~src_eos, src_real, src_eos)}
         for kind, (qm, content, real, sink_keys) in masks.items():
             nq = float(qm.sum())
-            offsets = positions[kind]
-            shares = batch_role_shares(att[kind], qm, content, sink_keys, real, real if offsets else None,
-                                       **({"offsets": offsets} if offsets else {}))
+            shares = batch_role_shares(att[kind], qm, content, sink_keys, real, real, offsets=positions[kind])
             for stat, value in shares.items():
                 means.add((kind, stat), value, nq)
             if kind == "dec_self":

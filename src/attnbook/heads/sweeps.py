@@ -151,12 +151,14 @@ def kind_shares(sweep: Mapping) -> dict:
             "order": sorted(kinds, key=lambda k: np.mean(share[k]))}
 
 
-def layer_slopes(sweep_runs: Sequence[Mapping], n_heads: Mapping[str, int], kinds: Sequence[str]) -> dict:
-    """Where in depth the gates prune each of ``kinds`` (chapter "Pruning heads", Voita et al.'s layer pattern):
-    for each kind, the run that keeps closest to half its heads (``lam``, ``per_layer``: heads kept per layer,
-    ``slope``: :func:`layer_slope`) and ``every``, the slope at every run that prunes the kind, as
-    ``(lambda, slope)``."""
-    per_run = [kept_per_layer(kept_masks(r)) for r in sweep_runs]
+def layer_slopes(sweep_runs: Sequence[Mapping], per_run: Sequence[Mapping[str, list]], n_heads: Mapping[str, int],
+                 kinds: Sequence[str]) -> dict:
+    """Where in depth the gates prune each of ``kinds`` (chapter "Pruning heads", Voita et al.'s layer pattern),
+    from each run's heads kept per layer (``per_run``, :func:`kept_per_layer` of each of ``sweep_runs``): for each
+    kind, the run that keeps closest to half its heads (``lam``, ``per_layer``, ``slope``: :func:`layer_slope`)
+    and ``every``, the slope at every run that prunes the kind, as ``(lambda, slope)``."""
+    if len(per_run) != len(sweep_runs):
+        raise ValueError(f"need the heads kept per layer of every run, got {len(per_run)} for {len(sweep_runs)}")
     out = {}
     for k in kinds:
         i = min(range(len(sweep_runs)), key=lambda i: abs(sweep_runs[i]["kept"][k] / n_heads[k] - 0.5))

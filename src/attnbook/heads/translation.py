@@ -277,7 +277,7 @@ def load_translation_model(run: str = "translation_model", preset: str | None = 
     if run not in ("translation_model", "translation_model_h4"):
         raise ValueError(f"expected run 'translation_model' or 'translation_model_h4', got {run!r}")
     record = runs.load(run, preset)
-    weights = runs.DATA / runs.run(run).also[0].format(preset=record["meta"]["preset"])
+    weights, = runs.run(run).also_paths(record["meta"]["preset"])
     model, meta = load_model(weights, device)
     return model, {**meta, "meta": record["meta"]}
 
