@@ -411,7 +411,7 @@ SEEDS_UNDECIDED = (
 # ### Sixteen seeds
 #
 # Six seeds cannot tell one collapse in six from two. The same sweep over 16 seeds (the `paper` preset's
-# number) is **precomputed** (`python scripts/circle_runs.py seeds16`, about six minutes): the same code and
+# number) is **precomputed** (`python scripts/run.py circle_seeds16`, about six minutes): the same code and
 # seeds, so its first six seeds are the runs above, which checks the file. The rules are those of the six-seed
 # comparison: the censored collapse step, the mean difference with a 90% seed-bootstrap interval, and a
 # direction counts only if the whole interval lies on it.
@@ -474,7 +474,7 @@ attnbook.claims.when_available(seeds16, lambda: [
 # gated to zero, so the layer is $\mathrm{LN}(E + b_O)$ and each token is moved on its own,
 # `CircleNet(attention=False)`), trained with the same recipe from the same seeds at both widths. Training
 # twelve more models would take this chapter over its time budget, so the control is **precomputed**
-# (`python scripts/circle_runs.py control`, about a minute) and one run is recomputed here and checked against the
+# (`python scripts/run.py circle_control`, about a minute) and one run is recomputed here and checked against the
 # file. The gate applies to the control as to every model: only runs whose one-step error is at most half of
 # staying put count.
 

@@ -497,7 +497,7 @@ acc = {k: r["acc"] for k, r in results.items()}
 # arms: each optimiser with $\alpha = 1$ and $\alpha = 1/\sqrt L$ at $\tau = 1$, and SGD on the unscaled model
 # at the temperature that balances *its own* query and value gradients at initialisation (the scaled model's
 # $\tau_*$ above is not that model's). The 75 runs take about four minutes on one thread, so the sweep is
-# precomputed (`python scripts/sweep_optimisers.py`); its logs hold the query/key and value gradient norms and
+# precomputed (`python scripts/run.py optimiser_sweep`); its logs hold the query/key and value gradient norms and
 # the cosine between the output tokens during training. Its run of SGD, $\alpha = 1$, $\tau = 1$ at the
 # learning rate above and seed 0 is the run this chapter has just made, which checks the file. The rules,
 # stated before the results: each comparison takes every arm at its own best learning rate (highest mean

@@ -197,7 +197,7 @@ attnbook.check(
 # beam search (beam 4, length penalty 0.6, the GNMT penalty $((5 + m)/6)^{0.6}$ for a hypothesis of $m$
 # tokens); greedy decoding takes the most likely token at each step. The chapter decodes the first test
 # verses live and reads the whole test split's scores from the shipped evaluation
-# (`scripts/evaluate_translation.py`), which it checks against the live greedy score on the same verses.
+# (`python scripts/run.py translation_eval`), which it checks against the live greedy score on the same verses.
 
 # %%
 evaluation = tr.converged_evaluation()
@@ -414,7 +414,7 @@ attnbook.compare(
 # prefix as the decoder's input, and take a head's relevance as that of its output neurons, as a share of
 # its layer (normalised by the layer's total absolute relevance), averaged over every target token of the
 # dev split. That takes about a quarter of an hour on one thread, so it is precomputed by
-# `python scripts/head_relevance.py`; the chapter recomputes the first verses live and checks that they
+# `python scripts/run.py lrp_relevance`; the chapter recomputes the first verses live and checks that they
 # agree. The unit tests check the rule where the answer is known (`tests/test_lrp.py`): it reduces to the
 # plain $z$-rule for a positive linear map, relevance is conserved through the whole model, and a head that
 # writes zeros gets none (when the output projection has no bias to share out; with one, the rule's bias
@@ -633,8 +633,7 @@ attnbook.compare(
 # ### Would wider heads reach 90%?
 #
 # The paper's heads are 64 wide, the book's 16 (width 128 over 8 heads). One more run of the same recipe,
-# with 4 heads per layer of width 32 (`python scripts/train_translation.py --resume --variant h4 --set
-# n_heads=4`; its record says how long it took), asks whether the width of the heads is what keeps the
+# with 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`; its record says how long it took), asks whether the width of the heads is what keeps the
 # book's neighbour heads below the paper's line. The rule, stated before the result: the variant reaches the
 # paper's criterion if one of its encoder heads puts its largest weight on the previous or the next token for
 # at least 90% of the tokens of the same dev verses.
@@ -930,7 +929,7 @@ CLARK = (
 # explained, not in the rule. The unit tests check that the recomputed layers are the model's own, that
 # relevance is conserved down to the token embeddings, and that a head that writes nothing receives none
 # (`tests/test_hf_relevance.py`). The relevance of the verses of the role table is precomputed
-# (`python scripts/head_relevance.py --model minilm`, about 23 minutes on one thread); the chapter recomputes
+# (`python scripts/run.py lrp_relevance_minilm`, about 23 minutes on one thread); the chapter recomputes
 # the first two verses live. For the rare-token statistic, MiniLM's word pieces are ranked by their frequency
 # in the English side of the training verses ({numref}`fig-ch10-6`).
 

@@ -333,7 +333,7 @@ for r, s in zip(michel, rand):
 # embeddings, $1 - \cos(e_\text{gated}, e_\text{full})$, which now *does* have a useful gradient because the
 # sampled gates move away from 1, and the penalty is {eq}`eq-gate-objective`. Each $\lambda$ is one training
 # run of 60 steps; a sweep does not fit this chapter's CPU budget, so it is **precomputed** by the recipe
-# `minilm_gates` (one command: `python scripts/sweep_gates.py minilm_gates`) and shipped in
+# `minilm_gates` (one command: `python scripts/run.py minilm_gates`) and shipped in
 # `attnbook/data/pruning/minilm_gates.json`. Here we read it and evaluate the shipped gates on this
 # chapter's held-out sentences ourselves, both as trained (an evaluation gate of 0.8 also rescales its head)
 # and as binary masks (every open gate set to 1), which is what pruning a head means.
@@ -1454,7 +1454,7 @@ def scratch_claims(rows, arm, n_done, cmd):
 # Two seeds per shape are not a verdict about pruning either way: the seeds' spread is as large as the
 # differences, and a third seed per arm (the issue's design where a GPU is lent; none was) would say more about
 # where the mean lies. The second explanation can be tested directly: recipe `pruned_converged`
-# (`python scripts/sweep_gates.py pruned_converged`, resumable) trains each pruned model on, its mask fixed, with
+# (`python scripts/run.py pruned_converged`, resumable) trains each pruned model on, its mask fixed, with
 # the from-scratch arm's recipe until early stopping ends it, and `sweeps.scratch_versus_pruned(..., pruned_arm=)`
 # pairs it with the models above: the next section.
 
@@ -1650,13 +1650,13 @@ def bounds(d):
 # 1. Derive $P(g = 1)$ in {eq}`eq-p-closed` from the logistic distribution of $\log u - \log(1-u)$ and check it
 #    with `gates.sample_gates` for $\beta = 2/3$ (the value of {cite:t}`louizos2018learning`).
 # 2. Replace the layer-mean in `gates.l0_penalty` by the plain sum and rerun the MiniLM sweep
-#    (`scripts/sweep_gates.py minilm_gates`): which $\lambda$ gives the same number of heads?
+#    (`python scripts/run.py minilm_gates`): which $\lambda$ gives the same number of heads?
 # 3. Prune MiniLM by importance ranked once (`recompute=False`, the authors' default) instead of re-scored
 #    after every step. How much worse is the curve?
 # 4. Add a `variants` entry with 900 steps at $\lambda = 0.02$ to the recipe `encoder_gates_converged` and
 #    rerun it (the runs already in the file are kept). Do the 22 heads settle to fewer?
 # 5. The trained-on pruned arm is one run per shape. Add seed 1 to the recipe `pruned_converged` and rerun
-#    `python scripts/sweep_gates.py pruned_converged` (the runs in the file are kept; about 45 minutes a shape
+#    `python scripts/run.py pruned_converged` (the runs in the file are kept; about 45 minutes a shape
 #    on two threads), then pair the new runs with the from-scratch models with
 #    `sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=sweeps.load("pruned_converged"))`. Does the
 #    seed of the training on move the difference as much as the from-scratch seed does?
