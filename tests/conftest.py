@@ -14,8 +14,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib
 import pytest
 import yaml
+
+matplotlib.use("Agg")  # the figure tests draw without a display
+
+import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,3 +69,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "built_book" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Every test's figures are closed after it (the figure modules' smoke tests draw many)."""
+    yield
+    plt.close("all")

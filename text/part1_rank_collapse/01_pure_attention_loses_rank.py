@@ -40,22 +40,12 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook.core.attention import (
-    VARIANTS,
-    MultiHeadSelfAttention,
-    SelfAttentionNetwork,
-    gaussian_init_,
-)
+from attnbook.core.attention import (VARIANTS, MultiHeadSelfAttention,
+                                     SelfAttentionNetwork, gaussian_init_)
 from attnbook.core import norms
 from attnbook.claims import papers
-from attnbook.core.norms import (
-    norm_1,
-    norm_1_inf,
-    norm_inf,
-    res,
-    residual_by_layer,
-)
-from attnbook.core.plotting import PAPER_STYLE, variant_color
+from attnbook.core.norms import norm_1, norm_1_inf, norm_inf, res, residual_by_layer
+from attnbook.rank import collapse_figures
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pure_attention")
@@ -117,10 +107,8 @@ print("library P_0 equals the formula:", torch.allclose(P[:, 0], P0))
 
 # %%
 A = torch.tensor([[1.0, -2.0], [3.0, 4.0]])
-print(
-    f"||A||_1 = {norm_1(A):.0f}, ||A||_inf = {norm_inf(A):.0f}, "
-    f"||A||_(1,inf) = {norm_1_inf(A):.2f}"
-)
+print(f"||A||_1 = {norm_1(A):.0f}, ||A||_inf = {norm_inf(A):.0f}, "
+      f"||A||_(1,inf) = {norm_1_inf(A):.2f}")
 
 
 # %% [markdown]
@@ -174,14 +162,10 @@ all_ratios = [x for r in ratios.values() for x in r]
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "mean-centred / optimal residual, smallest ratio",
-        min(all_ratios),
-        at_least=1 - 1e-9,
-    ),
-    attnbook.check(
-        "mean-centred / optimal residual, largest ratio", max(all_ratios), at_most=2.0
-    ),
+    attnbook.check("mean-centred / optimal residual, smallest ratio", min(all_ratios),
+                   at_least=1 - 1e-9),
+    attnbook.check("mean-centred / optimal residual, largest ratio", max(all_ratios),
+                   at_most=2.0),
 ]
 
 
@@ -212,17 +196,8 @@ all_ratios = [x for r in ratios.values() for x in r]
 # layers ({numref}`fig-ch01-1`).
 
 # %%
-def residual_curves(
-    variant,
-    depth,
-    n_heads,
-    d_model,
-    gain=1.0,
-    n_nets=1,
-    n_inputs=4,
-    n_tokens=32,
-    seed=0,
-):
+def residual_curves(variant, depth, n_heads, d_model, gain=1.0, n_nets=1, n_inputs=4,
+                    n_tokens=32, seed=0):
     # relative residual (mean-centred) of the input and of every layer,
     # shape (n_nets * n_inputs, depth + 1)
     attnbook.seed_everything(seed)
@@ -235,35 +210,13 @@ def residual_curves(
     return torch.cat(curves)
 
 
-kw = {
-    key: sizes[key]
-    for key in ("depth", "n_heads", "d_model", "n_nets", "n_inputs", "n_tokens")
-}
+keys = ("depth", "n_heads", "d_model", "n_nets", "n_inputs", "n_tokens")
+kw = {key: sizes[key] for key in keys}
 curves = {name: residual_curves(variant, **kw) for name, variant in VARIANTS.items()}
 print({name: tuple(c.shape) for name, c in curves.items()})
 
 # %% tags=["hide-input"]
-FLOOR = 1e-17  # plotted in place of exact zeros
-layers = torch.arange(sizes["depth"] + 1)
-fig, ax = plt.subplots(figsize=(6.4, 5.2), layout="constrained")
-for name, c in curves.items():
-    c = c.clamp_min(FLOOR)
-    ax.plot(layers, c.median(0).values, label=name, color=variant_color(name))
-    ax.fill_between(
-        layers, c.min(0).values, c.max(0).values, color=variant_color(name), alpha=0.15
-    )
-ax.axhline(
-    torch.finfo(torch.float64).eps, color="0.5", lw=1, ls=":", label="float64 precision"
-)
-ax.set_yscale("log")
-ax.set_ylim(1e-17, 3)
-ax.set_xlabel("layer")
-ax.set_ylabel("relative residual ||res(X)|| / ||X||")
-ax.set_title(
-    "Pure attention collapses to rank one in a few layers;\n"
-    "skip connections keep the tokens apart"
-)
-fig.legend(loc="outside lower center", ncol=2)
+collapse_figures.residual_by_variant(curves)
 plt.show()
 
 # %% [markdown]
@@ -286,46 +239,17 @@ plt.show()
 
 # %% tags=["hide-input"]
 san = curves["SAN"]
-order = {
-    k: norms.collapse_order(curves[k], hi=0.9) for k in ("SAN", "SAN+MLP", "SAN+LN")
-}
+fitted = ("SAN", "SAN+MLP", "SAN+LN")
+order = {k: norms.collapse_order(curves[k], hi=0.9) for k in fitted}
 for k, fit in order.items():
-    print(
-        f"{k}: log r(l+1) = {fit['log_C']:.2f} + {fit['order']:.2f} log r(l) "
-        f"over {fit['pairs']} layer pairs"
-    )
+    print(f"{k}: log r(l+1) = {fit['log_C']:.2f} + {fit['order']:.2f} log r(l) "
+          f"over {fit['pairs']} layer pairs")
 depth_to_floor = (san < 1e-12).float().argmax(dim=1)
-print(
-    "first layer with relative residual < 1e-12:", sorted(set(depth_to_floor.tolist()))
-)
+print("first layer with relative residual < 1e-12:",
+      sorted(set(depth_to_floor.tolist())))
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 4.6), layout="constrained")
-shown = 6
-for i, c in enumerate(san[:, : shown + 1].clamp_min(FLOOR)):
-    ax.plot(
-        range(shown + 1),
-        (-c.log10()).log10(),
-        color=variant_color("SAN"),
-        alpha=0.35,
-        lw=1,
-        label="pure SAN (each network and input)" if i == 0 else None,
-    )
-l0 = torch.arange(1, 4)
-start = math.log10(-math.log10(san[:, 1].median()))
-ax.plot(
-    l0,
-    start + (l0 - 1) * math.log10(3),
-    **PAPER_STYLE,
-    label="paper: cubic rate (slope log10 3)",
-)
-ax.axhline(
-    math.log10(16), color="0.5", lw=1, ls=":", label="float64 runs out (16 digits)"
-)
-ax.set_xlabel("layer")
-ax.set_ylabel("log10(-log10 r)\n(log of agreeing digits)")
-ax.set_title("Agreeing digits grow about threefold per layer")
-fig.legend(loc="outside lower center", ncol=1)
+collapse_figures.agreeing_digits(san, shown=6)
 plt.show()
 
 # %% [markdown]
@@ -403,14 +327,12 @@ controls = dict(
     depth=widgets.IntSlider(value=12, min=1, max=48, description="depth"),
     n_heads=widgets.IntSlider(value=4, min=1, max=8, description="heads"),
     width=widgets.IntSlider(value=64, min=16, max=256, step=16, description="width"),
-    gain=widgets.FloatLogSlider(
-        value=1.0, base=2, min=-2, max=2, step=0.25, description="weight scale"
-    ),
+    gain=widgets.FloatLogSlider(value=1.0, base=2, min=-2, max=2, step=0.25,
+                                description="weight scale"),
     skip=widgets.Checkbox(value=False, description="skip connection"),
     mlp=widgets.Checkbox(value=False, description="MLP"),
-    layernorm=widgets.Dropdown(
-        options=["none", "post", "pre"], value="none", description="LayerNorm"
-    ),
+    layernorm=widgets.Dropdown(options=["none", "post", "pre"], value="none",
+                               description="LayerNorm"),
 )
 
 
@@ -419,24 +341,11 @@ def explore(depth, n_heads, width, gain, skip, mlp, layernorm):
         print(f"width {width} is not divisible by {n_heads} heads: choose another pair")
         return
     here = dict(depth=depth, n_heads=n_heads, d_model=width, gain=gain)
-    variant = dict(
-        skip=skip, mlp=mlp, layernorm=None if layernorm == "none" else layernorm
-    )
-    chosen = residual_curves(variant, **here).clamp_min(FLOOR)
-    pure = residual_curves(VARIANTS["SAN"], **here).clamp_min(FLOOR)
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    x = range(depth + 1)
-    ax.plot(x, pure.median(0).values, color="0.6", label="pure SAN")
-    ax.plot(x, chosen.median(0).values, color="C0", label="your network")
-    ax.fill_between(
-        x, chosen.min(0).values, chosen.max(0).values, color="C0", alpha=0.2
-    )
-    ax.set_yscale("log")
-    ax.set_ylim(1e-17, 3)
-    ax.set_xlabel("layer")
-    ax.set_ylabel("relative residual")
-    ax.set_title("Median and range over 4 inputs")
-    ax.legend(loc="lower left")
+    norm = None if layernorm == "none" else layernorm
+    variant = dict(skip=skip, mlp=mlp, layernorm=norm)
+    chosen = residual_curves(variant, **here)
+    pure = residual_curves(VARIANTS["SAN"], **here)
+    collapse_figures.explorer_panel(pure, chosen)
     plt.show()
 
 
@@ -445,23 +354,13 @@ sliders, switches = list(controls.values())[:4], list(controls.values())[4:]
 widgets.VBox([widgets.HBox([widgets.VBox(sliders), widgets.VBox(switches)]), output])
 
 # %% tags=["hide-input"]
-grid_variants = ("SAN", "SAN+LN", "SAN+skip", "Transformer")
-grid_gains = (0.5, 1.0, 2.0)
-fig, axes = plt.subplots(
-    2, 2, figsize=(6.4, 6.4), sharex=True, sharey=True, layout="constrained"
-)
-for ax, name in zip(axes.flat, grid_variants):
-    for gain, shade in zip(grid_gains, ("0.65", "C0", "0.1")):
-        c = residual_curves(VARIANTS[name], depth=12, n_heads=4, d_model=64, gain=gain)
-        ax.plot(
-            c.clamp_min(FLOOR).median(0).values, color=shade, label=f"scale {gain:g}"
-        )
-    ax.set(yscale="log", ylim=(1e-17, 3), title=name)
-for ax in axes[1]:
-    ax.set_xlabel("layer")
-for ax in axes[:, 0]:
-    ax.set_ylabel("relative residual")
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
+explorer_sizes = dict(depth=12, n_heads=4, d_model=64)
+grid = {
+    (name, gain): residual_curves(VARIANTS[name], gain=gain, **explorer_sizes)
+    for name in ("SAN", "SAN+LN", "SAN+skip", "Transformer")
+    for gain in (0.5, 1.0, 2.0)
+}
+collapse_figures.weight_scale_grid(grid)
 plt.show()
 
 # %% [markdown]

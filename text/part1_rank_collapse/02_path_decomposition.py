@@ -32,24 +32,17 @@ except ImportError:
 # * measure how far products of attention matrices along sampled paths are from rank one, as paths grow longer.
 
 # %%
-
 import matplotlib.pyplot as plt
 import torch
 
 import attnbook
 from attnbook.claims import papers
 from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
-from attnbook.rank.paths import (
-    SKIP,
-    all_paths,
-    path_decomposition,
-    path_length_counts,
-    path_products,
-    rank1_distance,
-    sample_paths,
-    san_parameters,
-    value_products,
-)
+from attnbook.rank import collapse_figures
+from attnbook.rank.paths import (SKIP, all_paths, path_decomposition,
+                                 path_length_counts, path_length_fractions,
+                                 path_products, rank1_distance, sample_paths,
+                                 san_parameters, value_products)
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("path_decomposition")
@@ -106,25 +99,16 @@ attn = san_parameters(small, X0)[0]  # (L, H, n, n)
 # (81, n, n): P^4_{h4} P^3_{h3} P^2_{h2} P^1_{h1}
 P_all = path_products(attn, all_paths(4, 3))
 row_sum_error = (P_all.sum(-1) - 1).abs().max().item()
-print(
-    f"{P_all.shape[0]} path products; smallest entry {P_all.min():.2e}; largest |row "
-    f"sum - 1| {row_sum_error:.1e}"
-)
+print(f"{P_all.shape[0]} path products; smallest entry {P_all.min():.2e}; largest |row "
+      f"sum - 1| {row_sum_error:.1e}")
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "path products with a negative entry",
-        int((P_all < 0).any(-1).any(-1).sum()),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "path products with a row sum off 1 by more than 1e-12",
-        int(((P_all.sum(-1) - 1).abs() > 1e-12).any(-1).sum()),
-        close_to=0,
-        tol=0,
-    ),
+    attnbook.check("path products with a negative entry",
+                   int((P_all < 0).any(-1).any(-1).sum()), close_to=0, tol=0),
+    attnbook.check("path products with a row sum off 1 by more than 1e-12",
+                   int(((P_all.sum(-1) - 1).abs() > 1e-12).any(-1).sum()),
+                   close_to=0, tol=0),
 ]
 
 
@@ -193,29 +177,26 @@ def decomposition_error(L, H, skip, seed):
     # each term really is P_path X W_path for the path in the same row
     P, W = path_products(attn, dec.paths), value_products(values, dec.paths)
     term_error = ((P @ X @ W - dec.terms).norm() / dec.terms.norm()).item()
-    return (
-        dec.terms.shape[0],
-        ((dec.total() - out).norm() / out.norm()).item(),
-        term_error,
-    )
+    error = ((dec.total() - out).norm() / out.norm()).item()
+    return dec.terms.shape[0], error, term_error
 
 
-no_skip = {}
-for L, H in sizes["configs"]:
-    n_paths, err, term_err = decomposition_error(L, H, False, seed=L * 10 + H)
-    no_skip[(L, H)] = err
-    print(
-        f"L={L} H={H}: {n_paths:5d} paths, relative error of the path sum {err:.1e} "
-        f"(terms {term_err:.1e})"
-    )
+def path_sum_errors(skip):
+    errors = {}
+    for L, H in sizes["configs"]:
+        n_paths, err, term_err = decomposition_error(L, H, skip, seed=L * 10 + H)
+        errors[(L, H)] = err
+        print(f"L={L} H={H}: {n_paths:5d} paths, relative error of the path sum "
+              f"{err:.1e} (terms {term_err:.1e})")
+    return errors
+
+
+no_skip = path_sum_errors(skip=False)
 
 # %% tags=["nbval-check-output"]
 attnbook.check(
     "networks (no skips) whose path sum is off by a relative error above 1e-10",
-    sum(e > 1e-10 for e in no_skip.values()),
-    close_to=0,
-    tol=0,
-)
+    sum(e > 1e-10 for e in no_skip.values()), close_to=0, tol=0)
 
 # %% [markdown]
 # ## Skip connections: paths may skip layers
@@ -234,75 +215,28 @@ attnbook.check(
 # the sum and the count ({numref}`fig-ch02-1`):
 
 # %%
-with_skip = {}
-for L, H in sizes["configs"]:
-    n_paths, err, term_err = decomposition_error(L, H, True, seed=L * 10 + H)
-    with_skip[(L, H)] = err
-    print(
-        f"L={L} H={H}: {n_paths:5d} paths, relative error of the path sum {err:.1e} "
-        f"(terms {term_err:.1e})"
-    )
+with_skip = path_sum_errors(skip=True)
 
 count_mismatch = 0
 for L, H in sizes["configs"]:
     lengths = (all_paths(L, H, skip=True) != SKIP).sum(1)
-    count_mismatch += int(
-        torch.bincount(lengths, minlength=L + 1).tolist() != path_length_counts(L, H)
-    )
-print(
-    "enumerated lengths match C(L,k) H^k in",
-    len(sizes["configs"]) - count_mismatch,
-    "of",
-    len(sizes["configs"]),
-    "networks",
-)
+    histogram = torch.bincount(lengths, minlength=L + 1).tolist()
+    count_mismatch += int(histogram != path_length_counts(L, H))
+n_configs = len(sizes["configs"])
+print("enumerated lengths match C(L,k) H^k in", n_configs - count_mismatch,
+      "of", n_configs, "networks")
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "networks (with skips) whose path sum is off by a relative error above 1e-10",
-        sum(e > 1e-10 for e in with_skip.values()),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "networks whose path-length histogram differs from C(L,k) H^k",
-        count_mismatch,
-        close_to=0,
-        tol=0,
-    ),
+        sum(e > 1e-10 for e in with_skip.values()), close_to=0, tol=0),
+    attnbook.check("networks whose path-length histogram differs from C(L,k) H^k",
+                   count_mismatch, close_to=0, tol=0),
 ]
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 4.4), layout="constrained")
-labels = [f"L={L}, H={H}" for L, H in sizes["configs"]]
-xs = torch.arange(len(labels)).double()
-ax.bar(
-    xs - 0.2,
-    [max(v, 1e-17) for v in no_skip.values()],
-    0.4,
-    label="no skips: $H^L$ paths",
-)
-ax.bar(
-    xs + 0.2,
-    [max(v, 1e-17) for v in with_skip.values()],
-    0.4,
-    label="with skips: $(H+1)^L$ paths",
-)
-ax.axhline(1e-10, color="black", lw=1, label="required: $10^{-10}$")
-ax.axhline(
-    torch.finfo(torch.float64).eps,
-    color="0.5",
-    lw=1,
-    ls=":",
-    label="float64 machine epsilon",
-)
-ax.set_yscale("log")
-ax.set_xticks(xs.tolist(), labels)
-ax.set_ylim(1e-17, 1e-8)
-ax.set_ylabel("relative error of the path sum")
-ax.set_title("The path sum reproduces the network\nto machine precision")
-fig.legend(loc="outside lower center", ncol=2)
+collapse_figures.path_sum_errors(no_skip, with_skip)
 plt.show()
 
 # %% [markdown]
@@ -318,58 +252,31 @@ plt.show()
 # lengths ({numref}`fig-ch02-2`):
 
 # %% tags=["hide-input"]
-models = {
-    "BERT-base (L=12, H=12)": (12, 12),
-    "MiniLM (L=6, H=12)": (6, 12),
-    "small (L=6, H=2)": (6, 2),
-}
-fractions = {}
+models = {"BERT-base (L=12, H=12)": (12, 12), "MiniLM (L=6, H=12)": (6, 12),
+          "small (L=6, H=2)": (6, 2)}
+fractions = {name: path_length_fractions(L, H) for name, (L, H) in models.items()}
 for name, (L, H) in models.items():
-    counts = path_length_counts(L, H)
-    fractions[name] = [c / (H + 1) ** L for c in counts]
-    mean = sum(k * f for k, f in enumerate(fractions[name]))
-    print(
-        f"{name}: {(H + 1) ** L:.3g} paths, mean length {mean:.3f} (L H/(H+1) = "
-        f"{L * H / (H + 1):.3f}), "
-        f"most common lengths {[k for k, c in enumerate(counts) if c == max(counts)]}"
-    )
+    fr = fractions[name]
+    mean = sum(k * f for k, f in enumerate(fr))
+    print(f"{name}: {(H + 1) ** L:.3g} paths, mean length {mean:.3f} (L H/(H+1) = "
+          f"{L * H / (H + 1):.3f}), "
+          f"most common lengths {[k for k, f in enumerate(fr) if f == max(fr)]}")
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
-for i, (name, fr) in enumerate(fractions.items()):
-    ax.bar([k + (i - 1) * 0.27 for k in range(len(fr))], fr, 0.27, label=name)
-ax.set_xlabel("path length $k$ (layers not skipped)")
-ax.set_ylabel("fraction of all paths")
 PEAK = papers.number("dong2021", "bert_path_length_peak")
-attnbook.core.plotting.paper_line(
-    ax, sum(PEAK.value) / 2,
-    f"BERT-base histogram peaks at lengths {PEAK.value[0]}-{PEAK.value[1]}",
-    horizontal=False,
-)
-ax.set_xticks(range(0, 13, 2))
-ax.set_title("With skip connections, most paths\nof BERT-base are 11-12 layers long")
-fig.legend(loc="outside lower center", ncol=1)
+collapse_figures.path_length_shares(fractions, PEAK.value)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 bert = fractions["BERT-base (L=12, H=12)"]
 bert_mode = max(range(13), key=lambda k: (bert[k], -k))  # smallest k among ties
 [
-    attnbook.compare(
-        "BERT-base: most common path length (smallest of ties)",
-        bert_mode,
-        paper=PEAK.value[0],
-        tol=1,
-        source=PEAK.where,
-    ),
-    attnbook.check(
-        "BERT-base: fraction of paths of length 11 or 12",
-        bert[11] + bert[12],
-        at_least=0.7,
-    ),
-    attnbook.check(
-        "BERT-base: fraction of paths of length at most 6", sum(bert[:7]), at_most=0.01
-    ),
+    attnbook.compare("BERT-base: most common path length (smallest of ties)", bert_mode,
+                     paper=PEAK.value[0], tol=1, source=PEAK.where),
+    attnbook.check("BERT-base: fraction of paths of length 11 or 12",
+                   bert[11] + bert[12], at_least=0.7),
+    attnbook.check("BERT-base: fraction of paths of length at most 6", sum(bert[:7]),
+                   at_most=0.01),
 ]
 
 # %% [markdown]
@@ -394,16 +301,12 @@ bert_mode = max(range(13), key=lambda k: (bert[k], -k))  # smallest k among ties
 
 # %% tags=["hide-input"]
 L, H = sizes["rank1_depth"], sizes["rank1_heads"]
-net = gaussian_init_(
-    SelfAttentionNetwork(
-        L, sizes["rank1_d_model"], H, skip=True, mlp=True, layernorm="post"
-    )
-).to(dev)
+block = dict(skip=True, mlp=True, layernorm="post")
+d_big = sizes["rank1_d_model"]
+net = gaussian_init_(SelfAttentionNetwork(L, d_big, H, **block)).to(dev)
 with torch.no_grad():
-    _, _, attns = net(
-        torch.randn(1, sizes["rank1_tokens"], sizes["rank1_d_model"]).to(dev),
-        return_attention=True,
-    )
+    X = torch.randn(1, sizes["rank1_tokens"], d_big).to(dev)
+    _, _, attns = net(X, return_attention=True)
 attn_big = torch.stack([a[0] for a in attns])  # (L, H, n, n)
 gen = torch.Generator().manual_seed(0)
 distances = {}
@@ -412,56 +315,24 @@ for k in range(1, L + 1):
     # products and SVDs on dev
     distances[k] = rank1_distance(path_products(attn_big, paths)).cpu()
 medians = torch.stack([distances[k].median() for k in distances])
-print(
-    "median distance to rank one by path length:",
-    " ".join(f"{m:.1e}" for m in medians.tolist()),
-)
+print("median distance to rank one by path length:",
+      " ".join(f"{m:.1e}" for m in medians.tolist()))
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
-ax.boxplot(
-    [distances[k].clamp(min=1e-17).numpy() for k in distances],
-    positions=list(distances),
-    widths=0.6,
-)
-ax.axhline(
-    torch.finfo(torch.float64).eps,
-    color="0.5",
-    lw=1,
-    ls=":",
-    label="float64 machine epsilon",
-)
-ax.set_yscale("log")
-ax.set_xlabel("path length $k$")
-ax.set_ylabel("relative distance to best rank-1 approximation")
-ax.set_title(
-    f"Longer paths: attention products closer to rank one\n"
-    f"(random {L}-layer, {H}-head Transformer at init.,\n"
-    f"{sizes['n_sampled_paths']} paths per length)"
-)
-fig.legend(loc="outside lower center", ncol=2)
+collapse_figures.rank1_by_length(distances, heads=H)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "median rank-1 distance: length 1 / length 5",
-        (medians[0] / medians[4]).item(),
-        at_least=1e3,
-    ),
-    attnbook.check(
-        "fraction of length-12 path products within 1e-12 of rank one",
-        (distances[L] <= 1e-12).double().mean().item(),
-        close_to=1.0,
-        tol=0,
-    ),
+    attnbook.check("median rank-1 distance: length 1 / length 5",
+                   (medians[0] / medians[4]).item(), at_least=1e3),
+    attnbook.check("fraction of length-12 path products within 1e-12 of rank one",
+                   (distances[L] <= 1e-12).double().mean().item(), close_to=1.0, tol=0),
     attnbook.check(
         "lengths (above round-off, median > 1e-13) where the median rank-1 distance "
         "does not fall",
         int(((medians[1:] >= medians[:-1]) & (medians[:-1] > 1e-13)).sum()),
-        close_to=0,
-        tol=0,
-    ),
+        close_to=0, tol=0),
 ]
 
 # %% [markdown]

@@ -29,21 +29,14 @@ except ImportError:
 
 # %%
 import functools
-import math
 
 import matplotlib.pyplot as plt
 import torch
 
 import attnbook
-from attnbook.rank import bound_search, deep_bound
+from attnbook.rank import bound_figures, bound_search, deep_bound
 from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
-from attnbook.core.norms import (
-    norm_1_inf,
-    relative_residual,
-    res,
-    residual_by_layer,
-)
-from attnbook.core.plotting import variant_color
+from attnbook.core.norms import norm_1_inf, relative_residual, res, residual_by_layer
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("deep_bounds")
@@ -89,21 +82,9 @@ print(dict(sizes))
 
 # %% tags=["hide-input"]
 n, d, H, L = sizes["n_tokens"], sizes["d_model"], sizes["n_heads"], sizes["depth"]
-gen = torch.Generator().manual_seed(0)
-observed, bounds = [], []
-for i in range(sizes["n_nets"]):
-    torch.manual_seed(i)
-    net = gaussian_init_(
-        SelfAttentionNetwork(L, d, H, skip=False, mlp=False, layernorm=None)
-    )
-    X = torch.randn(1, 1, d, generator=gen) + 0.01 * torch.randn(1, n, d, generator=gen)
-    obs = residual_by_layer(net, X, relative=False)[0]
-    observed.append(obs)
-    # natural log of 2 b_l (token-mean residual of the output: c = 2), each layer
-    # its own beta and gamma (attnbook.rank.deep_bound)
-    log_b = deep_bound.log_bound_by_layer(net, obs[0].item())
-    bounds.append(torch.tensor(log_b) / math.log(10))
-observed, bounds = torch.stack(observed), torch.stack(bounds)  # bounds in log10
+# n_nets random SANs on inputs of residual scale 0.01: observed residual by layer and
+# log10 of the bound 2 b_l, each layer its own beta and gamma (attnbook.rank.deep_bound)
+observed, bounds = deep_bound.simulate_against_bound(sizes["n_nets"], n, d, H, L)
 floor = 1e-13  # below this, float64 round-off of O(1) entries dominates the residual
 above = observed > floor
 violations = int((observed[above].log10() > bounds[above] + 1e-9).sum())
@@ -114,40 +95,17 @@ print(
 print("log10 bound,             net 0:", [f"{v:.1f}" for v in bounds[0].tolist()])
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
-layers = torch.arange(L + 1)
-for i in range(observed.shape[0]):
-    first = i == 0
-    ax.plot(layers, observed[i].clamp(min=1e-17).log10(), color=variant_color("SAN"),
-            lw=1, alpha=0.7,
-            label="observed $\\|res(X^l)\\|$ (random SANs)" if first else None)
-    ax.plot(layers, bounds[i], color="black", lw=1, ls="--", alpha=0.7,
-            label="bound $2 b_l$" if first else None)
-ax.axhline(math.log10(floor), color="0.5", ls=":", lw=1,
-           label="float64 round-off floor")
-ax.set_ylim(-60, 1)
-ax.set_xlabel("layer $l$")
-ax.set_ylabel("$\\log_{10}$ residual")
-ax.set_title("Observed residuals stay below the doubly exponential bound\n"
-             "(and fall even faster, to round-off in two layers)")
-fig.legend(loc="outside lower center", ncol=2)
+bound_figures.deep_bound_by_layer(observed, bounds, floor)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "deep bound: (layer, net) pairs above round-off where observed exceeds the "
-        "bound",
-        violations,
-        close_to=0,
-        tol=0,
+        "bound", violations, close_to=0, tol=0,
     ),
-    attnbook.check(
-        "deep bound: observed log10 residual after one layer, largest",
-        observed[:, 1].log10().max().item(),
-        at_most=-4.0,
-        digits=2,
-    ),
+    attnbook.check("deep bound: observed log10 residual after one layer, largest",
+                   observed[:, 1].log10().max().item(), at_most=-4.0, digits=2),
 ]
 
 # %% [markdown]
@@ -195,52 +153,29 @@ zero_qk = residual_by_layer(construction, X, relative=False)[0]
 curves["SAN+skip (W_Q = W_K = 0)"] = zero_qk
 preserved = (zero_qk / zero_qk[0] - 1).abs().max().item()
 drift = (out[0].mean(0) - X[0].mean(0)).norm().item()
-print(
-    f"construction: largest relative change of ||res(X^l)|| over {Lc} layers "
-    f"{preserved:.1e}; the shared row moved by {drift:.1f}"
-)
+print(f"construction: largest relative change of ||res(X^l)|| over {Lc} layers "
+      f"{preserved:.1e}; the shared row moved by {drift:.1f}")
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
-styles = {
-    "SAN (random)": variant_color("SAN"),
-    "SAN+skip (random)": variant_color("SAN+skip"),
-    "SAN+skip (W_Q = W_K = 0)": "black",
-}
-for name, c in curves.items():
-    ax.semilogy(
-        c.clamp(min=1e-17) / c[0],
-        color=styles[name],
-        ls="--" if "W_Q" in name else "-",
-        label=name,
-    )
-ax.set_xlabel("layer $l$")
-ax.set_ylabel("$\\|res(X^l)\\|_{1,\\infty} / \\|res(X)\\|_{1,\\infty}$")
-ax.set_title("With skip connections the residual need not shrink at all")
-fig.legend(loc="outside lower center", ncol=2)
+bound_figures.skip_curves(curves)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "skip construction: residual preserved to 1e-10 relative at every layer (1 = "
-        "yes)",
-        int(preserved <= 1e-10),
-        close_to=1,
-        tol=0,
+        "yes)", int(preserved <= 1e-10), close_to=1, tol=0,
     ),
     attnbook.check(
         "random SAN: residual after the last layer below 1e-12 of the input's (1 = "
         "yes)",
         int((curves["SAN (random)"][-1] / curves["SAN (random)"][0]).item() <= 1e-12),
-        close_to=1,
-        tol=0,
+        close_to=1, tol=0,
     ),
     attnbook.check(
         "random SAN+skip: residual after the last layer / input residual, at least",
         (curves["SAN+skip (random)"][-1] / curves["SAN+skip (random)"][0]).item(),
-        at_least=0.5,
-        digits=2,
+        at_least=0.5, digits=2,
     ),
 ]
 
@@ -284,23 +219,10 @@ plt.show()
 # MLPs with growing weight scale and watch collapse slow down ({numref}`fig-ch04-3`).
 
 # %%
-n4, d4 = sizes["n_tokens"], sizes["d_model"]
-
-
-def mlp_sample(batch, gen):
-    # X = 1 x^T + s R0 and weights of scale w, s and w log-uniform (as in chapter 3)
-    def randn(*shape):
-        return torch.randn(batch, *shape, generator=gen)
-
-    s = 10 ** (torch.rand(batch, 1, 1, generator=gen) * 3 - 2)
-    w = 10 ** (torch.rand(batch, 1, 1, generator=gen) * 2 - 1)
-    return dict(X=randn(1, d4) + s * randn(n4, d4), W1=w * randn(d4, 4 * d4) / d4**0.5,
-                W2=w * randn(4 * d4, d4) / d4**0.5, b1=randn(1, 4 * d4),
-                b2=randn(1, d4))
-
-
-def mlp(X, W1, b1, W2, b2):
-    return torch.relu(X @ W1 + b1) @ W2 + b2
+# mlp_sample(batch, gen): X = 1 x^T + s R0 and MLP weights of scale w, s and w
+# log-uniform (as in chapter 3); mlp(X, W1, b1, W2, b2) = relu(X W1 + b1) W2 + b2
+mlp_sample = functools.partial(deep_bound.mlp_instances, n=n, d=d)
+mlp = deep_bound.mlp
 
 
 def lemma_ratio(X, W1, b1, W2, b2, centre="common"):
@@ -351,22 +273,11 @@ print("worst ratio on random instances:",
 # token-mean residual is therefore needed in principle, though the search gets nowhere near it.
 
 # %% tags=["hide-input"]
-mlp_curves, lambdas = {}, {}
-for gain in (1.0, 2.0):
-    torch.manual_seed(3)
-    net = gaussian_init_(
-        SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=True, layernorm=None)
-    )
-    with torch.no_grad():
-        for block in net.blocks:
-            for lin in (block.mlp[0], block.mlp[2]):
-                lin.weight.mul_(gain)
-    net.to(dev)
-    lambdas[gain] = max(
-        (norm_1_inf(b.mlp[0].weight.T) * norm_1_inf(b.mlp[2].weight.T)).item()
-        for b in net.blocks
-    )
-    mlp_curves[gain] = residual_by_layer(net, X)[0]
+# SAN+MLP with MLP weights x1 and x2 (torch.manual_seed(3) each): relative residual by
+# layer and the largest MLP Lipschitz constant lambda of the layers
+mlp_curves, lambdas = deep_bound.mlp_gain_curves(
+    X, Lc, H, gains=(1.0, 2.0), seed=3, device=dev
+)
 torch.manual_seed(3)
 san = gaussian_init_(
     SelfAttentionNetwork(Lc, dc, H, skip=False, mlp=False, layernorm=None)
@@ -374,41 +285,23 @@ san = gaussian_init_(
 san_curve = residual_by_layer(san, X)[0]
 
 # %% tags=["hide-input"]
-depth_below = {
-    g: int((c < 1e-8).nonzero()[0]) if (c < 1e-8).any() else Lc + 1
-    for g, c in mlp_curves.items()
-}
-depth_below_san = int((san_curve < 1e-8).nonzero()[0])
+depth_below = {g: deep_bound.first_layer_below(c, 1e-8) for g, c in mlp_curves.items()}
+depth_below_san = deep_bound.first_layer_below(san_curve, 1e-8)
 print("lambda per MLP weight scale:", {g: round(v, 1) for g, v in lambdas.items()})
 print("first layer with relative residual < 1e-8: SAN", depth_below_san,
       "| SAN+MLP", depth_below)
-
-fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
-ax.semilogy(san_curve.clamp(min=1e-17), color=variant_color("SAN"), label="SAN")
-for i, (g, c) in enumerate(mlp_curves.items()):
-    ax.semilogy(
-        c.clamp(min=1e-17),
-        color=variant_color("SAN+MLP"),
-        alpha=0.4 + 0.3 * i,
-        label=f"SAN+MLP, measured $\\lambda$ = {lambdas[g]:.0f}",
-    )
-ax.set_xlabel("layer $l$")
-ax.set_ylabel("relative residual")
-ax.set_title("A larger MLP Lipschitz constant slows collapse,\nbut does not stop it")
-fig.legend(loc="outside lower center", ncol=2)
+bound_figures.mlp_collapse(san_curve, mlp_curves, lambdas)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "SAN+MLP: extra layers to relative residual < 1e-8, lambda x4 vs lambda x1",
-        depth_below[2.0] - depth_below[1.0],
-        at_least=1,
+        depth_below[2.0] - depth_below[1.0], at_least=1,
     ),
     attnbook.check(
         "SAN+MLP (larger lambda): layers to relative residual < 1e-8 minus SAN's",
-        depth_below[2.0] - depth_below_san,
-        at_least=1,
+        depth_below[2.0] - depth_below_san, at_least=1,
     ),
 ]
 
@@ -445,18 +338,13 @@ with torch.no_grad():
     C = torch.eye(dc, device=dev) - torch.ones(dc, dc, device=dev) / dc
     by_matrices = torch.diag(1 / sigma) @ Xl @ C @ torch.diag(ln.weight) + ln.bias
     ln_error = (ln(Xl) - by_matrices).abs().max().item()
-    # relative residual before / after LN, for inputs at several distances from rank one
-    ratios = []
-    for s in torch.logspace(-6, 0, 7):
-        Xs = (
-            torch.randn(1, dc, generator=gen) + s * torch.randn(nc, dc, generator=gen)
-        ).to(dev)
-        ratios.append((relative_residual(ln(Xs)) / relative_residual(Xs)).item())
-print(f"largest |LN(X) - diag(1/sigma) X C diag(g) - 1 b^T| = {ln_error:.1e}")
-print(
-    "relative residual after LN / before, residual scale 1e-6 .. 1:",
-    [f"{r:.2f}" for r in ratios],
+# relative residual after LN / before, for inputs at several distances from rank one
+ratios = deep_bound.layernorm_residual_ratios(
+    ln, gen, nc, scales=torch.logspace(-6, 0, 7), device=dev
 )
+print(f"largest |LN(X) - diag(1/sigma) X C diag(g) - 1 b^T| = {ln_error:.1e}")
+print("relative residual after LN / before, residual scale 1e-6 .. 1:",
+      [f"{r:.2f}" for r in ratios])
 
 torch.manual_seed(4)
 san_ln = gaussian_init_(
@@ -465,37 +353,17 @@ san_ln = gaussian_init_(
 ln_curve = residual_by_layer(san_ln, X)[0]
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
-ax.semilogy(san_curve.clamp(min=1e-17), color=variant_color("SAN"), label="SAN")
-ax.semilogy(
-    ln_curve.clamp(min=1e-17), color=variant_color("SAN+LN"), label="SAN+LN (post-LN)"
-)
-ax.set_xlabel("layer $l$")
-ax.set_ylabel("relative residual")
-ax.set_title("LayerNorm does not prevent collapse")
-fig.legend(loc="outside lower center", ncol=2)
+bound_figures.layernorm_collapse(san_curve, ln_curve)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "LayerNorm as matrix products: instances off by more than 1e-12",
-        int(ln_error > 1e-12),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "relative residual after LN / before, largest over scales 1e-6..1",
-        max(ratios),
-        at_most=3.0,
-        digits=2,
-    ),
-    attnbook.check(
-        "SAN+LN: relative residual at the last layer below 1e-10 (1 = yes)",
-        int(ln_curve[-1].item() <= 1e-10),
-        close_to=1,
-        tol=0,
-    ),
+    attnbook.check("LayerNorm as matrix products: instances off by more than 1e-12",
+                   int(ln_error > 1e-12), close_to=0, tol=0),
+    attnbook.check("relative residual after LN / before, largest over scales 1e-6..1",
+                   max(ratios), at_most=3.0, digits=2),
+    attnbook.check("SAN+LN: relative residual at the last layer below 1e-10 (1 = yes)",
+                   int(ln_curve[-1].item() <= 1e-10), close_to=1, tol=0),
 ]
 
 # %% [markdown]
@@ -513,35 +381,20 @@ shared = 1 + 1e-7 * torch.randn(d_ce, generator=g_ce, dtype=torch.float64)
 X_ce = shared + 1e-12 * torch.randn(n_ce, d_ce, generator=g_ce, dtype=torch.float64)
 ln_ce = torch.nn.LayerNorm(d_ce, dtype=torch.float64)  # gain 1, bias 0
 with torch.no_grad():
-    before, after = (
-        float(relative_residual(X_ce)),
-        float(relative_residual(ln_ce(X_ce))),
-    )
+    before = float(relative_residual(X_ce))
+    after = float(relative_residual(ln_ce(X_ce)))
 growth = after / before
 centre = torch.eye(d_ce, dtype=torch.float64) - 1 / d_ce
 first_order = float(shared.norm() / (centre @ shared).norm())
-print(
-    f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied by "
-    f"{growth:.1e}; ||x|| / ||Cx|| = {first_order:.1e}"
-)
+print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied by "
+      f"{growth:.1e}; ||x|| / ||Cx|| = {first_order:.1e}")
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "LayerNorm counterexample: relative residual after / before",
-        growth,
-        at_least=1e5,
-        digits=2,
-        band=0.3,
-    ),
-    attnbook.check(
-        "counterexample: growth / first-order factor ||x|| / ||Cx||",
-        growth / first_order,
-        at_least=0.5,
-        at_most=2.0,
-        digits=2,
-        band=0.1,
-    ),
+    attnbook.check("LayerNorm counterexample: relative residual after / before",
+                   growth, at_least=1e5, digits=2, band=0.3),
+    attnbook.check("counterexample: growth / first-order factor ||x|| / ||Cx||",
+                   growth / first_order, at_least=0.5, at_most=2.0, digits=2, band=0.1),
 ]
 
 # %% [markdown]

@@ -42,8 +42,9 @@ import attnbook
 from attnbook import hf
 from attnbook.claims import papers
 from attnbook.core.norms import collapse_order
+from attnbook.hf import depth_figures
+from attnbook.hf.measuring import bound_margins, first_layer_below
 from attnbook.rank.paths import rank1_distance_by_length
-from attnbook.core.plotting import paper_marker, variant_color
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pretrained_rank_collapse")
@@ -105,15 +106,11 @@ import textwrap
 
 paper_models, message = hf.load_paper_models(device=dev)
 print(textwrap.fill(message, 78), end="\n\n")
-
 minilm, minilm_tok = hf.load_pretrained(hf.minilm_source(), device=dev)
 c = minilm.config
-n_params = sum(p.numel() for p in minilm.parameters())
-print(
-    f"all-MiniLM-L6-v2: {c.num_hidden_layers} layers, "
-    f"{c.num_attention_heads} heads, width {c.hidden_size}, "
-    f"{n_params / 1e6:.1f}M parameters"
-)
+print(f"all-MiniLM-L6-v2: {c.num_hidden_layers} layers, {c.num_attention_heads} heads, "
+      f"width {c.hidden_size}, "
+      f"{sum(p.numel() for p in minilm.parameters()) / 1e6:.1f}M parameters")
 
 # %% [markdown]
 # ## Inputs: natural-language sequences of exactly 128 tokens
@@ -126,12 +123,8 @@ print(
 # %%
 batch = hf.text_batch(minilm_tok, sizes["n_sequences"], sizes["n_tokens"])
 ids = batch["input_ids"]
-print(
-    "input ids:",
-    tuple(ids.shape),
-    " padding tokens:",
-    int((ids == minilm_tok.pad_token_id).sum()),
-)
+print("input ids:", tuple(ids.shape), " padding tokens:",
+      int((ids == minilm_tok.pad_token_id).sum()))
 print(textwrap.fill(minilm_tok.decode(ids[3])[:300] + " ...", 78))
 
 # %% [markdown]
@@ -157,71 +150,18 @@ for variant, r in pretrained_curves["all-MiniLM-L6-v2"].items():
 # they are a reference for the shape of the curves, not a target ({numref}`fig-ch05-1`).
 
 # %%
-# Dong et al. (2021), Fig. 2 (data/papers/dong2021.json): r_0 of the embeddings, and
-# (layer, r_l) points per variant.
-fig2 = papers.number("dong2021", "fig2_relative_residual")  # where: fig2.where
-PAPER = {
-    (model, state): {
-        k: v if k == "embeddings" else [tuple(p) for p in v] for k, v in d.items()
-    }
-    for model, states in fig2.value.items()
-    for state, d in states.items()
-}
+# Dong et al. (2021), Fig. 2 (data/papers/dong2021.json), by (model, state): r_0 of the
+# embeddings, and (layer, r_l) points per variant.
+PAPER = depth_figures.fig2_reference(
+    papers.number("dong2021", "fig2_relative_residual").value)
 
 
 def fig2_at(model, state, variant, layer):  # the paper's r_l of one curve, Fig. 2
     return dict(PAPER[(model, state)][variant])[layer]
 
 
-# %%
-def plot_panel(ax, curves, paper, title, paper_depth=12):
-    # the book: mean over inputs (line), mean +- std (band) per variant
-    for variant, r in curves.items():
-        depth = np.arange(r.shape[0]) / (r.shape[0] - 1)  # l / L
-        mean, std = r.mean(1), r.std(1)
-        color = variant_color(variant)
-        ax.plot(depth, mean, color=color, label=variant)
-        ax.fill_between(depth, mean - std, mean + std, color=color, alpha=0.2)
-    # the paper: hollow markers, with a dot in the variant's colour
-    for i, (variant, points) in enumerate(paper.items()):
-        pts = [(0, points)] if variant == "embeddings" else points
-        x, y = zip(*pts)
-        x = [l / paper_depth for l in x]  # the paper's models have 12 layers
-        paper_marker(ax, x, y, label="Fig. 2 (dot: variant)" if i == 0 else None)
-        dot = "black" if variant == "embeddings" else variant_color(variant)
-        ax.plot(x, y, "o", ms=3, color=dot)
-    ax.set(
-        title=title,
-        xlabel="depth $l/L$ (0: embeddings)",
-        ylim=(-0.02, 1.05),
-        xticks=[0, 0.5, 1],
-    )
-
-
 # %% tags=["hide-input"]
-def paper_key(name):  # offline, MiniLM is compared with the paper's BERT
-    return "bert-base-cased" if name == "all-MiniLM-L6-v2" else name
-
-
-names = list(pretrained_curves)
-n_rows = (len(names) + 1) // 2
-fig, axes = plt.subplots(
-    n_rows, 2, figsize=(6.4, 3.4 * n_rows), squeeze=False, layout="constrained"
-)
-for ax, name in zip(axes.flat, names):
-    ref = "\n(markers: BERT-base)" if name == "all-MiniLM-L6-v2" else ""
-    plot_panel(
-        ax, pretrained_curves[name], PAPER[(paper_key(name), "pretrained")], name + ref
-    )
-for ax in axes[:, 0]:
-    ax.set_ylabel(r"$r_l$ (mean $\pm$ sd)")
-handles, labels = axes[0, 0].get_legend_handles_labels()
-for ax in list(axes.flat)[len(names) :]:  # a spare panel holds the legend
-    ax.axis("off")
-    ax.legend(handles, labels, loc="center")
-if len(names) % 2 == 0:
-    axes[0, 0].legend(loc="upper right")
-fig.suptitle("Pretrained: without skips the tokens\nbecome identical within 4 layers")
+depth_figures.pretrained_panels(pretrained_curves, PAPER)
 plt.show()
 
 # %% [markdown]
@@ -250,61 +190,15 @@ for name in hf.BASE_CONFIGS:
     del model
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.6), layout="constrained")
-for ax, (name, curves) in zip(axes.flat, init_curves.items()):
-    plot_panel(ax, curves, PAPER[(name, "init")], f"{name} at init")
-for ax in axes[:, 0]:
-    ax.set_ylabel(r"$r_l$ (mean $\pm$ sd)")
-handles, labels = axes[0, 0].get_legend_handles_labels()
-axes[1, 1].axis("off")
-axes[1, 1].legend(handles, labels, loc="center")
-fig.suptitle(
-    "At initialisation: SAN and SAN+MLP collapse\n"
-    "after one layer; skips keep the tokens apart"
-)
+depth_figures.init_panels(init_curves, PAPER)
 plt.show()
-
 
 # %% [markdown]
 # SAN and SAN+MLP coincide at initialisation, so the orange line hides the red one. The table puts the book's value at the last layer (mean $\pm$ standard deviation over the input sequences)
 # above the paper's, read off its figure (for MiniLM: the paper's pretrained BERT-base at its layer 12).
 
 # %%
-def paper_at_last_layer(points):
-    last = [y for x, y in points if x == 12]
-    return f"{last[0]:.2f}" if last else "≈ 0"  # SAN: ~0 from early on
-
-
-SHORT = {
-    "all-MiniLM-L6-v2": "MiniLM-L6",
-    "bert-base-cased": "BERT-base",
-    "albert-base-v2": "ALBERT-base",
-    "xlnet-base-cased": "XLNet-base",
-}
-
-
-# %%
-def last_layer_table():
-    variants = list(hf.VARIANTS)
-    rows = [
-        "| model | " + " | ".join(variants) + " |",
-        "|---" * (len(variants) + 1) + "|",
-    ]
-    results = [(n, "pretrained", c) for n, c in pretrained_curves.items()]
-    results += [(n, "init", c) for n, c in init_curves.items()]
-    for name, state, curves in results:
-        paper = PAPER[(paper_key(name), state)]
-        cells = [
-            f"{curves[v][-1].mean():.2f} ± {curves[v][-1].std():.2f}"
-            f"<br>*paper {paper_at_last_layer(paper[v])}*"
-            for v in variants
-        ]
-        model = f"{SHORT.get(name, name)}<br>{state}"
-        rows.append(f"| {model} | " + " | ".join(cells) + " |")
-    return Markdown("\n".join(rows))
-
-
-last_layer_table()
+Markdown(depth_figures.last_layer_table(pretrained_curves, init_curves, PAPER))
 
 # %% [markdown]
 # ## What holds, in numbers
@@ -323,73 +217,61 @@ last_layer_table()
 
 # %%
 mini = pretrained_curves["all-MiniLM-L6-v2"]
-BERT_NOTE = "pretrained BERT-base, read off Fig. 2"
-first_collapsed = int(np.argmax(mini["SAN"].mean(1) < 0.01))
-
-
-def first_below(curve, level):
-    return int(np.argmax(curve.mean(1) < level))
-
-
-mlp_delay = first_below(mini["SAN+MLP"], 0.05) - first_below(mini["SAN"], 0.05)
+first_collapsed = first_layer_below(mini["SAN"], 0.01)
+mlp_delay = (first_layer_below(mini["SAN+MLP"], 0.05)
+             - first_layer_below(mini["SAN"], 0.05))
 FILES = papers.number("dong2021", "figure_files_bert_collapse_layers")
-FIG_FILES = FILES.where
 
 
-def at_round_off(x):
-    # values at float32 round-off (~1e-7) are shown to 3 decimals (that is, as 0),
-    # so that the printed claim does not depend on the CPU
+def at_round_off(x):  # float32 round-off (~1e-7) shown to 3 decimals, as 0 on any CPU
     return round(float(x), 3)
 
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare("pretrained MiniLM, SAN: first layer with mean r_l < 0.01",
-        first_collapsed, paper=FILES.value["SAN_below_0.01"], tol=1, source=FIG_FILES),
-    attnbook.check(
-        "pretrained MiniLM, SAN+MLP minus SAN: layers until mean r_l < 0.05 (MLPs "
-        "delay collapse)",
-        mlp_delay, at_least=1, at_most=1),
+                     first_collapsed, paper=FILES.value["SAN_below_0.01"], tol=1,
+                     source=FILES.where),
+    attnbook.check("pretrained MiniLM, SAN+MLP minus SAN: layers until mean r_l < 0.05 "
+                   "(MLPs delay collapse)", mlp_delay, at_least=1, at_most=1),
     attnbook.compare(
         "pretrained MiniLM vs BERT-base: layers the MLPs add before mean r_l < 0.05",
         mlp_delay,
         paper=FILES.value["SAN+MLP_below_0.05"] - FILES.value["SAN_below_0.05"],
-        same_side_of=0, source=FIG_FILES,
+        same_side_of=0, source=FILES.where,
         reason="MiniLM's trained MLPs delay collapse by one layer, BERT-base's speed "
-        "it up by one; "
-        "BERT-base is not reachable offline, so the book cannot say whether the model "
-        "or "
-        "the inputs decide"),
+        "it up by one; BERT-base is not reachable offline, so the book cannot say "
+        "whether the model or the inputs decide"),
     attnbook.check("pretrained MiniLM, SAN: max r_L at the last layer",
-        at_round_off(mini["SAN"][-1].max()), at_most=1e-3),
+                   at_round_off(mini["SAN"][-1].max()), at_most=1e-3),
     attnbook.check("pretrained MiniLM, SAN+MLP: max r_L at the last layer",
-        at_round_off(mini["SAN+MLP"][-1].max()), at_most=1e-2),
+                   at_round_off(mini["SAN+MLP"][-1].max()), at_most=1e-2),
 ]
 
 # %% tags=["nbval-check-output"]
 bert0, albert0, xlnet0 = (init_curves[m] for m in hf.BASE_CONFIGS)
 FIG2 = "read off Fig. 2"
-collapsed_init = max(
-    c[v][-1].max() for c in init_curves.values() for v in ("SAN", "SAN+MLP")
-)
+collapsed_init = max(c[v][-1].max() for c in init_curves.values()
+                     for v in ("SAN", "SAN+MLP"))
 [
     attnbook.compare("BERT-base at init, SAN: mean r_1 after one layer",
-        bert0["SAN"][1].mean(), paper=fig2_at("bert-base-cased", "init", "SAN", 1),
-        tol=0.02, source=FIG2, band=0.002),
+                     bert0["SAN"][1].mean(),
+                     paper=fig2_at("bert-base-cased", "init", "SAN", 1),
+                     tol=0.02, source=FIG2, band=0.002),
     attnbook.compare("ALBERT and XLNet at init, SAN: mean r_1 (the larger)",
-        max(albert0["SAN"][1].mean(), xlnet0["SAN"][1].mean()),
-        paper=max(fig2_at(m, "init", "SAN", 1)
-                  for m in ("albert-base-v2", "xlnet-base-cased")),
-        tol=0.01,
-        source=FIG2, band=0.001),
+                     max(albert0["SAN"][1].mean(), xlnet0["SAN"][1].mean()),
+                     paper=max(fig2_at(m, "init", "SAN", 1)
+                               for m in ("albert-base-v2", "xlnet-base-cased")),
+                     tol=0.01, source=FIG2, band=0.001),
     attnbook.check("all three at init, SAN and SAN+MLP: max r_12 (to 3 decimals)",
-        at_round_off(collapsed_init), at_most=1e-3),
+                   at_round_off(collapsed_init), at_most=1e-3),
     attnbook.compare("BERT-base at init: embeddings, mean r_0", bert0["SAN"][0].mean(),
-        paper=PAPER[("bert-base-cased", "init")]["embeddings"], tol=0.08, source=FIG2),
+                     paper=PAPER[("bert-base-cased", "init")]["embeddings"], tol=0.08,
+                     source=FIG2),
     attnbook.compare("XLNet-base at init: embeddings, mean r_0",
-        xlnet0["SAN"][0].mean(),
-        paper=PAPER[("xlnet-base-cased", "init")]["embeddings"],
-        tol=0.05, source=FIG2),
+                     xlnet0["SAN"][0].mean(),
+                     paper=PAPER[("xlnet-base-cased", "init")]["embeddings"], tol=0.05,
+                     source=FIG2),
 ]
 
 # %% [markdown]
@@ -406,20 +288,10 @@ collapsed_init = max(
 
 # %%
 bound_cases = {"MiniLM, pretrained": hf.where_the_bound_applies(minilm, batch)}
-bound_cases.update({f"{SHORT.get(k, k)}, init": v for k, v in bound_at_init.items()})
-rows = ["| model | layer | threshold r* | input residual | relative residual of the "
-        "input | step contracts? |", "|---|---|---|---|---|---|"]
-for model_name, w in bound_cases.items():
-    for layer in range(min(len(w["threshold"]), 6)):
-        rows.append(f"| {model_name} | {layer + 1} | {w['threshold'][layer]:.2g} | "
-                    f"{w['input_residual'][layer]:.2g} | "
-                    f"{w['input_relative'][layer]:.1e} | "
-                    f"{'yes' if w['applies'][layer] else 'no'} |")
-display(Markdown("\n".join(rows)))
-first_layer_excess = min(w["input_residual"][0] / w["threshold"][0]
-                         for w in bound_cases.values())
-relative_where_it_applies = max(w["input_relative"][w["applies"]].max()
-                                for w in bound_cases.values())
+bound_cases.update({f"{depth_figures.SHORT[k]}, init": v
+                    for k, v in bound_at_init.items()})
+display(Markdown(depth_figures.bound_table(bound_cases)))
+first_layer_excess, relative_where_it_applies = bound_margins(bound_cases)
 
 # %% tags=["nbval-check-output"]
 # the SAN of pretrained MiniLM: order of convergence over layer pairs above round-off
@@ -430,9 +302,8 @@ mini_order = collapse_order(torch.tensor(mini["SAN"].T), lo=1e-5)
                    "threshold, smallest over the models", first_layer_excess,
                    at_least=100, digits=2),
     attnbook.check("where the theorem applies: largest relative residual of an input "
-                   "at "
-                   "which the step contracts", relative_where_it_applies, at_most=1e-4,
-                   digits=1),
+                   "at which the step contracts", relative_where_it_applies,
+                   at_most=1e-4, digits=1),
     attnbook.compare("pretrained MiniLM, pure SAN: order of convergence of r_l",
                      mini_order["order"],
                      paper=papers.number("dong2021", "collapse_order").value,
@@ -463,30 +334,13 @@ def near_paper(name, value, model, variant, tol=0.1):  # against r_12 at init, F
     return attnbook.compare(name, value, paper=paper, tol=tol, source=FIG2)
 
 
+CLOSE = [("bert-base-cased", "SAN+skip"), ("bert-base-cased", "Transformer"),
+         ("xlnet-base-cased", "SAN+skip"), ("xlnet-base-cased", "Transformer"),
+         ("albert-base-v2", "Transformer")]
 [
-    near_paper(
-        "BERT-base at init, SAN+skip: mean r_12", bert0["SAN+skip"][-1].mean(),
-        "bert-base-cased", "SAN+skip",
-    ),
-    near_paper(
-        "BERT-base at init, Transformer: mean r_12",
-        bert0["Transformer"][-1].mean(),
-        "bert-base-cased", "Transformer",
-    ),
-    near_paper(
-        "XLNet-base at init, SAN+skip: mean r_12", xlnet0["SAN+skip"][-1].mean(),
-        "xlnet-base-cased", "SAN+skip",
-    ),
-    near_paper(
-        "XLNet-base at init, Transformer: mean r_12",
-        xlnet0["Transformer"][-1].mean(),
-        "xlnet-base-cased", "Transformer",
-    ),
-    near_paper(
-        "ALBERT-base at init, Transformer: mean r_12",
-        albert0["Transformer"][-1].mean(),
-        "albert-base-v2", "Transformer",
-    ),
+    near_paper(f"{depth_figures.SHORT[m]} at init, {v}: mean r_12",
+               init_curves[m][v][-1].mean(), m, v)
+    for m, v in CLOSE
 ]
 
 # %% [markdown]
@@ -511,27 +365,18 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.compare(
-        "ALBERT at init, SAN+skip, book surgery: mean r_12",
-        albert0["SAN+skip"][-1].mean(),
-        paper=fig2_at("albert-base-v2", "init", "SAN+skip", 12),
-        tol=0.1,
-        source=FIG2,
-        reason="the book removes ALBERT's whole feed-forward block; the paper's code "
-            "kept "
-        "LN(GELU(a) + a), a second skip per layer (next claim)",
-    ),
-    near_paper(
-        "ALBERT at init, SAN+skip, paper's surgery: mean r_12",
-        albert_paper["SAN+skip"][-1].mean(),
-        "albert-base-v2", "SAN+skip",
-        tol=0.08,
-    ),
-    attnbook.check(
-        "ALBERT at init, SAN, paper's surgery: max r_12 (to 3 decimals)",
-        at_round_off(albert_paper["SAN"][-1].max()),
-        at_most=1e-3,
-    ),
+    attnbook.compare("ALBERT at init, SAN+skip, book surgery: mean r_12",
+                     albert0["SAN+skip"][-1].mean(),
+                     paper=fig2_at("albert-base-v2", "init", "SAN+skip", 12),
+                     tol=0.1, source=FIG2,
+                     reason="the book removes ALBERT's whole feed-forward block; the "
+                     "paper's code kept LN(GELU(a) + a), a second skip per layer (next "
+                     "claim)"),
+    near_paper("ALBERT at init, SAN+skip, paper's surgery: mean r_12",
+               albert_paper["SAN+skip"][-1].mean(), "albert-base-v2", "SAN+skip",
+               tol=0.08),
+    attnbook.check("ALBERT at init, SAN, paper's surgery: max r_12 (to 3 decimals)",
+                   at_round_off(albert_paper["SAN"][-1].max()), at_most=1e-3),
 ]
 
 # %% [markdown]
@@ -551,35 +396,23 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # model (after a dip in the middle layers), and its embeddings start higher (0.92 against BERT's 0.69).
 
 # %% tags=["nbval-check-output"]
+OTHER_MODEL = ("a different pretrained model (6 layers, distilled, fine-tuned on "
+               "sentence pairs) on different inputs; see the text")
+BERT_12 = "BERT-base at layer 12, Fig. 2"
 [
-    attnbook.compare(
-        "pretrained MiniLM, SAN+skip: mean r_L at the last layer",
-        mini["SAN+skip"][-1].mean(),
-        paper=fig2_at("bert-base-cased", "pretrained", "SAN+skip", 12),
-        tol=0.1,
-        source="BERT-base at layer 12, Fig. 2",
-        reason="a different pretrained model (6 layers, distilled, fine-tuned on "
-            "sentence pairs) "
-        "on different inputs; see the text",
-    ),
-    attnbook.compare(
-        "pretrained MiniLM, Transformer: mean r_L, last layer",
-        mini["Transformer"][-1].mean(),
-        paper=fig2_at("bert-base-cased", "pretrained", "Transformer", 12),
-        tol=0.1,
-        source="BERT-base at layer 12, Fig. 2",
-        reason="a different pretrained model (6 layers, distilled, fine-tuned on "
-            "sentence pairs) "
-        "on different inputs; see the text",
-    ),
-    attnbook.compare(
-        "pretrained MiniLM: embeddings, mean r_0",
-        mini["SAN"][0].mean(),
-        paper=PAPER[("bert-base-cased", "pretrained")]["embeddings"],
-        tol=0.1,
-        source="BERT-base, Fig. 2",
-        reason="a different pretrained model and tokenizer on different inputs",
-    ),
+    attnbook.compare("pretrained MiniLM, SAN+skip: mean r_L at the last layer",
+                     mini["SAN+skip"][-1].mean(),
+                     paper=fig2_at("bert-base-cased", "pretrained", "SAN+skip", 12),
+                     tol=0.1, source=BERT_12, reason=OTHER_MODEL),
+    attnbook.compare("pretrained MiniLM, Transformer: mean r_L, last layer",
+                     mini["Transformer"][-1].mean(),
+                     paper=fig2_at("bert-base-cased", "pretrained", "Transformer", 12),
+                     tol=0.1, source=BERT_12, reason=OTHER_MODEL),
+    attnbook.compare("pretrained MiniLM: embeddings, mean r_0", mini["SAN"][0].mean(),
+                     paper=PAPER[("bert-base-cased", "pretrained")]["embeddings"],
+                     tol=0.1, source="BERT-base, Fig. 2",
+                     reason="a different pretrained model and tokenizer on different "
+                     "inputs"),
 ]
 
 # %% [markdown]
@@ -609,65 +442,32 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # %%
 gen = torch.Generator().manual_seed(0)
 n_seq = sizes["path_sequences"]
-path_batch = {k: v[:n_seq] for k, v in batch.items()}
 path_attention = {  # (sequences, L, H, n, n)
-    "pretrained all-MiniLM-L6-v2": hf.attention_matrices(minilm, path_batch),
+    "pretrained all-MiniLM-L6-v2": hf.attention_matrices(
+        minilm, {k: v[:n_seq] for k, v in batch.items()}),
     "BERT-base at initialisation": init_attention[:n_seq],
 }
 rank1 = {}
 for name, a in path_attention.items():  # each length: n_paths paths on random sequences
     by_length = rank1_distance_by_length(a, sizes["n_paths"], generator=gen)
     rank1[name] = {k: d.numpy() for k, d in by_length.items()}
-print("median distance to rank one, by path length")
-for name, d in rank1.items():
-    medians = "  ".join(f"{k}: {np.median(v):.0e}" for k, v in d.items())
-    print(
-        f"{name}:\n"
-        + textwrap.fill(medians, 76, initial_indent="  ", subsequent_indent="  ")
-    )
+    medians = "  ".join(f"{k}: {np.median(v):.0e}" for k, v in rank1[name].items())
+    print(f"{name}, median distance to rank one by path length:")
+    print(textwrap.fill(medians, 76, initial_indent="  ", subsequent_indent="  "))
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(
-    1,
-    2,
-    figsize=(6.4, 4.2),
-    sharey=True,
-    gridspec_kw=dict(width_ratios=[1, 1.6]),
-    layout="constrained",
-)
-for ax, (name, d) in zip(axes, rank1.items()):
-    ax.boxplot(
-        [np.maximum(v, 1e-8) for v in d.values()],
-        positions=list(d),
-        widths=0.6,
-        showfliers=False,
-    )
-    ax.set(yscale="log", title=name, xlabel="path length $k$")
-axes[0].set_ylabel(r"$\|P - P_1\|_F \,/\, \|P\|_F$")
-fig.suptitle(
-    "Products of real attention matrices approach\n"
-    "rank one as paths get longer (sampled paths)"
-)
+depth_figures.rank1_boxplots(rank1)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 m_rank1, b_rank1 = rank1.values()
 [
-    attnbook.check(
-        "pretrained MiniLM: median rank-1 distance, length 1",
-        np.median(m_rank1[1]),
-        at_least=0.2,
-    ),
-    attnbook.check(
-        "pretrained MiniLM: median rank-1 distance, length 6",
-        np.median(m_rank1[max(m_rank1)]),
-        at_most=0.05,
-    ),
-    attnbook.check(
-        "BERT-base at init: median rank-1 distance, length 2",
-        np.median(b_rank1[2]),
-        at_most=0.02,
-    ),
+    attnbook.check("pretrained MiniLM: median rank-1 distance, length 1",
+                   np.median(m_rank1[1]), at_least=0.2),
+    attnbook.check("pretrained MiniLM: median rank-1 distance, length 6",
+                   np.median(m_rank1[max(m_rank1)]), at_most=0.05),
+    attnbook.check("BERT-base at init: median rank-1 distance, length 2",
+                   np.median(b_rank1[2]), at_most=0.02),
 ]
 
 # %% [markdown]

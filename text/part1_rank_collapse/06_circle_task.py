@@ -32,8 +32,7 @@ import numpy as np
 import torch
 import matplotlib.pyplot as plt
 from attnbook.claims import papers
-from attnbook.core import plotting
-from attnbook.rank.tasks import circle
+from attnbook.rank.tasks import circle, circle_figures
 
 dev = attnbook.setup(seed=0)
 cfg = attnbook.preset("circle")
@@ -52,16 +51,7 @@ print({k: v for k, v in cfg.items()})
 # %% tags=["hide-input"]
 X, Y = circle.circle_dataset(cfg["n_points"])
 print("items:", tuple(X.shape), "targets:", tuple(Y.shape))
-fig, ax = plt.subplots(figsize=(5.2, 5.2))
-ax.plot(X[:, 0, 0], X[:, 0, 1], ".", ms=2, label="token 1 (inputs)")
-ax.plot(X[:, 1, 0], X[:, 1, 1], ".", ms=2, label="token 2 (inputs)")
-ax.set(
-    aspect="equal",
-    xlabel="x",
-    ylabel="y",
-    title="Two arcs: each token walks\nits own half circle",
-)
-ax.legend(loc="center")
+circle_figures.task(X)
 plt.show()
 
 # %% [markdown]
@@ -101,32 +91,28 @@ print(model(X[:3]).shape, "parameters:", sum(p.numel() for p in model.parameters
 # %%
 # squared error summed over the plane, mean over tokens and items
 mse = circle.one_step_mse
+SIZE = dict(n_points=cfg["n_points"], n_heads=cfg["n_heads"], device=dev)
 
 
 def fit_book(d, variant, seed, **extra):
     # the book's recipe (circle.fit): AdamW, warm-up + cosine, clipping, random batches
     return circle.fit(d, seed, steps=cfg["steps"], lr=cfg["lr"], batch=cfg["batch"],
-                      n_points=cfg["n_points"], n_heads=cfg["n_heads"], device=dev,
-                      **VARIANTS[variant], **extra)
+                      **SIZE, **VARIANTS[variant], **extra)
 
 
-PAPER_RECIPE = papers.number("dong2021", "training_recipe").value
+PAPER_RECIPE = papers.number("dong2021", "training_recipe").value  # lr, batch, Adam
 DONG = papers.numbers("dong2021")  # the paper's numbers, each with where it was read
 MERGES, WIDTH = DONG["fig3_small_san_merges"], DONG["fig3_width_delays_collapse"]
 MLP_DELAYS = DONG["fig3_mlp_delays_collapse"]
 SKIP_APART = DONG["fig3_skip_keeps_tokens_apart"]
-FIG3 = MERGES.where
 
 
 def fit_paper(d, variant, seed, **extra):
     # the paper's recipe (circle.fit_paper_recipe): constant rate, items in order,
     # summed error
-    return circle.fit_paper_recipe(
-        d, seed, lr=PAPER_RECIPE["lr"], batch_size=PAPER_RECIPE["batch_size"],
-        optimizer=PAPER_RECIPE["optimizer"], epochs=cfg["paper_recipe_epochs"],
-        n_points=cfg["n_points"], n_heads=cfg["n_heads"], device=dev,
-        **VARIANTS[variant], **extra,
-    )
+    return circle.fit_paper_recipe(d, seed, **PAPER_RECIPE, **SIZE,
+                                   epochs=cfg["paper_recipe_epochs"],
+                                   **VARIANTS[variant], **extra)
 
 
 # %%
@@ -148,20 +134,12 @@ for name, h, e in (("paper", h_paper, mse_paper), ("book", h_book, mse_book)):
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "circle: paper-recipe MSE / book-recipe MSE (d=32 SAN, seed 0)",
-        mse_paper / mse_book,
-        at_least=100,
-        digits=1,
-    ),
+    attnbook.check("circle: paper-recipe MSE / book-recipe MSE (d=32 SAN, seed 0)",
+                   mse_paper / mse_book, at_least=100, digits=1),
     attnbook.check(
         "circle: paper-recipe MSE / stay-put MSE (d=32 SAN, seed 0: not trained)",
-        mse_paper / base["stay_put"],
-        at_least=10,
-        digits=1,
-    ),
+        mse_paper / base["stay_put"], at_least=10, digits=1),
 ]
-
 
 # %% [markdown]
 # ## Measuring collapse
@@ -183,21 +161,11 @@ for name, h, e in (("paper", h_paper, mse_paper), ("book", h_book, mse_book)):
 # (`circle.spread`).
 
 # %%
-def token_gaps(traj):
-    return circle.token_gaps(traj).numpy()
-
-
-collapse_step = circle.collapse_step
 traj = circle.rollout(m_book, X[0], cfg["rollout"])
-g = token_gaps(traj)
-print(
-    "gap at t = 0, 50, 100, 300:",
-    np.round(g[[0, 50, 100, -1]], 3),
-    "| collapse step:",
-    collapse_step(g),
-    "| spread:",
-    round(circle.spread(traj), 3),
-)
+g = circle.token_gaps(traj).numpy()
+print("gap at t = 0, 50, 100, 300:", np.round(g[[0, 50, 100, -1]], 3),
+      "| collapse step:", circle.collapse_step(g),
+      "| spread:", round(circle.spread(traj), 3))
 
 # %% [markdown]
 # ## Width, skip and MLP, over several seeds
@@ -207,126 +175,47 @@ print(
 # each out from the same start.
 
 # %%
-runs = {}
-for d in cfg["widths"]:
-    for variant in VARIANTS:
-        out = []
-        for seed in range(cfg["n_seeds"]):
-            m, h = fit_book(d, variant, seed)
-            with torch.no_grad():
-                one_step = float(mse(m, XY))
-            tr = circle.rollout(m, X[0], cfg["rollout"])
-            out.append(
-                dict(
-                    traj=tr,
-                    gaps=token_gaps(tr),
-                    step=collapse_step(token_gaps(tr)),
-                    spread=circle.spread(tr),
-                    mse=one_step,
-                )
-            )
-        runs[d, variant] = out
-        steps = [r["step"] for r in out]
-        print(
-            f"d={d:3d} {variant:9s} collapsed: "
-            f"{sum(s is not None for s in steps)}/{len(steps)}  "
-            f"collapse steps: {steps}"
-        )
+# every record: one-step MSE / stay put, collapse step, final gap, spread, trajectory
+runs = circle.seed_sweep(fit_book, cfg["widths"], VARIANTS, cfg["n_seeds"], X, Y,
+                         cfg["rollout"])
+live_steps = circle.collapse_steps(runs)  # None: the tokens never merge
+print(circle.merge_report(live_steps))
 
 # %% [markdown]
 # The gate: before any rollout is read, every model must have learned the one-step map, with an error well
 # below staying put (at most half of it). A model that fails it is not a finding about collapse.
 
 # %% tags=["nbval-check-output"]
-worst = max(r["mse"] for out in runs.values() for r in out) / base["stay_put"]
+worst = max(r["mse_over_stay_put"] for out in runs.values() for r in out)
 print(
     f"one-step MSE / stay put, worst of {sum(map(len, runs.values()))} models: "
     f"{worst:.2f}"
 )
-attnbook.check(
-    "gate: worst one-step MSE of the trained models / stay-put MSE",
-    worst,
-    at_most=0.5,
-    digits=2,
-    band=0.05,
-)
+attnbook.check("gate: worst one-step MSE of the trained models / stay-put MSE", worst,
+               at_most=0.5, digits=2, band=0.05)
 
 # %% [markdown]
 # The grid below is the book's version of the paper's Figure 3: one seed per panel (seed 0), token 1 in
 # blue and token 2 in orange, lighter at the start; the grey circle is the data ({numref}`fig-ch06-2`).
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(
-    3, 2, figsize=(6.4, 9.6), sharex=True, sharey=True, layout="constrained"
-)
-ring = circle.circle_points(cfg["n_points"])
-for row, d in enumerate(cfg["widths"]):
-    for col, variant in enumerate(VARIANTS):
-        ax, r = (
-            axes[col, row],
-            runs[d, variant][0],
-        )  # a row per variant, a column per width
-        tr = r["traj"].clamp(-0.6, 0.6)
-        ax.plot(ring[:, 0], ring[:, 1], color="0.85", lw=4, zorder=0)
-        for k, c in enumerate(["tab:blue", "tab:orange"]):
-            ax.plot(tr[:, k, 0], tr[:, k, 1], "-", color=c, lw=1, alpha=0.8)
-            ax.plot(tr[0, k, 0], tr[0, k, 1], "o", color=c, ms=6)
-            ax.plot(tr[-1, k, 0], tr[-1, k, 1], "x", color="k", ms=7)
-        ax.set(
-            aspect="equal",
-            xlim=(-0.6, 0.6),
-            ylim=(-0.6, 0.6),
-            title=f"d={d}, {variant}\ngap {r['gaps'][-1]:.2f}",
-        )
-for ax in axes[-1]:
-    ax.set_xlabel("x")
-for ax in axes[:, 0]:
-    ax.set_ylabel("y")
-fig.suptitle("Recursive predictions, 300 steps\n(o: start, x: end; seed 0)")
+circle_figures.trajectories(runs, cfg["widths"], list(VARIANTS), cfg["n_points"])
 plt.show()
 
 # %% [markdown]
 # Over all seeds, the fraction of trajectories that have collapsed by step $t$ ($g_t < 0.05$) ({numref}`fig-ch06-3`):
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 5.0), layout="constrained")
-t = np.arange(cfg["rollout"] + 1)
-styles = {32: "-", 128: "--"}
-for (d, variant), out in runs.items():
-    frac = np.mean([(t >= r["step"]) if r["step"] is not None else 0 * t for r in out],
-                   axis=0)
-    ax.plot(
-        t,
-        frac,
-        styles[d],
-        color=plotting.variant_color(variant),
-        label=f"d={d} {variant}",
-    )
-ax.set(
-    xlabel="recursion step t",
-    ylabel="fraction of seeds collapsed",
-    title="Without the outer skip some runs collapse;\nwith it, none do",
-)
-fig.legend(loc="outside lower center", ncol=2)
+circle_figures.merged_by_step(live_steps, cfg["rollout"])
 plt.show()
 
 
 # %%
 def frac_collapsed(d, variant):
-    return float(np.mean([r["step"] is not None for r in runs[d, variant]]))
+    return circle.merged_fraction(live_steps[d, variant])
 
 
-def mean_step(d, variant):  # mean collapse step of the runs that collapsed
-    steps = [r["step"] for r in runs[d, variant] if r["step"] is not None]
-    return float(np.mean(steps)) if steps else float("nan")
-
-
-for d in cfg["widths"]:
-    for v in VARIANTS:
-        print(
-            f"d={d:3d} {v:9s} collapsed fraction {frac_collapsed(d, v):.2f}   mean "
-            f"collapse step of those {mean_step(d, v):.0f}"
-        )
+print(circle.merge_report(live_steps, "fraction"))
 
 # %% [markdown]
 # ## What holds, and what does not
@@ -334,35 +223,24 @@ for d in cfg["widths"]:
 # The paper's claims, checked on these runs. Each "collapsed fraction" is over the seeds above.
 
 # %% tags=["nbval-check-output"]
-paper_recipe_step = collapse_step(
-    token_gaps(circle.rollout(m_paper, X[0], cfg["rollout"]))
-)
+paper_recipe_step = circle.collapse_step(
+    circle.token_gaps(circle.rollout(m_paper, X[0], cfg["rollout"])))
 [
     attnbook.compare(
         "circle, book recipe: fraction of d=32 pure-SAN seeds whose tokens merge "
-        "within 300 steps",
-        frac_collapsed(32, "SAN"),
-        paper=MERGES.value,
-        same_side_of=0.5,
-        source=FIG3,
+        "within 300 steps", frac_collapsed(32, "SAN"), paper=MERGES.value,
+        same_side_of=0.5, source=MERGES.where,
         reason="trained to a far smaller one-step error than the paper's recipe "
-            "allows, merging "
-        "depends on the seed: most seeds keep two tokens",
-    ),
-    attnbook.check(
-        "circle: fraction of d=32 SAN+skip runs whose tokens merge",
-        frac_collapsed(32, "SAN+skip"),
-        at_most=0.0,
-    ),
+               "allows, merging depends on the seed: most seeds keep two tokens"),
+    attnbook.check("circle: fraction of d=32 SAN+skip runs whose tokens merge",
+                   frac_collapsed(32, "SAN+skip"), at_most=0.0),
     attnbook.compare(
         "circle, paper recipe (an untrained model, far above the stay-put error): d=32 "
         "SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
-        int(paper_recipe_step is not None),
-        paper=MERGES.value,
-        tol=0,
-        source=FIG3,
-    ),
+        int(paper_recipe_step is not None), paper=MERGES.value, tol=0,
+        source=MERGES.where),
 ]
+
 
 # %% [markdown]
 # On models that pass the gate, width points the paper's way without deciding it: at $d = 128$ one pure-SAN
@@ -373,35 +251,26 @@ paper_recipe_step = collapse_step(
 # circle, see the grid).
 
 # %%
-live_steps = {key: [r["step"] for r in out] for key, out in runs.items()}
-
-
-def delay(a, b):
+def delay(steps, a, b):
     # mean censored collapse step of a minus that of b, with a 90% seed-bootstrap
     # interval; single seeds change their collapse step between CPU code paths, so
     # these values move by several steps (band 10)
-    return circle.collapse_delay(live_steps[a], live_steps[b], cfg["rollout"])
+    return circle.collapse_delay(steps[a], steps[b], cfg["rollout"])
 
 
-SEEDS_UNDECIDED = (
-    "the 90% seed interval of the delay contains 0: at this number of seeds the runs "
-    "do not "
-    "decide (the paper shows one run per panel)"
-)
+SEEDS_UNDECIDED = ("the 90% seed interval of the delay contains 0: at this number of "
+                   "seeds the runs do not decide (the paper shows one run per panel)")
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare(
         "circle, book recipe: delay of collapse from width, d=128 minus d=32 pure SAN "
-        "(steps)",
-        **delay((128, "SAN"), (32, "SAN")), paper=WIDTH.value, same_side_of=0,
-        band=10, source=WIDTH.where,
-        reason=SEEDS_UNDECIDED),
+        "(steps)", **delay(live_steps, (128, "SAN"), (32, "SAN")), paper=WIDTH.value,
+        same_side_of=0, band=10, source=WIDTH.where, reason=SEEDS_UNDECIDED),
     attnbook.compare(
         "circle, book recipe: delay of collapse from an MLP, d=32 SAN+MLP minus SAN "
-        "(steps)",
-        **delay((32, "SAN+MLP"), (32, "SAN")), paper=MLP_DELAYS.value, same_side_of=0,
-        band=10, source=MLP_DELAYS.where,
+        "(steps)", **delay(live_steps, (32, "SAN+MLP"), (32, "SAN")),
+        paper=MLP_DELAYS.value, same_side_of=0, band=10, source=MLP_DELAYS.where,
         reason=SEEDS_UNDECIDED),
     attnbook.check("circle: fraction of d=128 SAN+skip runs whose tokens merge",
         frac_collapsed(128, "SAN+skip"), at_most=0.0),
@@ -423,38 +292,26 @@ SEEDS16 = seeds16.command if not seeds16 else seeds16["meta"]["command"]
 if seeds16:
     # every run; the runs that pass the gate (the comparisons use these)
     every16, by16, failed16 = circle.gated_runs(seeds16["runs"])
-    for key, out in by16.items():
-        merged = sum(r["collapse_step"] is not None for r in out)
-        print(f"d={key[0]:3d} {key[1]:9s} merged: {merged}/{len(out)} that pass "
-              "the gate")
-
-
-def delay16(a, b):
-    # as delay() above, over the gated runs of the 16 seeds of the file
-    steps = [[r["collapse_step"] for r in by16[k]] for k in (a, b)]
-    return circle.collapse_delay(*steps, cfg["rollout"])
-
+    steps16 = circle.collapse_steps(by16)
+    print(circle.merge_report(steps16, "gated"))
 
 # %% tags=["nbval-check-output"]
 attnbook.claims.when_available(seeds16, lambda: [
     # the live runs are the file's first seeds: collapsed or not, run by run
     attnbook.check("16 seeds: live runs whose merging differs from the file's "
-                   "same seed",
-                   circle.status_flips(live_steps, every16), at_most=3, band=3,
-                   precomputed=SEEDS16),
+                   "same seed", circle.status_flips(live_steps, every16), at_most=3,
+                   band=3, precomputed=SEEDS16),
     attnbook.check("16 seeds: runs that fail the gate (left out of the comparisons)",
                    failed16, at_most=2, precomputed=SEEDS16),
     attnbook.compare("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 "
-                     "pure SAN (steps)", **delay16((128, "SAN"), (32, "SAN")),
+                     "pure SAN (steps)", **delay(steps16, (128, "SAN"), (32, "SAN")),
                      paper=WIDTH.value, same_side_of=0, band=10, precomputed=SEEDS16,
-                     source=WIDTH.where,
-                     reason=SEEDS_UNDECIDED),
+                     source=WIDTH.where, reason=SEEDS_UNDECIDED),
     attnbook.compare("circle, 16 seeds: delay of collapse from an MLP, d=32 SAN+MLP "
-                     "minus "
-                     "SAN (steps)", **delay16((32, "SAN+MLP"), (32, "SAN")),
+                     "minus SAN (steps)",
+                     **delay(steps16, (32, "SAN+MLP"), (32, "SAN")),
                      paper=MLP_DELAYS.value, same_side_of=0, band=10,
-                     precomputed=SEEDS16,
-                     source=MLP_DELAYS.where,
+                     precomputed=SEEDS16, source=MLP_DELAYS.where,
                      reason=SEEDS_UNDECIDED),
 ], "circle, 16 seeds: the section's claims")
 
@@ -484,13 +341,8 @@ control = circle.load_runs("control")
 CONTROL = control.command if not control else control["meta"]["command"]
 every_c, gated_c, _ = circle.gated_runs(control["runs"] if control else [])
 gated = {d: gated_c.get((d, "SAN, no attention"), []) for d in cfg["widths"]}
-for d in cfg["widths"] if control else []:
-    of_d = every_c[d, "SAN, no attention"]
-    print(f"d={d:3d} without attention: one-step MSE / stay put "
-          f"{[round(r['mse_over_stay_put'], 2) for r in of_d]}; {len(gated[d])} pass "
-          f"the gate, of which "
-          f"{sum(r['collapse_step'] is not None for r in gated[d])} merge")
 if control:
+    print(circle.control_report(every_c, gated))
     live = circle.summarise_run(fit_book(128, "SAN", 0, attention=False)[0], X, Y,
                                 cfg["rollout"])
     shipped = every_c[128, "SAN, no attention"][0]  # seed 0
@@ -529,27 +381,20 @@ attnbook.claims.when_available(control, lambda: [
 # wide SAN with an MLP (seed 0; `None` means not within 300 steps):
 
 # %%
-paper_steps = {
-    "d=32 SAN": collapse_step(token_gaps(circle.rollout(m_paper, X[0], cfg["rollout"])))
-}
+paper_steps = {"d=32 SAN": paper_recipe_step}  # computed above
 for d, variant in ((128, "SAN"), (128, "SAN+MLP")):
-    m, _ = fit_paper(d, variant, 0)
-    paper_steps[f"d={d} {variant}"] = collapse_step(
-        token_gaps(circle.rollout(m, X[0], cfg["rollout"]))
-    )
+    traj = circle.rollout(fit_paper(d, variant, 0)[0], X[0], cfg["rollout"])
+    paper_steps[f"d={d} {variant}"] = circle.collapse_step(circle.token_gaps(traj))
 print(paper_steps)
 
 # %% tags=["nbval-check-output"]
 attnbook.compare(
     "circle, paper recipe (untrained models): collapse step of d=128 SAN+MLP minus "
-    "that "
-    "of d=32 SAN (seed 0)",
+    "that of d=32 SAN (seed 0)",
     (paper_steps["d=128 SAN+MLP"] or cfg["rollout"] + 1) - paper_steps["d=32 SAN"],
-    digits=2,
-    paper=WIDTH.value * MLP_DELAYS.value,
-    same_side_of=0,
+    digits=2, paper=WIDTH.value * MLP_DELAYS.value, same_side_of=0,
     source="Fig. 3, one run per panel: width and an MLP delay collapse "
-    "(direction only)",
+           "(direction only)",
     reason="in this run the wide SAN with an MLP merges no later than the small SAN",
 )
 
@@ -561,18 +406,14 @@ attnbook.compare(
 # %% tags=["nbval-check-output"]
 m_skip, _ = fit_paper(32, "SAN", 0, official_skip=True)
 skip_traj = circle.rollout_official_skip(m_skip, X[0], cfg["rollout"])
-skip_gaps = token_gaps(skip_traj)
-print(f"official --circle_skip, d=32 SAN, seed 0: collapse step "
-      f"{collapse_step(skip_gaps)}, "
+skip_gaps = circle.token_gaps(skip_traj)
+skip_step = circle.collapse_step(skip_gaps)
+print(f"official --circle_skip, d=32 SAN, seed 0: collapse step {skip_step}, "
       f"final gap {skip_gaps[-1]:.2f}, spread {circle.spread(skip_traj):.2f}")
 attnbook.compare(
     "circle, paper recipe with the official --circle_skip scheme (an untrained model): "
     "d=32 SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
-    int(collapse_step(skip_gaps) is not None),
-    paper=SKIP_APART.value,
-    tol=0,
-    source=SKIP_APART.where,
-)
+    int(skip_step is not None), paper=SKIP_APART.value, tol=0, source=SKIP_APART.where)
 
 # %% [markdown]
 # The published skip panel is reproduced: the predicted tokens never merge. They stay apart by moving away

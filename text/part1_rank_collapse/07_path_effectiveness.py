@@ -29,16 +29,15 @@ except ImportError:
 # - measure how much faster the book's recipe reaches the paper's accuracy than the paper's own recipe.
 
 # %%
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
 
 import attnbook
-import numpy as np
-from attnbook.stats import bootstrap_mean_difference
-import torch
-import matplotlib.pyplot as plt
 from attnbook.claims import papers
-from attnbook.rank import paths, tasks
-from attnbook.core import plotting
 from attnbook.core.train import train
+from attnbook.rank import paths, tasks
+from attnbook.rank.tasks import effectiveness_figures
 
 dev = attnbook.setup(seed=0)
 cfg = attnbook.preset("path_effectiveness")
@@ -71,9 +70,7 @@ print({k: cfg[k] for k in ("n_paths", "repeats", "lr", "batch", "preset")})
 # reads the result (`attnbook.rank.paths.path_forward`).
 
 # %%
-print(
-    "paths of each length, L=6, H=2:", [int(c) for c in paths.path_length_counts(6, 2)]
-)
+print("paths of each length, L=6, H=2:", paths.path_length_counts(6, 2))
 g = torch.Generator().manual_seed(0)
 print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 
@@ -98,56 +95,37 @@ PAPER_CHANCE = papers.number("dong2021", "path_effectiveness_chance").value
 models, setups, full = {}, {}, {}
 for name in TASKS:
     attnbook.seed_everything(0)
-    g = torch.Generator().manual_seed(0)
-    t = tasks.path_task(name, cfg[name], g)
-    h = train(
-        t["model"],
-        lambda step: t["batch_fn"](cfg["batch"]),
-        t["loss_fn"],
-        steps=cfg[name]["steps"],
-        lr=cfg["lr"],
-        progress=False,
-        device=dev,
-    )
+    t = tasks.path_task(name, cfg[name], torch.Generator().manual_seed(0))
+    h = train(t["model"], lambda step: t["batch_fn"](cfg["batch"]), t["loss_fn"],
+              steps=cfg[name]["steps"], lr=cfg["lr"], progress=False, device=dev)
     models[name], setups[name] = t["model"], t
     full[name] = tasks.full_accuracy(t["model"], t["eval"])
-    print(
-        f"{name:13s} {h['steps_done']} steps in {h['time']:.0f} s: full-model "
-        f"accuracy {full[name]:.3f} "
-        f"(paper {PAPER_FULL[name]}), chance {t['chance']:.3f}, ceiling "
-        f"{t['ceiling']:.3f}"
-    )
+    print(f"{name:13s} {h['steps_done']} steps in {h['time']:.0f} s: full-model "
+          f"accuracy {full[name]:.3f} (paper {PAPER_FULL[name]}), chance "
+          f"{t['chance']:.3f}, ceiling {t['ceiling']:.3f}")
 
 # %% tags=["nbval-check-output"]
 # the gate: every path analysis below needs a model that has learned its task, far
 # above chance / majority
 TRAINED_ENOUGH = {"sort": 0.95, "hull": 0.85, "memorization": 0.95}
+CHANCE = {name: setups[name]["chance"] for name in TASKS}
+CEILING = {name: setups[name]["ceiling"] for name in TASKS}
 DIFFERS = {
     "memorization": "scored on its own training sentences, the book's model is at "
-    f"{full['memorization'] / setups['memorization']['ceiling']:.1%} of its ceiling "
-    f"({setups['memorization']['ceiling']:.3f}, the best a model without positions can "
+    f"{full['memorization'] / CEILING['memorization']:.1%} of its ceiling "
+    f"({CEILING['memorization']:.3f}, the best a model without positions can "
     "do on them); the paper's stopped lower"
 }
 [
-    *[
-        attnbook.check(
-            f"paths: full-model accuracy / ceiling, {name} (trained-enough gate)",
-            full[name] / setups[name]["ceiling"],
-            at_least=TRAINED_ENOUGH[name],
-        )
-        for name in TASKS
-    ],
-    *[
-        attnbook.compare(
-            f"paths: full-model accuracy, {name}",
-            full[name],
-            paper=PAPER_FULL[name],
-            tol=0.05,
-            source="Fig. 4, the full model's reference line",
-            reason=DIFFERS.get(name, ""),
-        )
-        for name in TASKS
-    ],
+    *[attnbook.check(
+        f"paths: full-model accuracy / ceiling, {name} (trained-enough gate)",
+        full[name] / CEILING[name], at_least=TRAINED_ENOUGH[name])
+      for name in TASKS],
+    *[attnbook.compare(f"paths: full-model accuracy, {name}", full[name],
+                       paper=PAPER_FULL[name], tol=0.05,
+                       source="Fig. 4, the full model's reference line",
+                       reason=DIFFERS.get(name, ""))
+      for name in TASKS],
 ]
 
 # %% [markdown]
@@ -161,17 +139,10 @@ acc = {}
 g = torch.Generator().manual_seed(1)
 for name in TASKS:
     for n in cfg["n_paths"]:
-        acc[name, n] = np.array(
-            [
-                tasks.path_accuracy(
-                    models[name], setups[name]["eval"], k, n, cfg["repeats"], g
-                )
-                for k in range(cfg[name]["depth"] + 1)
-            ]
-        )
-    print(
-        name, "mean accuracy by length (20 paths):", np.round(acc[name, 20].mean(1), 2)
-    )
+        acc[name, n] = tasks.path_accuracy_by_length(
+            models[name], setups[name]["eval"], n, cfg["repeats"], g)
+    print(name, "mean accuracy by length (20 paths):",
+          np.round(acc[name, 20].mean(1), 2))
 
 # %% [markdown]
 # The path-restricted model is read by the full model's classifier, which was trained on the full model's
@@ -184,106 +155,57 @@ for name in TASKS:
 # %%
 probe = {}
 g = torch.Generator().manual_seed(2)
-n_fit = cfg["probe_train"]
-for name in TASKS:
-    x, y, m = setups[name]["train_set"]
-    fit_on = (x[:n_fit], y[:n_fit], None if m is None else m[:n_fit])
-    probe[name] = np.array(
-        [
-            tasks.path_probe_accuracy(
-                models[name], fit_on, setups[name]["eval"], k, 20, cfg["repeats"], g
-            )
-            for k in range(cfg[name]["depth"] + 1)
-        ]
-    )
+for name in TASKS:  # fitted on the first probe_train training sequences
+    probe[name] = tasks.path_probe_accuracy_by_length(
+        models[name], setups[name]["train_set"], setups[name]["eval"], 20,
+        cfg["repeats"], g, n_fit=cfg["probe_train"])
     print(name, "refitted probe, by length (20 paths):",
           np.round(probe[name].mean(1), 2))
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(3, 1, figsize=(6.4, 10.5), layout="constrained")
-for ax, name in zip(axes, TASKS):
-    ks = np.arange(cfg[name]["depth"] + 1)
-    for n, shift, c in zip(cfg["n_paths"], (-0.06, 0.06), ("tab:purple", "tab:green")):
-        a = acc[name, n]
-        ax.errorbar(ks + shift, a.mean(1), yerr=a.std(1), fmt="o-", color=c, capsize=3,
-                    label=f"{n} paths")
-    ax.plot(ks, probe[name].mean(1), "s--", color="tab:orange",
-            label="20 paths, probe refitted")
-    ax.axhline(full[name], color="k", lw=1.2, label="this book: full model")
-    ax.axhline(setups[name]["chance"], color="tab:red", lw=1.2,
-               label="this book: chance / majority")
-    plotting.paper_line(ax, PAPER_FULL[name], "full model")
-    plotting.paper_line(ax, PAPER_CHANCE[name], "chance / majority")
-    ax.set(xlabel="path length k", title=name, ylim=(0, 1.05))
-for ax in axes:
-    ax.set_ylabel("token accuracy")
-handles, labels = axes[0].get_legend_handles_labels()
-fig.legend(handles, labels, loc="outside lower center", ncol=2)
-fig.suptitle(
-    "Accuracy of sampled paths by length\n(mean and sd over repeats; lines: full "
-    "model, chance)"
-)
+effectiveness_figures.accuracy_by_length(acc, probe, full, CHANCE, PAPER_FULL,
+                                         PAPER_CHANCE)
 plt.show()
-
 
 # %% [markdown]
 # The paper's three claims about this figure, checked. "Short" is the better of lengths 1 and 2, "long" is
 # the longest path (all six layers); accuracies are with 20 paths unless stated.
 
 # %%
-def mean_acc(name, n, k, readout=acc):
-    table = readout[name, n] if readout is acc else readout[name]
-    return float(table[k].mean())
-
-
-def best_short(name, n=20, readout=acc):
-    return max(mean_acc(name, n, 1, readout), mean_acc(name, n, 2, readout))
-
-
-def gain_share(name, readout=acc):
-    # the best short path's accuracy above a floor, as a share of the full model's: the
-    # floor is chance for the model's classifier, and for a refitted probe its own
-    # accuracy at length 0 (a probe fitted on the scored sentences beats chance alone)
-    c = setups[name]["chance"] if readout is acc else mean_acc(name, 20, 0, readout)
-    return (best_short(name, readout=readout) - c) / (full[name] - c)
-
-
-SHORT = papers.number("dong2021", "path_effectiveness_length_1")
-PAPER_SHORT, FIG4 = SHORT.value, "Fig. 4, read by eye (+-0.15)"
+A20 = {name: acc[name, 20] for name in TASKS}  # read by the model's classifier
+best_short = {name: tasks.best_short(A20[name]) for name in TASKS}  # k = 1, 2
+probe_short = {name: tasks.best_short(probe[name]) for name in TASKS}
+PAPER_SHORT = papers.number("dong2021", "path_effectiveness_length_1").value
+FIG4 = "Fig. 4, read by eye (+-0.15)"
 HULL_GAIN = PAPER_SHORT["hull"] - PAPER_CHANCE["hull"]
 HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, majority line "
                f"{PAPER_CHANCE['hull']}")
-PAPER_SHARE = (PAPER_SHORT["memorization"] - PAPER_CHANCE["memorization"]) / (
-    PAPER_FULL["memorization"] - PAPER_CHANCE["memorization"])
-SHARE_SOURCE = (f"Fig. 4: about {PAPER_SHORT['memorization']} at length 1, full model "
-                f"{PAPER_FULL['memorization']}, chance {PAPER_CHANCE['memorization']}")
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare("paths: sort, best short path (k=1,2, 20 paths), accuracy",
-        best_short("sort"), paper=PAPER_SHORT["sort"], tol=0.15,
-        source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1"),
+                     best_short["sort"], paper=PAPER_SHORT["sort"], tol=0.15,
+                     source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1"),
     attnbook.compare("paths: sort, longest path (k=6, 20 paths) minus chance",
-        mean_acc("sort", 20, 6) - setups["sort"]["chance"], paper=0.0, tol=0.05,
-        band=0.01,
-        source="Fig. 4: falls to chance"),
+                     float(A20["sort"][6].mean()) - CHANCE["sort"], paper=0.0, tol=0.05,
+                     band=0.01, source="Fig. 4: falls to chance"),
     attnbook.compare("paths: memorization, best short path (k=1,2, 20 paths), accuracy",
-        best_short("memorization"), paper=PAPER_SHORT["memorization"], tol=0.15,
-        source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
+                     best_short["memorization"], paper=PAPER_SHORT["memorization"],
+                     tol=0.15, source=FIG4 + f": above {PAPER_SHORT['memorization']} "
+                     "at length 1"),
     attnbook.compare(
         "paths: memorization, longest path minus best short path (20 paths)",
-        mean_acc("memorization", 20, 6) - best_short("memorization"), 
+        float(A20["memorization"][6].mean()) - best_short["memorization"],
         paper=PAPER_CHANCE["memorization"] - PAPER_SHORT["memorization"],
         same_side_of=0, source="Fig. 4: accuracy falls with length"),
     attnbook.compare(
         "paths: hull, best short path (k=1,2, 20 paths) minus the majority line",
-        best_short("hull") - setups["hull"]["chance"], paper=HULL_GAIN,
-        same_side_of=0, band=0.01, source=HULL_SOURCE,
+        best_short["hull"] - CHANCE["hull"], paper=HULL_GAIN, same_side_of=0, band=0.01,
+        source=HULL_SOURCE,
         reason="with the official --ffn2 embedding the hull model keeps its accuracy "
-        "only as a whole: its best short paths are at "
-        f"{best_short('hull'):.2f} (refitted probe "
-        f"{best_short('hull', readout=probe):.2f}) "
-        f"against the majority line {setups['hull']['chance']:.2f}"),
+        f"only as a whole: its best short paths are at {best_short['hull']:.2f} "
+        f"(refitted probe {probe_short['hull']:.2f}) against the majority line "
+        f"{CHANCE['hull']:.2f}"),
 ]
 
 # %% [markdown]
@@ -295,10 +217,9 @@ SHARE_SOURCE = (f"Fig. 4: about {PAPER_SHORT['memorization']} at length 1, full 
 # alone.
 
 # %% tags=["nbval-check-output"]
-MAJORITY = setups["hull"]["chance"]
-any_length = max(mean_acc("hull", 20, k, probe) for k in range(len(probe["hull"])))
-any_own = max(mean_acc("hull", 20, k) for k in range(len(probe["hull"])))
-sort_probe = best_short("sort", readout=probe)
+MAJORITY = CHANCE["hull"]
+any_length = max(float(a.mean()) for a in probe["hull"])  # the best length
+any_own = max(float(a.mean()) for a in A20["hull"])
 [
     attnbook.compare(
         "paths: hull, best path of any length (20 paths) minus the majority line",
@@ -308,16 +229,15 @@ sort_probe = best_short("sort", readout=probe)
         f"{MAJORITY:.2f} by more than 0.01 (best {any_own:.2f})"),
     attnbook.compare(
         "paths, refitted probe: sort, best short path (20 paths), accuracy",
-        sort_probe, paper=PAPER_SHORT["sort"], tol=0.15,
-        band=0.02, source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1",
-        reason=f"{'above' if sort_probe > PAPER_SHORT['sort'] else 'below'} the "
-        "paper's range; the model's classifier reads "
-        f"{best_short('sort'):.1f} from the same paths"),
+        probe_short["sort"], paper=PAPER_SHORT["sort"], tol=0.15, band=0.02,
+        source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1",
+        reason=f"{'above' if probe_short['sort'] > PAPER_SHORT['sort'] else 'below'} "
+        "the paper's range; the model's classifier reads "
+        f"{best_short['sort']:.1f} from the same paths"),
     attnbook.compare(
         "paths, refitted probe: memorization, best short path (20 paths), accuracy",
-        best_short("memorization", readout=probe), paper=PAPER_SHORT["memorization"],
-        tol=0.15, band=0.02,
-        source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
+        probe_short["memorization"], paper=PAPER_SHORT["memorization"], tol=0.15,
+        band=0.02, source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
     attnbook.compare(
         "paths, refitted probe: hull, best path of any length minus the majority line",
         any_length - MAJORITY, paper=HULL_GAIN, same_side_of=0.01, band=0.01,
@@ -327,15 +247,23 @@ sort_probe = best_short("sort", readout=probe)
 ]
 
 # %% tags=["nbval-check-output"]
+MEM = "memorization"
+PAPER_SHARE = ((PAPER_SHORT[MEM] - PAPER_CHANCE[MEM])
+               / (PAPER_FULL[MEM] - PAPER_CHANCE[MEM]))
+SHARE_SOURCE = (f"Fig. 4: about {PAPER_SHORT[MEM]} at length 1, full model "
+                f"{PAPER_FULL[MEM]}, chance {PAPER_CHANCE[MEM]}")
+shares = {  # floors: chance, and the probe's own accuracy at length 0
+    "model's classifier": tasks.gain_share(A20[MEM], full[MEM], CHANCE[MEM]),
+    "refitted probe": tasks.gain_share(probe[MEM], full[MEM],
+                                       float(probe[MEM][0].mean())),
+}
 [
     attnbook.compare(
         f"paths: memorization, share of the full model's gain (over chance; probe: "
-        f"over length 0) kept by the best short path ({label})",
-        gain_share("memorization", readout), paper=PAPER_SHARE,
-        same_side_of=0.5, band=0.03, source=SHARE_SOURCE,
-        reason=f"the best short path keeps {gain_share('memorization', readout):.0%} "
-        "of the full model's gain")
-    for label, readout in (("model's classifier", acc), ("refitted probe", probe))
+        f"over length 0) kept by the best short path ({label})", share,
+        paper=PAPER_SHARE, same_side_of=0.5, band=0.03, source=SHARE_SOURCE,
+        reason=f"the best short path keeps {share:.0%} of the full model's gain")
+    for label, share in shares.items()
 ]
 
 # %% [markdown]
@@ -347,17 +275,12 @@ sort_probe = best_short("sort", readout=probe)
 from attnbook.rank.tasks import hull as hull_task
 
 _, hull_labels = hull_task.hull_batch(
-    20_000, generator=torch.Generator().manual_seed(5)
-)
+    20_000, generator=torch.Generator().manual_seed(5))
 generator_majority = hull_task.majority_accuracy(hull_labels)
 print(f"majority line of the hull generator (20,000 sets): {generator_majority:.3f}")
 attnbook.compare(
     "hull: majority line of the paper's generator (10 points, uniform square, shift)",
-    generator_majority,
-    paper=PAPER_CHANCE["hull"],
-    tol=0.02,
-    digits=3,
-    band=0.005,
+    generator_majority, paper=PAPER_CHANCE["hull"], tol=0.02, digits=3, band=0.005,
     source=f"Fig. 4: majority line {PAPER_CHANCE['hull']}",
     reason=f"always answering 'inside' is right {generator_majority:.1%} of the time "
     "under the generator the paper describes (about 4 of 10 points are hull vertices)",
@@ -365,33 +288,20 @@ attnbook.compare(
 
 # %% tags=["nbval-check-output"]
 MORE_PATHS = papers.number("dong2021", "path_effectiveness_more_paths_help")
+# 20 paths minus 5 paths at lengths 1-2, with a 90% bootstrap interval over the repeats
+more = {name: tasks.more_paths_gain(acc[name, 20], acc[name, 5]) for name in TASKS}
 
 
-def more_paths(name):
-    # 20 paths minus 5 paths at lengths 1-2, with a 90% bootstrap interval over the
-    # sampled repeats
-    est, lo, hi = bootstrap_mean_difference(
-        np.concatenate([acc[name, 20][k] for k in (1, 2)]),
-        np.concatenate([acc[name, 5][k] for k in (1, 2)]),
-    )
-    return dict(value=est, interval=(lo, hi))
-
-
-def not_decided(name):
-    r = more_paths(name)
+def not_decided(r):
     lo, hi = r["interval"]
     return (f"20 minus 5 paths is {r['value']:+.3f}, interval [{lo:+.3f}, {hi:+.3f}] "
             "over the sampled repeats: not all above 0")
+
+
 [
-    attnbook.compare(
-        f"paths: {name}, 20 paths minus 5 paths (lengths 1-2)",
-        **more_paths(name),
-        paper=MORE_PATHS.value,
-        same_side_of=0,
-        band=0.01,
-        source=MORE_PATHS.where,
-        reason=not_decided(name),
-    )
+    attnbook.compare(f"paths: {name}, 20 paths minus 5 paths (lengths 1-2)",
+                     **more[name], paper=MORE_PATHS.value, same_side_of=0, band=0.01,
+                     source=MORE_PATHS.where, reason=not_decided(more[name]))
     for name in TASKS
 ]
 
@@ -410,44 +320,27 @@ def not_decided(name):
 # %%
 # the benchmark ran once, at the quick preset's task sizes; every preset reads that file
 bench = attnbook.core.runs.load("bench_recipes", preset="quick")
-print("produced by:", bench["meta"]["command"], "|", bench["machine"], "|",
-      bench["date"])
-print(
-    f"{'task':6s} {'recipe':6s} {'target':>6s} {'time to target':>16s} {'steps':>6s} "
-    f"{'final acc':>9s}"
-)
-for r in bench["rows"]:
-    when = (
-        f"{r['cpu_seconds_to_target']:.0f} CPU s"
-        if r["reached"]
-        else f"not in {r['cpu_seconds']:.0f} CPU s"
-    )
-    print(
-        f"{r['task']:6s} {r['recipe']:6s} {r['target']:6.2f} {when:>16s} "
-        f"{str(r['steps_to_target'] or r['steps_done']):>6s} {r['final_acc']:9.3f}"
-    )
+print(effectiveness_figures.bench_table(bench))
 
 # %% tags=["nbval-check-output"]
 rows = {(r["task"], r["recipe"]): r for r in bench["rows"]}
-sort_book, sort_paper = rows["sort", "book"], rows["sort", "paper"]
-hull_book, hull_paper = rows["hull", "book"], rows["hull", "paper"]
-hull_ratio = hull_paper["cpu_seconds_to_target"] / hull_book["cpu_seconds_to_target"]
+hull_ratio = (rows["hull", "paper"]["cpu_seconds_to_target"]
+              / rows["hull", "book"]["cpu_seconds_to_target"])
 BENCH = bench["meta"]["command"]
 [
     attnbook.check("paths: sort, book recipe reaches 0.98 (bench run, CPU s)",
-        sort_book["cpu_seconds_to_target"], at_most=sort_paper["cpu_seconds"] / 3,
-        digits=2, precomputed=BENCH),
+                   rows["sort", "book"]["cpu_seconds_to_target"],
+                   at_most=rows["sort", "paper"]["cpu_seconds"] / 3, digits=2,
+                   precomputed=BENCH),
     attnbook.check("paths: hull, CPU time to 0.90, the paper's recipe / the book's",
-        hull_ratio, at_least=3, digits=2, precomputed=BENCH),
-    *[
-        attnbook.compare(
-            f"paths: {task}, full-model accuracy after the paper's recipe (70 epochs)",
-            rows[task, "paper"]["final_acc"], paper=PAPER_FULL[task], tol=0.05,
-            source="Fig. 4, the full model's reference line",
-            reason=f"its {rows[task, 'paper']['steps_done']} steps end at "
-            f"{rows[task, 'paper']['final_acc']:.2f}", precomputed=BENCH)
-        for task in ("sort", "hull")
-    ],
+                   hull_ratio, at_least=3, digits=2, precomputed=BENCH),
+    *[attnbook.compare(
+        f"paths: {task}, full-model accuracy after the paper's recipe (70 epochs)",
+        rows[task, "paper"]["final_acc"], paper=PAPER_FULL[task], tol=0.05,
+        source="Fig. 4, the full model's reference line",
+        reason=f"its {rows[task, 'paper']['steps_done']} steps end at "
+        f"{rows[task, 'paper']['final_acc']:.2f}", precomputed=BENCH)
+      for task in ("sort", "hull")],
 ]
 
 # %% [markdown]

@@ -41,6 +41,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
+from attnbook.signal import collapse_figures
 from attnbook.signal import propagation as prop
 from attnbook.core.attention import Block, gaussian_init_
 
@@ -147,19 +148,11 @@ kappa_mc = (u.relu() * v.relu()).mean().item()
 [
     # round-off-level values are stated as counts above a threshold, so that nothing
     # printed depends on the CPU
-    attnbook.check(
-        "uniform attention: token pairs whose difference x_1 - x_2 changes by more "
-        "than 1e-10",
-        int(diff_change > 1e-10),
-        close_to=0,
-        tol=0,
-    ),
-    attnbook.check(
-        "relu kernel kappa(0.4): Monte-Carlo minus formula",
-        kappa_mc - prop.relu_kernel(r).item(),
-        close_to=0.0,
-        tol=3e-3,
-    ),
+    attnbook.check("uniform attention: token pairs whose difference x_1 - x_2 "
+                   "changes by more than 1e-10", int(diff_change > 1e-10),
+                   close_to=0, tol=0),
+    attnbook.check("relu kernel kappa(0.4): Monte-Carlo minus formula",
+                   kappa_mc - prop.relu_kernel(r).item(), close_to=0.0, tol=3e-3),
 ]
 
 
@@ -218,28 +211,16 @@ def late_slope(mlp):
 
 
 slopes = {mlp: late_slope(mlp) for mlp in (False, True)}
-print(
-    "pre-LN, alpha = 1: slope of log(1 - rho_l) against log l over layers 1000-10000:",
-    {
-        ("attention + MLP" if k else "attention only"): round(v, 3)
-        for k, v in slopes.items()
-    },
-)
+print("pre-LN, alpha = 1: slope of log(1 - rho_l) against log l over layers "
+      "1000-10000:", {"attention only": round(slopes[False], 3),
+                      "attention + MLP": round(slopes[True], 3)})
 [
     attnbook.check(
         "pre-LN recursion without MLP: rate exponent of 1 - rho_l (theory -1)",
-        slopes[False],
-        close_to=-1.0,
-        tol=0.02,
-        digits=3,
-    ),
+        slopes[False], close_to=-1.0, tol=0.02, digits=3),
     attnbook.check(
         "pre-LN recursion with MLP: rate exponent of 1 - rho_l (theory -2/3)",
-        slopes[True],
-        close_to=-2 / 3,
-        tol=0.03,
-        digits=3,
-    ),
+        slopes[True], close_to=-2 / 3, tol=0.03, digits=3),
 ]
 
 # %% [markdown]
@@ -250,45 +231,13 @@ print(
 configs = [(ln, scaled) for ln in ("pre", "post") for scaled in (False, True)]
 X0_dev = X0.to(dev)  # drawn on the CPU generator, run on the chapter's device
 depths = list(sizes["depths"])
-sim, theory = {}, {}
-for ln, scaled in configs:
-    sim[ln, scaled], theory[ln, scaled] = [], []
-    for L in depths:
-        vals = []
-        for s in range(sizes["n_nets"]):
-            torch.manual_seed(1000 * L + s)
-            net = prop.build_stack(
-                L, d, sizes["n_heads"], layernorm=ln, scaled=scaled, device=dev
-            )
-            vals.append(prop.cosine_by_layer(net, X0_dev)[-1].item())
-        sim[ln, scaled].append(sum(vals) / len(vals))
-        alpha = 1 / math.sqrt(L) if scaled else 1.0
-        theory[ln, scaled].append(
-            prop.meanfield_cosine(L, rho0, n, alpha=alpha, layernorm=ln)[-1].item()
-        )
+# per (LN, scaled): the output cosine per depth, averaged over n_nets stacks drawn
+# with seeds 1000 L + s, and the mean-field recursion's value
+sim, theory = prop.cosine_by_depth(X0_dev, depths, sizes["n_nets"], sizes["n_heads"],
+                                   rho0, configs=configs, device=dev)
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(6.4, 5.4), sharey=True, layout="constrained")
-for ax, ln in zip(axes, ("pre", "post")):
-    for scaled, color in ((False, "#d62728"), (True, "#1f77b4")):
-        lab = r"$\alpha = 1/\sqrt{L}$" if scaled else r"$\alpha = 1$"
-        ax.plot(depths, sim[ln, scaled], "o-", color=color, label=f"simulation, {lab}")
-        ax.plot(
-            depths,
-            theory[ln, scaled],
-            "--",
-            color=color,
-            lw=1.3,
-            label=f"mean field, {lab}",
-        )
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("depth L")
-    ax.set_title(f"{ln}-LN")
-axes[0].set_ylabel("token cosine at the output")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
-fig.suptitle(
-    "Unscaled, the tokens align with depth;\nwith alpha = 1/sqrt(L) they stay apart"
-)
+collapse_figures.cosine_by_depth(depths, sim, theory)
 plt.show()
 
 
@@ -301,34 +250,17 @@ bound = {"pre": 1 - (1 - rho0) / 2.5, "post": 1 - (1 - rho0) * math.exp(-1.5)}
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "post-LN, alpha=1: token cosine at the deepest L",
-        sim["post", False][-1],
-        at_least=0.99,
-    ),
-    attnbook.check(
-        "pre-LN, alpha=1: token cosine at the deepest L",
-        sim["pre", False][-1],
-        at_least=0.9,
-    ),
-    attnbook.check(
-        "pre-LN, alpha=1/sqrt(L): largest cosine over depths",
-        max(sim["pre", True]),
-        at_most=bound["pre"],
-    ),
-    attnbook.check(
-        "post-LN, alpha=1/sqrt(L): largest cosine over depths",
-        max(sim["post", True]),
-        at_most=bound["post"],
-    ),
-    *[
-        attnbook.check(
-            f"{ln}-LN, {'scaled' if s else 'unscaled'}: largest |simulation - theory|",
-            max_gap((ln, s)),
-            at_most=0.1,
-        )
-        for ln, s in configs
-    ],
+    attnbook.check("post-LN, alpha=1: token cosine at the deepest L",
+                   sim["post", False][-1], at_least=0.99),
+    attnbook.check("pre-LN, alpha=1: token cosine at the deepest L",
+                   sim["pre", False][-1], at_least=0.9),
+    attnbook.check("pre-LN, alpha=1/sqrt(L): largest cosine over depths",
+                   max(sim["pre", True]), at_most=bound["pre"]),
+    attnbook.check("post-LN, alpha=1/sqrt(L): largest cosine over depths",
+                   max(sim["post", True]), at_most=bound["post"]),
+    *[attnbook.check(
+        f"{ln}-LN, {'scaled' if s else 'unscaled'}: largest |simulation - theory|",
+        max_gap((ln, s)), at_most=0.1) for ln, s in configs],
 ]
 
 # %% [markdown]
@@ -374,22 +306,13 @@ torch.manual_seed(0)
 stack = prop.build_stack(4, d, sizes["n_heads"], layernorm="pre", dtype=torch.float64)
 x = torch.randn(1, 1, d, dtype=torch.float64)
 collapsed = x.expand(1, n, d).contiguous()
-norms = prop.qkv_grad_norms(
-    stack, collapsed, generator=torch.Generator().manual_seed(1)
-)
-rel_qk = (torch.maximum(norms["q"], norms["k"]) / norms["v"]).max().item()
-print(
-    "layers with |grad W_Q| or |grad W_K| above 1e-12:",
-    int(((norms["q"] > 1e-12) | (norms["k"] > 1e-12)).sum()),
-    "of",
-    len(norms["q"]),
-)
-print(
-    "layers with |grad W_V| above 1e-3:",
-    int((norms["v"] > 1e-3).sum()),
-    "of",
-    len(norms["v"]),
-)
+readout_gen = torch.Generator().manual_seed(1)
+norms = prop.qkv_grad_norms(stack, collapsed, generator=readout_gen)
+qk = torch.maximum(norms["q"], norms["k"])
+print("layers with |grad W_Q| or |grad W_K| above 1e-12:", int((qk > 1e-12).sum()),
+      "of", len(qk))
+print("layers with |grad W_V| above 1e-3:", int((norms["v"] > 1e-3).sum()),
+      "of", len(norms["v"]))
 # the step of the proof: rows of dL/dM sum to zero, on a random non-collapsed instance
 M = torch.randn(n, n, dtype=torch.float64, requires_grad=True)
 GA = torch.randn(n, n, dtype=torch.float64)
@@ -399,8 +322,7 @@ GA = torch.randn(n, n, dtype=torch.float64)
 [
     attnbook.check(
         "collapsed input: layers where |grad W_Q or W_K| / |grad W_V| exceeds 1e-12",
-        int(((torch.maximum(norms["q"], norms["k"]) / norms["v"]) > 1e-12).sum()),
-        close_to=0, tol=0),
+        int((qk / norms["v"] > 1e-12).sum()), close_to=0, tol=0),
     attnbook.check("collapsed input: smallest |grad W_V| over layers",
         norms["v"].min().item(), at_least=1e-3),
     attnbook.check(
@@ -419,40 +341,11 @@ GA = torch.randn(n, n, dtype=torch.float64)
 
 # %% tags=["hide-input"]
 L = sizes["grad_depth"]
-grads, cos_layers = {}, {}
-for ln, scaled in configs:
-    torch.manual_seed(7)
-    net = prop.build_stack(
-        L, d, sizes["n_heads"], layernorm=ln, scaled=scaled, device=dev
-    )
-    raw = prop.qkv_grad_norms(net, X0_dev, generator=torch.Generator().manual_seed(3))
-    grads[ln, scaled] = {name: v.cpu() for name, v in raw.items()}
-    cos_layers[ln, scaled] = prop.cosine_by_layer(net, X0_dev).cpu()
+# one stack of each kind (seed 7), a fixed Gaussian readout R (seed 3): per-layer norms
+grads = prop.grad_norms_by_config(X0_dev, L, sizes["n_heads"], configs, device=dev)
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(1, 2, figsize=(6.4, 5.6), sharey=True, layout="constrained")
-layers = range(1, L + 1)
-for ax, ln in zip(axes, ("pre", "post")):
-    for scaled, ls in ((False, "-"), (True, "--")):
-        g = grads[ln, scaled]
-        tag = "1/sqrt(L)" if scaled else "1"
-        for name, color in (("q", "#d62728"), ("k", "#ff7f0e"), ("v", "#1f77b4")):
-            ax.plot(
-                layers,
-                g[name],
-                ls,
-                color=color,
-                label=f"$W_{name.upper()}$, alpha={tag}",
-            )
-    ax.set_yscale("log")
-    ax.set_xlabel("layer")
-    ax.set_title(f"{ln}-LN, depth {L}")
-axes[0].set_ylabel("gradient norm at initialisation")
-fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=2)
-fig.suptitle(
-    "Post-LN, unscaled: $W_Q$, $W_K$ gradients vanish with depth;\npre-LN and "
-    "1/sqrt(L) scaling keep them"
-)
+collapse_figures.grad_norms_by_layer(grads)
 plt.show()
 
 
@@ -463,27 +356,15 @@ def ratio(key, layer):
 
 
 [
-    attnbook.check(
-        "post-LN, alpha=1: |grad W_Q,K| / |grad W_V| at the last layer (floored at "
-        "1e-5)",
-        max(ratio(("post", False), -1), 1e-5),
-        at_most=1e-3,
-    ),
-    attnbook.check(
-        "pre-LN, alpha=1: that ratio, last layer / first layer",
-        ratio(("pre", False), -1) / ratio(("pre", False), 0),
-        at_most=0.25,
-    ),
-    attnbook.check(
-        "post-LN, alpha=1/sqrt(L): ratio at the last layer",
-        ratio(("post", True), -1),
-        at_least=0.05,
-    ),
-    attnbook.check(
-        "pre-LN, alpha=1/sqrt(L): ratio, last layer / first layer",
-        ratio(("pre", True), -1) / ratio(("pre", True), 0),
-        at_least=0.3,
-    ),
+    attnbook.check("post-LN, alpha=1: |grad W_Q,K| / |grad W_V| at the last layer "
+                   "(floored at 1e-5)", max(ratio(("post", False), -1), 1e-5),
+                   at_most=1e-3),
+    attnbook.check("pre-LN, alpha=1: that ratio, last layer / first layer",
+                   ratio(("pre", False), -1) / ratio(("pre", False), 0), at_most=0.25),
+    attnbook.check("post-LN, alpha=1/sqrt(L): ratio at the last layer",
+                   ratio(("post", True), -1), at_least=0.05),
+    attnbook.check("pre-LN, alpha=1/sqrt(L): ratio, last layer / first layer",
+                   ratio(("pre", True), -1) / ratio(("pre", True), 0), at_least=0.3),
 ]
 
 # %% [markdown]

@@ -45,7 +45,6 @@ import attnbook
 from attnbook.signal import propagation as prop
 from attnbook.signal import jacobian_figures, reverser_figures
 from attnbook.claims import papers
-from attnbook import stats
 from attnbook.signal import reverser as rv
 
 dev = attnbook.setup(seed=0)
@@ -113,13 +112,8 @@ print(dict(sizes))
 
 # %%
 gen = torch.Generator().manual_seed(0)
-n, d, dk, dv, rho = (
-    sizes["n_tokens"],
-    sizes["d_model"],
-    sizes["d_k"],
-    sizes["d_v"],
-    sizes["rho"],
-)
+n, d, dk, dv = sizes["n_tokens"], sizes["d_model"], sizes["d_k"], sizes["d_v"]
+rho = sizes["rho"]
 sig = 1 / math.sqrt(d)  # gaussian_init_: variance 1 / fan-in
 # mean squared Jacobian norms over weight draws (uniform=True: at W_Q = 0 for q, W_K = 0
 # for k); the same seed gives the same draws across scales and temperatures
@@ -136,10 +130,9 @@ for key in "qkv":
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "eq. jv: simulation off the exact formula by more than 1e-10 relative (1 = "
-        "yes)",
-        int(abs(mc["v"] / formula["v"] - 1) > 1e-10), close_to=0, tol=0),
+    attnbook.check("eq. jv: simulation off the exact formula by more than 1e-10 "
+                   "relative (1 = yes)", int(abs(mc["v"] / formula["v"] - 1) > 1e-10),
+                   close_to=0, tol=0),
     attnbook.check("eq. jq for W_Q: simulation / formula", mc["q"] / formula["q"],
         close_to=1.0, tol=0.15),
     attnbook.check("eq. jq for W_K: simulation / formula", mc["k"] / formula["k"],
@@ -169,56 +162,26 @@ for key in "qkv":
 # past LayerNorm scale; against the width at a fixed $\sigma$; and against the length ({numref}`fig-ch09-1`).
 
 # %%
-scales = [0.1, 0.14, 0.2, 0.28, 0.4]
-by_scale = {
-    mode: [
-        draws(s * X, sizes["n_draws"] // 2, uniform=(mode == "uniform")) for s in scales
-    ]
-    for mode in ("uniform", "random")
-}
-# beyond: real random W_Q up to and past LayerNorm scale (s = 1: ||x_i||^2 about d)
-large_scales = [0.4, 0.56, 0.8, 1.0, 1.4, 2.0, 2.8, 4.0]
-by_large_scale = [
-    draws(s * X, sizes["n_draws"] // 2, uniform=False) for s in large_scales
-]
-
-# %%
-widths = [2 * n, 4 * n, 8 * n, 16 * n]  # tokens_with_cosine needs d > n
-by_width = []
-for w in widths:
-    # ||x_i||^2 = w, every cosine exactly rho
-    Xw = prop.tokens_with_cosine(n, w, rho, gen)
-    by_width.append(
-        (
-            draws(Xw, sizes["n_draws"] // 2, sigma=sig),
-            prop.uniform_attention_sq_norms(Xw, sig, sig, sig, dv),
-        )
-    )
-lengths = [2, 4, 8, 16, 32]
-by_length = []
-for m in lengths:
-    Xm = prop.correlated_tokens(1, m, d, rho, gen, dtype=torch.float64)[0]
-    by_length.append(
-        (
-            draws(Xm, sizes["n_draws"] // 2),
-            prop.uniform_attention_sq_norms(Xm, sig, sig, sig, dv),
-        )
-    )
+# the norms against the input scale s (W_Q = 0, so exactly uniform attention, and
+# real random W_Q; then random W_Q up to and past LayerNorm scale, s = 1), against
+# the width at a fixed sigma (every cosine exactly rho) and against the length, the
+# last two with their formulas; n_draws / 2 weight draws each
+laws = prop.jacobian_scaling_sweeps(X, sizes["n_draws"] // 2, d_k=dk, d_v=dv, sigma=sig,
+                                    rho=rho, generator=gen, device=dev)
 
 # %% tags=["hide-input"]
-jacobian_figures.scaling_laws(
-    scales, by_scale, large_scales, by_large_scale, widths, by_width, lengths,
-    by_length,
-)
+jacobian_figures.scaling_laws(**laws)
 plt.show()
 
 # %%
+widths, by_width, large_scales = laws["widths"], laws["by_width"], laws["large_scales"]
 w_slope = {
     key: prop.log_log_slope(widths, [mc_[key] for mc_, _ in by_width]) for key in "qv"
 }
-length_dev = max(abs(mc_[key] / f_[key] - 1) for mc_, f_ in by_length for key in "qv")
+length_dev = max(abs(mc_[key] / f_[key] - 1) for mc_, f_ in laws["by_length"]
+                 for key in "qv")
 # local slopes of the W_Q norm with real random W_Q: at LayerNorm scale and far past it
-q_large = [r["q"] for r in by_large_scale]
+q_large = [r["q"] for r in laws["by_large_scale"]]
 local = {
     "LN": prop.log_log_slope(large_scales[2:4], q_large[2:4]),  # s = 0.8 to 1
     "far": prop.log_log_slope(large_scales[-2:], q_large[-2:]),  # s = 2.8 to 4
@@ -227,26 +190,18 @@ print({k: round(v, 2) for k, v in local.items()})
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "width at fixed sigma: slope of |dS/dW_Q|^2", w_slope["q"], close_to=3, tol=0.3
-    ),
-    attnbook.check(
-        "width at fixed sigma: slope of |dS/dW_V|^2", w_slope["v"], close_to=1, tol=0.15
-    ),
-    attnbook.check(
-        "sequence length: largest |simulation / formula - 1|", length_dev, at_most=0.25
-    ),
+    attnbook.check("width at fixed sigma: slope of |dS/dW_Q|^2", w_slope["q"],
+                   close_to=3, tol=0.3),
+    attnbook.check("width at fixed sigma: slope of |dS/dW_V|^2", w_slope["v"],
+                   close_to=1, tol=0.15),
+    attnbook.check("sequence length: largest |simulation / formula - 1|", length_dev,
+                   at_most=0.25),
     attnbook.check(
         "random W_Q, s from 0.8 to 1 (LayerNorm scale): local slope of |dS/dW_Q|^2",
-        local["LN"],
-        close_to=6,
-        tol=0.3,
-    ),
+        local["LN"], close_to=6, tol=0.3),
     attnbook.check(
         "random W_Q, s from 2.8 to 4: local slope of |dS/dW_Q|^2 (the s^6 law bends)",
-        local["far"],
-        at_most=5.5,
-    ),
+        local["far"], at_most=5.5),
 ]
 
 # %% [markdown]
@@ -286,10 +241,9 @@ TAU_REVIEW = NOCI["balancing_temperature"]  # the review's tau
 Xn = prop.tokens_with_cosine(n, d, rho, gen)
 tau_formula = prop.balancing_temperature(Xn, sig, sig)
 taus = [0.2, 0.28, 0.4, 0.57, 0.8, 1.13, 1.6]
-ratios = []
-for tau in taus:
-    r = draws(Xn, sizes["n_draws"] // 2, temperature=tau, uniform=False, seed=5)
-    ratios.append(r["q"] / r["v"])
+by_tau = [draws(Xn, sizes["n_draws"] // 2, temperature=tau, uniform=False, seed=5)
+          for tau in taus]
+ratios = [r["q"] / r["v"] for r in by_tau]
 tau_sim = prop.log_crossing(taus, ratios)  # where the Q/V ratio falls through 1
 print(
     f"balancing temperature: formula {tau_formula:.3f}, simulation {tau_sim:.3f}; "
@@ -301,24 +255,16 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.check(
-        "balancing temperature, simulation / formula",
-        tau_sim / tau_formula,
-        at_least=0.5,
-        at_most=1.5,
-    ),
+    attnbook.check("balancing temperature, simulation / formula", tau_sim / tau_formula,
+                   at_least=0.5, at_most=1.5),
     attnbook.compare(
         "balancing inverse temperature 1/tau (a multiplier of the logits), book's "
-        "setting",
-        1 / tau_sim,
-        paper=TAU_REVIEW.value,
-        rel_tol=0.25,
+        "setting", 1 / tau_sim, paper=TAU_REVIEW.value, rel_tol=0.25,
         source=f"the review's tau = {TAU_REVIEW.value:g}, read as a multiplier of the "
-            "logits (it does not say which)",
+               "logits (it does not say which)",
         reason="the balancing value depends on the width, the length and the token "
-            "cosine (formula "
-        "above); the book's small setting is not the paper's IWSLT model",
-    ),
+               "cosine (formula above); the book's small setting is not the paper's "
+               "IWSLT model"),
 ]
 
 # %% [markdown]
@@ -345,45 +291,29 @@ def fairseq_multiplier(n_tokens, cosine):
     return 1 / prop.balancing_temperature(X, fairseq_sigma, fairseq_sigma)
 
 
-print(
-    "1/tau* with fairseq's initialisation at d = 512 (rows: cosine; columns: n = 25, "
-    "27, 30)"
-)
+print("1/tau* with fairseq's initialisation at d = 512 (rows: cosine; columns: n = 25, "
+      "27, 30)")
 for cosine in (0.2, 0.3, 0.4):
-    print(
-        f"  rho = {cosine}:",
-        [round(fairseq_multiplier(m, cosine), 2) for m in (25, 27, 30)],
-    )
+    print(f"  rho = {cosine}:",
+          [round(fairseq_multiplier(m, cosine), 2) for m in (25, 27, 30)])
 multiplier = fairseq_multiplier(27, 0.3)
 multiplier_range = (fairseq_multiplier(25, 0.3), fairseq_multiplier(30, 0.3))
 near_uniform = ratios[-1] / (tau_formula / taus[-1]) ** 2
-print(
-    f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention near "
-    "uniform): "
-    f"{near_uniform:.2f}"
-)
+print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention near "
+      f"uniform): {near_uniform:.2f}")
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare(
-        "balancing logit multiplier 1/tau*, the paper's setting (fairseq init, d = "
-        "512, "
-        "rho = 0.3, n = 25-30)",
-        multiplier,
-        paper=TAU_REVIEW.value,
-        interval=multiplier_range,
-        digits=2,
+        "balancing logit multiplier 1/tau*, the paper's setting (fairseq init, "
+        "d = 512, rho = 0.3, n = 25-30)", multiplier, paper=TAU_REVIEW.value,
+        interval=multiplier_range, digits=2,
         source=f"the review's tau = {TAU_REVIEW.value:g}, read as a multiplier of the "
-        "logits (a hypothesis: the review does not say which)",
-        reason=f"the range over IWSLT lengths does not contain {TAU_REVIEW.value:g}",
-    ),
+               "logits (a hypothesis: the review does not say which)",
+        reason=f"the range over IWSLT lengths does not contain {TAU_REVIEW.value:g}"),
     attnbook.check(
         "Q/V ratio, simulation / formula where attention is near uniform (largest tau)",
-        near_uniform,
-        at_least=0.8,
-        at_most=1.25,
-        digits=2,
-    ),
+        near_uniform, at_least=0.8, at_most=1.25, digits=2),
 ]
 
 # %% [markdown]
@@ -411,60 +341,28 @@ print(
 # %%
 size = rv.ReverserSize.from_preset(sizes)
 V, L = size.vocab, size.depth
-x_eval = torch.randint(
-    0, V, (sizes["n_eval"], size.seq_len), generator=torch.Generator().manual_seed(123)
-).to(dev)
+x_eval = torch.randint(0, V, (sizes["n_eval"], size.seq_len),
+                       generator=torch.Generator().manual_seed(123)).to(dev)
 model_ratios = rv.qv_ratios(size, True, [0.25, 0.35, 0.5, 0.7, 1.0], device=dev)
 tau_model = rv.closest_to_one(model_ratios)
-print(
-    "Q/V gradient ratio of the scaled model at init:",
-    {t: round(r, 2) for t, r in model_ratios.items()},
-)
+print("Q/V gradient ratio of the scaled model at init:",
+      {t: round(r, 2) for t, r in model_ratios.items()})
 print("temperature used below:", tau_model)
 
 # %%
-runs = [
-    ("sgd", False, 1.0),
-    ("sgd", False, tau_model),
-    ("sgd", True, 1.0),
-    ("sgd", True, tau_model),
-    ("adam", False, 1.0),
-    ("adam", True, 1.0),
-]
+runs = [("sgd", False, 1.0), ("sgd", False, tau_model), ("sgd", True, 1.0),
+        ("sgd", True, tau_model), ("adam", False, 1.0), ("adam", True, 1.0)]
 results = {}
 for opt, scaled, tau in runs:
     lr = sizes["sgd_lr"] if opt == "sgd" else sizes["adam_lr"]
     r = rv.train_run(size, optimizer=opt, scaled=scaled, temperature=tau, lr=lr, seed=0,
                      steps=sizes["steps"], x_eval=x_eval, device=dev)
     results[opt, scaled, tau] = r
-    print(
-        f"{opt:4s} alpha={'1/sqrt(L)' if scaled else '1':9s} tau={tau:4.2f}: final "
-        f"loss {r['loss']:.3f}, accuracy {r['acc']:.3f}"
-    )
+    print(f"{opt:4s} alpha={'1/sqrt(L)' if scaled else '1':9s} tau={tau:4.2f}: final "
+          f"loss {r['loss']:.3f}, accuracy {r['acc']:.3f}")
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 6.2), layout="constrained")
-colors = {"sgd": "#d62728", "adam": "#1f77b4"}
-for (opt, scaled, tau), hist in results.items():
-    loss = torch.tensor(hist["losses"])
-    smooth = torch.nn.functional.avg_pool1d(loss[None, None], 10, 1).flatten()
-    ax.plot(
-        range(10, len(loss) + 1),
-        smooth,
-        color=colors[opt],
-        ls="--" if scaled else "-",
-        alpha=1.0 if tau == 1.0 else 0.55,
-        label=f"{opt.upper()}, alpha={'1/sqrt(L)' if scaled else '1'}, tau={tau:.2f}",
-    )
-ax.axhline(math.log(V), color="0.6", lw=1, label="chance (log V)")
-ax.set(
-    xlabel="step",
-    ylabel="training loss (10-step mean)",
-    yscale="log",
-    title=f"Depth {L} post-LN, one seed: SGD needs alpha = 1/sqrt(L);\n"
-    "Adam trains this seed either way",
-)
-fig.legend(loc="outside lower center", ncol=1)
+reverser_figures.training_losses(results, V, L)
 plt.show()
 
 # %% tags=["nbval-check-output"]
@@ -505,27 +403,14 @@ acc = {k: r["acc"] for k, r in results.items()}
 # seeds; a direction counts only if the whole interval lies on it.
 
 # %% tags=["hide-input"]
-# precomputed at quick; at a preset without the file the claims below are "not available"
+# precomputed at quick; at a preset without the file the claims below are
+# "not available"
 sweep = rv.load_sweep()
 if sweep:
     arm = sweep["by_name"]
-    shipped_run = next(
-        r
-        for r in arm["sgd, alpha=1, tau=1"]["runs"]
-        if r["lr"] == sizes["sgd_lr"] and r["seed"] == 0
-    )
+    shipped_run = rv.sweep_run(arm["sgd, alpha=1, tau=1"], sizes["sgd_lr"], seed=0)
     live_gap = abs(shipped_run["acc"] - acc["sgd", False, 1.0])
-    rows = ["| arm | learning rate: accuracy, mean (min-max over seeds) |", "|---|---|"]
-    for name, a in arm.items():
-        cells_ = []
-        for lr in sweep["learning_rates"][a["optimizer"]]:
-            s = rv.seed_accuracies(a, lr)
-            mark = "**" if lr == a["best_lr"] else ""
-            cells_.append(
-                f"{mark}{lr:g}: {sum(s) / len(s):.2f} ({min(s):.2f}-{max(s):.2f}){mark}"
-            )
-        rows.append(f"| {name} | " + "; ".join(cells_) + " |")
-    display(Markdown("\n".join(rows)))
+    display(Markdown(rv.sweep_table(sweep)))
     print(f"the live run above against the shipped one: accuracy gap {live_gap:.3f}")
 
 # %% tags=["hide-input"]
@@ -535,94 +420,60 @@ if sweep:
 
 # %%
 if sweep:
-    def difference(a, b):
-        est, lo, hi = stats.bootstrap_mean_difference(
-            rv.seed_accuracies(arm[a]), rv.seed_accuracies(arm[b])
-        )
-        return est, (lo, hi)
-
-
-    adam_gain, adam_ci = difference("adam, alpha=1, tau=1", "sgd, alpha=1, tau=1")
-    scale_gain, scale_ci = difference("sgd, alpha=1/sqrt(L), tau=1",
-                                      "sgd, alpha=1, tau=1")
-    tau_name = next(
-        n for n, a in arm.items() if a["optimizer"] == "sgd" and a["temperature"] != 1
-    )
-    tau_gain, tau_ci = difference(tau_name, "sgd, alpha=1, tau=1")
-    tau_log = next(
-        r["log"]
-        for r in arm[tau_name]["runs"]
-        if r["lr"] == arm[tau_name]["best_lr"] and r["seed"] == 0
-    )
+    # each arm at its best learning rate: difference of mean accuracies, 90% interval
+    adam_gain, adam_ci = rv.arm_difference(sweep, "adam, alpha=1, tau=1",
+                                           "sgd, alpha=1, tau=1")
+    scale_gain, scale_ci = rv.arm_difference(sweep, "sgd, alpha=1/sqrt(L), tau=1",
+                                             "sgd, alpha=1, tau=1")
+    tau_name = rv.temperature_arm(sweep)
+    tau_gain, tau_ci = rv.arm_difference(sweep, tau_name, "sgd, alpha=1, tau=1")
+    tau_star = arm[tau_name]["temperature"]
+    tau_log = rv.best_log(arm[tau_name])  # seed 0
     adam_seeds = rv.seed_accuracies(arm["adam, alpha=1, tau=1"])
     # the unscaled model's calibration, as the sweep made it (rv.balancing_temperature)
-    init_ratio = rv.qv_ratios(size, False, (1.0, arm[tau_name]["temperature"]))
+    init_ratio = rv.qv_ratios(size, False, (1.0, tau_star))
 
 # %% tags=["nbval-check-output"]
 attnbook.claims.when_available(sweep, lambda: [
     attnbook.check(
-        "sweep: the live SGD run against its shipped twin (accuracy gap)",
-        live_gap,
-        at_most=0.05,
-        digits=2,
+        "sweep: the live SGD run against its shipped twin (accuracy gap)", live_gap,
+        at_most=0.05, digits=2,
         # the live run trains on this CPU's code path; the shipped one on another
-        band=0.05,
-        precomputed=sweep["meta"]["command"],
-    ),
+        band=0.05, precomputed=sweep["meta"]["command"]),
     attnbook.compare(
         "unscaled model: Adam minus SGD, accuracy at each one's best learning rate",
-        adam_gain,
-        paper=NOCI["adam_trains_what_sgd_cannot"].value,
-        same_side_of=0.0,
-        interval=adam_ci,
-        digits=2,
-        source=NOCI["adam_trains_what_sgd_cannot"].where,
+        adam_gain, paper=NOCI["adam_trains_what_sgd_cannot"].value, same_side_of=0.0,
+        interval=adam_ci, digits=2, source=NOCI["adam_trains_what_sgd_cannot"].where,
         reason="Adam trains the unscaled model for 1 seed of 3 at its best learning "
-               "rate "
-        f"(accuracies {', '.join(f'{x:.2f}' for x in adam_seeds)}): the seeds do not "
-        "decide",
-        precomputed=sweep["meta"]["command"],
-    ),
+               f"rate (accuracies {', '.join(f'{x:.2f}' for x in adam_seeds)}): the "
+               "seeds do not decide",
+        precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: the live run and Adam against SGD")
 
 # %% tags=["nbval-check-output"]
 attnbook.claims.when_available(sweep, lambda: [
     attnbook.compare(
         "SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning "
-        "rate",
-        scale_gain,
-        paper=NOCI["residual_scaling_helps_sgd"].value,
-        same_side_of=0.0,
-        interval=scale_ci,
-        digits=2,
+        "rate", scale_gain, paper=NOCI["residual_scaling_helps_sgd"].value,
+        same_side_of=0.0, interval=scale_ci, digits=2,
         source=NOCI["residual_scaling_helps_sgd"].where,
-        reason="the interval reaches zero",
-        precomputed=sweep["meta"]["command"],
-    ),
+        reason="the interval reaches zero", precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: residual scaling with SGD")
 
 # %% tags=["nbval-check-output"]
 attnbook.claims.when_available(sweep, lambda: [
     attnbook.compare(
         "SGD, unscaled: its balancing temperature minus tau = 1, accuracy at each "
-        "one's best "
-        "learning rate",
-        tau_gain,
-        paper=NOCI["balancing_temperature_helps_sgd"].value,
-        same_side_of=0.0,
-        interval=tau_ci,
-        digits=2,
-        source=NOCI["balancing_temperature_helps_sgd"].where,
-        reason=f"tau = {arm[tau_name]['temperature']:g} balances the gradients at "
-               "initialisation "
-        f"(Q/V ratio {init_ratio[arm[tau_name]['temperature']]:.2f}, against "
-        f"{init_ratio[1.0]:.2f} at tau = 1), but the balance is gone by step "
-        f"{tau_log[0]['step']} "
-        f"(QK/V {tau_log[0]['qk_grad'] / tau_log[0]['v_grad']:.2f}) and the output "
-        "tokens stay "
-        f"collapsed (cosine {tau_log[-1]['cosine']:.3f} at step {tau_log[-1]['step']})",
-        precomputed=sweep["meta"]["command"],
-    ),
+        "one's best learning rate", tau_gain,
+        paper=NOCI["balancing_temperature_helps_sgd"].value, same_side_of=0.0,
+        interval=tau_ci, digits=2, source=NOCI["balancing_temperature_helps_sgd"].where,
+        reason=f"tau = {tau_star:g} balances the gradients at initialisation (Q/V "
+               f"ratio {init_ratio[tau_star]:.2f}, against {init_ratio[1.0]:.2f} at "
+               f"tau = 1), but the balance is gone by step {tau_log[0]['step']} (QK/V "
+               f"{tau_log[0]['qk_grad'] / tau_log[0]['v_grad']:.2f}) and the output "
+               f"tokens stay collapsed (cosine {tau_log[-1]['cosine']:.3f} at step "
+               f"{tau_log[-1]['step']})",
+        precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: the balancing temperature with SGD")
 
 # %% [markdown]
@@ -650,43 +501,20 @@ by_depth, learned = rv.by_depth(
     size, (4, 8, 16), lr=sizes["adam_lr"], steps=sizes["steps"], x_eval=x_eval,
     device=dev, learnable_depth=16,
 )
-for (depth, scaled), r in by_depth.items():
-    cosines = " ".join(f"{e['cosine']:.2f}" for e in r["log"])
-    print(f"depth {depth:2d}, alpha={'1/sqrt(L)' if scaled else '1':9s}: accuracy "
-          f"{r['acc']:.2f}, token cosine {cosines}")
-for scaled, r in learned.items():
-    a = r["log"][-1]["alphas"]
-    print(f"learnable alpha from {'1/sqrt(L)' if scaled else '1'}: accuracy "
-          f"{r['acc']:.2f}, scales after training {min(a):.2f} to {max(a):.2f}")
+print(rv.depth_report(by_depth, learned))
 
 # %% tags=["hide-input"]
 reverser_figures.cosine_during_training(by_depth, learned)
 plt.show()
 
-
 # %% tags=["nbval-check-output"]
-def mean_cosine(r):
-    return sum(e["cosine"] for e in r["log"]) / len(r["log"])
-
-
-deep_gap = mean_cosine(by_depth[16, False]) - mean_cosine(by_depth[16, True])
-learned_range = [
-    max(abs(a - r["log"][0]["alphas"][j]) for a in [e["alphas"][j] for e in r["log"]])
-    for r in learned.values()
-    for j in range(16)
-]
-print(
-    "largest move of a learnable scale from its first logged value: "
-    f"{max(learned_range):.2f}"
-)
+deep_gap = rv.mean_cosine(by_depth[16, False]) - rv.mean_cosine(by_depth[16, True])
+print("largest move of a learnable scale from its first logged value: "
+      f"{rv.largest_scale_move(learned):.2f}")
 attnbook.compare(
     "depth 16, Adam: mean token cosine during training, alpha=1 minus alpha=1/sqrt(L)",
-    deep_gap,
-    paper=NOCI["unscaled_cosine_stays_high"].value,
-    same_side_of=0.0,
-    digits=2,
-    band=0.05,
-    source=NOCI["unscaled_cosine_stays_high"].where,
+    deep_gap, paper=NOCI["unscaled_cosine_stays_high"].value, same_side_of=0.0,
+    digits=2, band=0.05, source=NOCI["unscaled_cosine_stays_high"].where,
     reason="in this run the unscaled stack's cosine is not above the scaled one's",
 )
 

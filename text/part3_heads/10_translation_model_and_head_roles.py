@@ -37,26 +37,20 @@ except ImportError:
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
 from IPython.display import Markdown, display
 
 import attnbook
-from attnbook.heads import roles as hd
-from attnbook import hf
+from attnbook import hf, stats
 from attnbook.claims import papers
-from attnbook.heads.masks import ATTENTION_KINDS
-from attnbook import stats
+from attnbook.heads import role_figures as rf
+from attnbook.heads import roles as hd
 from attnbook.heads import translation as tr
+from attnbook.heads.masks import ATTENTION_KINDS
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("translation")
 torch.set_num_threads(2)
-KIND_NAMES = {
-    "enc_self": "encoder self-attention",
-    "dec_self": "decoder self-attention",
-    "dec_cross": "encoder-decoder attention",
-}
 VOITA = papers.numbers("voita2019")  # the paper's numbers, each with where it was read
 
 # %% [markdown]
@@ -73,17 +67,14 @@ VOITA = papers.numbers("voita2019")  # the paper's numbers, each with where it w
 # score below rewards memorising the training set.
 
 # %% tags=["nbval-check-output"]
-train_pairs, dev_pairs, test_pairs = (
-    tr.load_pairs(s) for s in ("train", "dev", "test")
-)
+train_pairs, dev_pairs, test_pairs = map(tr.load_pairs, ("train", "dev", "test"))
 print(f"pairs: train {len(train_pairs)}, dev {len(dev_pairs)}, test {len(test_pairs)}")
-train_text = {e for e, _ in train_pairs} | {s for _, s in train_pairs}
-leaked = sum(e in train_text or s in train_text for e, s in dev_pairs + test_pairs)
 tok = tr.load_tokenizer()
 en, es = dev_pairs[3]
 print("EN:", en)
 print("ES:", es)
 print("BPE:", tok.encode(en).tokens[:16], "...")
+leaked = tr.shared_text_count(dev_pairs + test_pairs, train_pairs)
 attnbook.check("dev and test verses whose text occurs in train", leaked, at_most=0)
 
 # %% [markdown]
@@ -128,41 +119,15 @@ model, meta = tr.load_translation_model(device=dev)
 cfg = model.cfg
 print(cfg)
 print(f"parameters: {meta['params']:,}; heads per kind: {model.n_heads_total()}")
-print(
-    f"trained for {meta['train_steps']} steps ({meta['epochs']:.1f} epochs) in "
-    f"{meta['train_wall_seconds'] / 60:.0f} min on {meta['threads']} thread(s) of "
-    f"{meta['machine']}"
-)
+print(f"trained for {meta['train_steps']} steps ({meta['epochs']:.1f} epochs) in "
+      f"{meta['train_wall_seconds'] / 60:.0f} min on {meta['threads']} thread(s) of "
+      f"{meta['machine']}")
 print("recipe:", meta["recipe"])
-print(
-    "command:",
-    meta["command"],
-    "| shipped weights: average of",
-    meta["averaged_checkpoints"],
-    "checkpoints",
-)
+print("command:", meta["command"], "| shipped weights: average of",
+      meta["averaged_checkpoints"], "checkpoints")
 
 # %% tags=["hide-input"]
-ev = meta["evals"]
-steps_ev = [e["step"] for e in ev]
-fig, (ax1, ax2) = plt.subplots(
-    2, 1, figsize=(6.4, 6.4), sharex=True, layout="constrained"
-)
-curve = meta["loss_curve"]
-ax1.plot(
-    curve["step"], curve["loss"], color="0.6", lw=1, label="training (label-smoothed)"
-)
-ax1.plot(steps_ev, [e["dev_loss"] for e in ev], "o-", label="dev cross-entropy")
-ax1.set(
-    ylabel="loss (nats)",
-    ylim=(1, 8),
-    title="Training converges: dev BLEU levels off (precomputed)",
-)
-ax1.legend()
-ax2.plot(steps_ev, [e["dev_bleu"] for e in ev], "o-", color="#2ca02c")
-ax2.set(
-    xlabel="optimiser step", ylabel=f"dev BLEU (greedy, {sizes['n_eval_bleu']} verses)"
-)
+rf.training_record(meta, sizes["n_eval_bleu"])
 plt.show()
 
 # %% [markdown]
@@ -174,20 +139,13 @@ plt.show()
 # of training, dev BLEU must have gained less than 0.3 points.
 
 # %% tags=["nbval-check-output"]
-last = ev[-1]["step"]
-tail = [e["dev_bleu"] for e in ev if e["step"] >= 0.8 * last]
-gain = max(tail) - tail[0]
-print(
-    f"dev BLEU over the last fifth of training (steps {0.8 * last:.0f}-{last}): {tail}"
-)
-attnbook.check(
-    "gate: dev BLEU gained over the last fifth of training",
-    gain,
-    at_most=0.3,
-    digits=2,
-    band=0.01,
-    precomputed="training record in converged_quick.json",
-)
+tail, gain = tr.late_gain(meta["evals"])  # dev BLEU from 80% of the last step on
+last = meta["evals"][-1]["step"]
+print(f"dev BLEU over the last fifth of training (steps {0.8 * last:.0f}-{last}): "
+      f"{tail}")
+attnbook.check("gate: dev BLEU gained over the last fifth of training", gain,
+               at_most=0.3, digits=2, band=0.01,
+               precomputed="training record in converged_quick.json")
 
 # %% [markdown]
 # ### BLEU with greedy decoding and beam search
@@ -209,45 +167,27 @@ beam_n = sizes["n_beam"]
 beam = tr.translate(
     model, src_n[:beam_n], max_len=cfg.max_len, beam=4, length_penalty=0.6
 )
-beam_bleu, greedy_same = stats.bleu(beam, refs_n[:beam_n]), stats.bleu(
-    greedy[:beam_n], refs_n[:beam_n]
-)
+beam_bleu = stats.bleu(beam, refs_n[:beam_n])
+greedy_same = stats.bleu(greedy[:beam_n], refs_n[:beam_n])
 copy_bleu = stats.bleu(src_n, refs_n)  # "translate" by copying the English
-print(
-    f"live, first {len(test_n)} test verses: greedy BLEU {live['bleu']:.1f} "
-    f"(95% interval {live['low']:.1f}-{live['high']:.1f}); copying the source: "
-    f"{copy_bleu:.1f}"
-)
-print(
-    f"live, first {beam_n} verses: beam 4 {beam_bleu:.1f} vs greedy {greedy_same:.1f}"
-)
+print(f"live, first {len(test_n)} test verses: greedy BLEU {live['bleu']:.1f} "
+      f"(95% interval {live['low']:.1f}-{live['high']:.1f}); copying the source: "
+      f"{copy_bleu:.1f}")
+print(f"live, first {beam_n} verses: beam 4 {beam_bleu:.1f} vs greedy "
+      f"{greedy_same:.1f}")
 for name in ("greedy", "beam4"):
     r = evaluation[name]
-    print(
-        f"precomputed, all {evaluation['test_sentences']} test verses, {name}: BLEU "
-        f"{r['bleu']:.1f} "
-        f"({r['low']:.1f}-{r['high']:.1f})"
-    )
+    print(f"precomputed, all {evaluation['test_sentences']} test verses, {name}: BLEU "
+          f"{r['bleu']:.1f} ({r['low']:.1f}-{r['high']:.1f})")
 
 # %% tags=["nbval-check-output"]
 first_n = evaluation["greedy_first_n"]
 [
-    attnbook.check(
-        "live greedy BLEU on the first test verses = precomputed",
-        live["bleu"],
-        close_to=first_n["bleu"],
-        tol=0.5,
-        digits=3,
-        band=0.6,
-        precomputed="converged_quick_eval.json",
-    ),
-    attnbook.check(
-        "greedy BLEU above copying the source",
-        live["bleu"] - copy_bleu,
-        at_least=10,
-        digits=3,
-        band=1.0,
-    ),
+    attnbook.check("live greedy BLEU on the first test verses = precomputed",
+                   live["bleu"], close_to=first_n["bleu"], tol=0.5, digits=3, band=0.6,
+                   precomputed="converged_quick_eval.json"),
+    attnbook.check("greedy BLEU above copying the source", live["bleu"] - copy_bleu,
+                   at_least=10, digits=3, band=1.0),
 ]
 
 # %% [markdown]
@@ -270,24 +210,15 @@ no_enc = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
 ablated = tr.translate(model, src_n, max_len=cfg.max_len, head_gates=no_enc)
 drop = live["bleu"] - stats.bleu(ablated, refs_n)
 shown = 4
-loops_shown = sum(tr.repeats_a_phrase(h) for h in greedy[:shown])
-print(
-    f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} (drop "
-    f"{drop:.1f}); "
-    f"looping outputs: {sum(map(tr.repeats_a_phrase, greedy))} of {len(greedy)} "
-    f"(without encoder self-attention {sum(map(tr.repeats_a_phrase, ablated))})"
-)
+print(f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} "
+      f"(drop {drop:.1f}); "
+      f"looping outputs: {tr.count_looping(greedy)} of {len(greedy)} "
+      f"(without encoder self-attention {tr.count_looping(ablated)})")
 [
-    attnbook.check(
-        "gate: BLEU lost when all encoder self-attention heads are off",
-        drop,
-        at_least=5,
-        digits=2,
-        band=1.0,
-    ),
-    attnbook.check(
-        "gate: looping greedy outputs among the verses shown", loops_shown, at_most=0
-    ),
+    attnbook.check("gate: BLEU lost when all encoder self-attention heads are off",
+                   drop, at_least=5, digits=2, band=1.0),
+    attnbook.check("gate: looping greedy outputs among the verses shown",
+                   tr.count_looping(greedy[:shown]), at_most=0),
 ]
 
 # %% [markdown]
@@ -296,15 +227,7 @@ print(
 # greedy outputs still repeat a phrase (counted above; beam search halves them on the whole test split).
 
 # %%
-rows = ["| | |", "|---|---|"]
-for (e, s), h in list(zip(test_n, greedy))[:shown]:
-    rows += [
-        f"| **EN** | {e} |",
-        f"| **reference** | {s} |",
-        f"| **model** | {h} |",
-        "| | |",
-    ]
-display(Markdown("\n".join(rows)))
+display(Markdown(rf.translations_table(test_n[:shown], greedy[:shown])))
 
 # %% [markdown]
 # The translations follow the source clause by clause and get most of the archaic frame right; the errors are
@@ -319,17 +242,11 @@ display(Markdown("\n".join(rows)))
 # also build the encoder's word-level maps for the syntactic analysis.
 
 # %%
-analysis = dev_pairs[: sizes["n_analysis"]]
-parses = tr.load_dev_parses()[: sizes["n_analysis"]]
-src_ids = tr.encode([e for e, _ in analysis], cfg.max_len)
-tgt_ids = tr.encode([s for _, s in analysis], cfg.max_len, bos=True)
 verses = tr.analysis_verses(sizes["n_analysis"], cfg.max_len)  # those that fit
 roles = hd.head_roles(model, verses.src_ids, verses.tgt_ids,
                       token_counts=tr.source_token_counts(), parses=verses.parses)
-print(
-    f"{len(verses.src_ids)} dev verses; statistics per kind:",
-    {k: sorted(v) for k, v in roles.items() if k != "word_maps"},
-)
+print(f"{len(verses.src_ids)} dev verses; statistics per kind:",
+      {k: sorted(v) for k, v in roles.items() if k != "word_maps"})
 
 # %% [markdown]
 # ## Confident heads
@@ -351,34 +268,23 @@ print(
 from attnbook.core import plotting
 
 plotting.head_grid(
-    {k: roles[k]["confidence"] for k in ATTENTION_KINDS}, ATTENTION_KINDS, KIND_NAMES,
+    {k: roles[k]["confidence"] for k in ATTENTION_KINDS}, ATTENTION_KINDS,
+    rf.KIND_NAMES,
     "Confidence (EOS/BOS excluded): a few confident heads per kind",
 )
 plt.show()
 
 # %% tags=["nbval-check-output"]
-for k in ATTENTION_KINDS:
-    c, ch = roles[k]["confidence"], roles[k]["chance"]
-    print(
-        f"{KIND_NAMES[k]:27s} chance {ch:.3f}; heads with confidence > 5x chance: "
-        f"{int((c > 5 * ch).sum())} of {c.numel()}; most confident "
-        f"{float(c.max()):.2f}; "
-        "sink heads (>50% of queries on EOS/BOS): "
-        f"{int((roles[k]['sink'] > 0.5).sum())}"
-    )
+print(rf.confidence_report(hd.confidence_summary(roles)))
 enc_conf = roles["enc_self"]["confidence"]
+most, enc_chance = float(enc_conf.max()), roles["enc_self"]["chance"]
 attnbook.compare(
-    "most confident encoder self-attention head",
-    float(enc_conf.max()),
-    paper=VOITA["most_confident_encoder_head"].value,
-    same_side_of=0.5,
-    digits=2,
+    "most confident encoder self-attention head", most,
+    paper=VOITA["most_confident_encoder_head"].value, same_side_of=0.5, digits=2,
     band=0.03,
-    reason=f"the most confident encoder head puts {float(enc_conf.max()):.2f} of its "
-        "weight on "
-    "its favourite token on average, "
-    f"{float(enc_conf.max()) / roles['enc_self']['chance']:.0f} "
-    "times chance but not most of it",
+    reason=f"the most confident encoder head puts {most:.2f} of its weight on its "
+    f"favourite token on average, {most / enc_chance:.0f} times chance but not most "
+    "of it",
     source=VOITA["most_confident_encoder_head"].where,
 )
 
@@ -432,21 +338,12 @@ from attnbook.heads import lrp
 
 shipped_lrp = lrp.load_relevance("lrp_relevance")
 relevance = shipped_lrp["relevance"]  # precomputed: every target token of the dev split
-lrp_split = {
-    k: float(spearmanr(*(h.flatten() for h in shipped_lrp["halves"][k]))[0])
-    for k in ATTENTION_KINDS
-}
-live = shipped_lrp["first_verses"]  # recomputed here, verse by verse
-live_gap = max(
-    float((lrp.layer_shares(got[k]).mean(0) - want[k]).abs().max())
-    for i, want in enumerate(live)
-    for got in [lrp.sentence_head_relevance(model, src_ids[i], tgt_ids[i])]
-    for k in ATTENTION_KINDS
-)
-print(
-    f"LRP on {shipped_lrp['verses']} dev verses ({shipped_lrp['target_tokens']} target "
-    f"tokens, precomputed); live on the first {len(live)}: largest gap {live_gap:.1e}"
-)
+lrp_split = lrp.split_half_reliability(shipped_lrp["halves"])
+first = shipped_lrp["first_verses"]  # recomputed here, verse by verse
+live_gap = lrp.live_gap(model, verses.src_ids, verses.tgt_ids, first)
+print(f"LRP on {shipped_lrp['verses']} dev verses ({shipped_lrp['target_tokens']} "
+      f"target tokens, precomputed); live on the first {len(first)}: largest gap "
+      f"{live_gap:.1e}")
 print("split-half rank correlation of LRP relevance:",
       {k: round(v, 2) for k, v in lrp_split.items()})
 print(f"share of each top-1 logit's relevance that reaches the source tokens: "
@@ -454,45 +351,29 @@ print(f"share of each top-1 logit's relevance that reaches the source tokens: "
 
 # %% tags=["hide-input"]
 plotting.head_grid(
-    relevance, ATTENTION_KINDS, KIND_NAMES, "LRP relevance (share of the layer)"
+    relevance, ATTENTION_KINDS, rf.KIND_NAMES, "LRP relevance (share of the layer)"
 )
 plt.show()
 
 # %%
-n_rel = sizes["n_relevance"]
-rel_src = tr.pad(src_ids[:n_rel]).to(dev)
-rel_tgt = tr.pad(tgt_ids[:n_rel])[:, :-1].to(dev)
-half = n_rel // 2
-halves = [
-    hd.ablation_relevance(model, rel_src[s], rel_tgt[s], normalise=False)
-    for s in (slice(0, half), slice(half, n_rel))
-]
-loo = {k: (halves[0][k] + halves[1][k]) / 2 for k in ATTENTION_KINDS}
-loo_split = {
-    k: float(spearmanr(halves[0][k].flatten(), halves[1][k].flatten())[0])
-    for k in ATTENTION_KINDS
-}
-loo_vs_lrp = {
-    k: float(spearmanr(loo[k].flatten(), relevance[k].flatten())[0])
-    for k in ATTENTION_KINDS
-}
+n_rel = sizes["n_relevance"]  # two halves of these verses
+loo = hd.ablation_split_half(model, verses.src_ids[:n_rel], verses.tgt_ids[:n_rel],
+                             reference=relevance)
 print("leave-one-out, split-half rank correlation:",
-      {k: round(v, 2) for k, v in loo_split.items()})
+      {k: round(v, 2) for k, v in loo["split"].items()})
 print("leave-one-out against LRP, rank correlation:",
-      {k: round(v, 2) for k, v in loo_vs_lrp.items()})
+      {k: round(v, 2) for k, v in loo["against"].items()})
 
 # %%
 rho_enc = float(spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten())[0])
 top_layer1 = int(relevance["enc_self"][0].argmax())
 layer1_conf = enc_conf[0]
 less_confident = int((layer1_conf > layer1_conf[top_layer1]).sum())
-print(
-    f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}; most "
-    f"relevant layer-1 head: head {top_layer1 + 1}, relevance "
-    f"{float(relevance['enc_self'][0, top_layer1]):.2f}, confidence "
-    f"{float(layer1_conf[top_layer1]):.2f} ({less_confident} of the layer's other "
-    f"{cfg.n_heads - 1} heads are more confident)"
-)
+print(f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}; most "
+      f"relevant layer-1 head: head {top_layer1 + 1}, relevance "
+      f"{float(relevance['enc_self'][0, top_layer1]):.2f}, confidence "
+      f"{float(layer1_conf[top_layer1]):.2f} ({less_confident} of the layer's other "
+      f"{cfg.n_heads - 1} heads are more confident)")
 
 # %% tags=["nbval-check-output"]
 [
@@ -549,37 +430,16 @@ print(
 
 # %% tags=["hide-input"]
 prev_share, next_share = roles["enc_self"]["prev"], roles["enc_self"]["next"]
-fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.8), layout="constrained")
-for ax, v, name in zip(
-    axes, (prev_share, next_share), ("previous token (-1)", "next token (+1)")
-):
-    im = ax.imshow(v.numpy(), vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    for (l, h), x in np.ndenumerate(v.numpy()):
-        if x >= 0.5:
-            ax.text(
-                h, l, f"{x:.2f}", ha="center", va="center", fontsize=12, color="black"
-            )
-    ax.set(
-        title=f"Share of tokens whose top key is the {name}",
-        ylabel="layer",
-        xticks=range(cfg.n_heads),
-        xticklabels=range(1, cfg.n_heads + 1),
-        yticks=range(cfg.enc_layers),
-        yticklabels=range(1, cfg.enc_layers + 1),
-    )
-    ax.grid(False)
-axes[-1].set_xlabel("encoder head")
-fig.colorbar(im, ax=axes, shrink=0.6)
+rf.neighbour_shares(prev_share, next_share)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 best_prev, best_next = float(prev_share.max()), float(next_share.max())
-trace_pos = [
-    max(np.max(r["enc_self"]["prev"]), np.max(r["enc_self"]["next"]))
-    for r in meta["roles"]
-]
-last_step = meta["roles"][-1]["step"]
-late = [v for r, v in zip(meta["roles"], trace_pos) if r["step"] >= 0.8 * last_step]
+# the best neighbour share at each step of training, and over its last fifth
+role_steps, trace_pos = hd.best_over_training(
+    meta["roles"], "enc_self", ("prev", "next")
+)
+late = trace_pos[role_steps >= 0.8 * role_steps[-1]]
 POSITIONAL, CRITERION = (VOITA["positional_head_criterion"].where,
                          VOITA["positional_head_criterion"].value)
 n_positional = int(((prev_share >= CRITERION) | (next_share >= CRITERION)).sum())
@@ -605,24 +465,15 @@ attnbook.compare(
 
 # %% tags=["nbval-check-output"]
 neighbour = torch.maximum(prev_share, next_share).flatten()
-top_relevant = set(relevance["enc_self"].flatten().topk(3).indices.tolist())
-top_positional = set(neighbour.topk(3).indices.tolist())
-both = sorted(top_relevant & top_positional)
-print(
-    "three most relevant encoder heads (layer, head):",
-    sorted((h // cfg.n_heads + 1, h % cfg.n_heads + 1) for h in top_relevant),
-)
-print(
-    "their neighbour shares:",
-    [round(float(neighbour[h]), 2) for h in sorted(top_relevant)],
-)
+top_relevant = sorted(relevance["enc_self"].flatten().topk(3).indices.tolist())
+both = sorted(set(top_relevant) & set(neighbour.topk(3).indices.tolist()))
+print("three most relevant encoder heads (layer, head):",
+      [(h // cfg.n_heads + 1, h % cfg.n_heads + 1) for h in top_relevant])
+print("their neighbour shares:", [round(float(neighbour[h]), 2) for h in top_relevant])
 attnbook.compare(
     "of the 3 most relevant encoder heads (LRP), how many are among the 3 most "
-    "positional",
-    len(both),
-    paper=VOITA["relevant_heads_have_roles"].value,
-    same_side_of=1.5,
-    digits=1,
+    "positional", len(both),
+    paper=VOITA["relevant_heads_have_roles"].value, same_side_of=1.5, digits=1,
     source=VOITA["relevant_heads_have_roles"].where,
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
            "positional",
@@ -642,34 +493,21 @@ attnbook.compare(
 model_h4, meta_h4 = tr.load_translation_model(
     "translation_model_h4", device=dev
 )  # precomputed: trained by the command in its record
-roles_h4 = hd.head_roles(model_h4, verses.src_ids, verses.tgt_ids,
-                         token_counts=tr.source_token_counts(), parses=verses.parses)
-best_h4 = {k: float(roles_h4["enc_self"][k].max()) for k in ("prev", "next")}
-rows = ["| | 8 heads of width 16 (shipped) | 4 heads of width 32 |", "|---|---|---|"]
-for label, a, b in (
-    ("dev BLEU (greedy, best evaluation)", max(e["dev_bleu"] for e in meta["evals"]),
-     max(e["dev_bleu"] for e in meta_h4["evals"])),
-    ("test BLEU (greedy)", meta["test_bleu_greedy"], meta_h4["test_bleu_greedy"]),
-    ("best previous-token share", best_prev, best_h4["prev"]),
-    ("best next-token share", best_next, best_h4["next"]),
-    ("training (minutes, one thread)", round(meta["train_wall_seconds"] / 60),
-     round(meta_h4["train_wall_seconds"] / 60)),
-):
-    rows.append(f"| {label} | {a:.4g} | {b:.4g} |")
-display(Markdown("\n".join(rows)))
+roles_h4 = hd.head_roles(model_h4, verses.src_ids, verses.tgt_ids)
+h4_enc = roles_h4["enc_self"]
+best_h4 = float(torch.maximum(h4_enc["prev"], h4_enc["next"]).max())
+checkpoints = {"8 heads of width 16 (shipped)": (meta, roles),
+               "4 heads of width 32": (meta_h4, roles_h4)}
+comparison = hd.checkpoint_comparison(checkpoints)  # rows: (what, one value per model)
+display(Markdown(rf.checkpoint_table(list(checkpoints), comparison)))
 
 # %% tags=["nbval-check-output"]
 attnbook.compare(
-    "best positional share of an encoder head (-1 or +1), 4 heads of width 32",
-    max(best_h4.values()),
-    paper=CRITERION,
-    same_side_of=CRITERION - 1e-9,
-    digits=2,
-    band=0.03,
+    "best positional share of an encoder head (-1 or +1), 4 heads of width 32", best_h4,
+    paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
     source=POSITIONAL,
-    reason=f"heads twice as wide give a best neighbour share of "
-    f"{max(best_h4.values()):.2f} (8 heads of width 16: "
-    f"{max(best_prev, best_next):.2f})",
+    reason=f"heads twice as wide give a best neighbour share of {best_h4:.2f} "
+    f"(8 heads of width 16: {max(best_prev, best_next):.2f})",
     precomputed=meta_h4["command"],
 )
 
@@ -698,46 +536,21 @@ attnbook.compare(
 
 # %%
 PAPER_SYNTAX = VOITA["syntactic_heads_wmt"].value  # reading: (accuracy, baseline), %
-
-
-def show_syntax(rows, who):
-    lines = [
-        f"| relation ({who}) | arcs | best head | accuracy | baseline (offset) | "
-        "paper acc / base |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        paper = PAPER_SYNTAX.get(r["reading"])
-        paper = f"{paper[0]} / {paper[1]}" if paper else ""
-        lines.append(
-            f"| {r['relation']}: {r['reading']} | {r['n']} | {r['head']} | "
-            f"{100 * r['best']:.0f} | {100 * r['base']:.0f} ({r['offset']:+d}) | "
-            f"{paper} |"
-        )
-    display(Markdown("\n".join(lines)))
-
-
 arcs = [p["arcs"] for p in verses.parses]
 mt_syntax = hd.syntactic_head_table(roles["word_maps"], arcs)
-show_syntax(mt_syntax, "translation encoder")
+display(Markdown(rf.syntax_table(mt_syntax, "translation encoder", PAPER_SYNTAX)))
 
 # %% tags=["nbval-check-output"]
-mt_gain = max(100 * (r["best"] - r["base"]) for r in mt_syntax)
+mt_gain = hd.largest_syntactic_gain(mt_syntax)  # points, the best relation's
 SYNTAX, POINTS = (VOITA["syntactic_head_criterion_points"].where,
                   VOITA["syntactic_head_criterion_points"].value)
 attnbook.compare(
     "translation encoder: largest gain of a best head over the positional baseline "
-    "(points)",
-    mt_gain,
-    paper=POINTS,
-    same_side_of=POINTS - 1e-9,
-    digits=2,
-    band=1.0,
+    "(points)", mt_gain, paper=POINTS, same_side_of=POINTS - 1e-9, digits=2, band=1.0,
     source=SYNTAX,
-    reason="for no relation does the best head beat the most-frequent-offset "
-        f"baseline by {POINTS} "
-    f"points (largest gain {mt_gain:+.1f}); MiniLM's heads do, on the same verses and "
-    "parses",
+    reason="for no relation does the best head beat the most-frequent-offset baseline "
+    f"by {POINTS} points (largest gain {mt_gain:+.1f}); MiniLM's heads do, on the same "
+    "verses and parses",
 )
 
 # %% [markdown]
@@ -755,25 +568,18 @@ attnbook.compare(
 # each head's largest weight falls on the rarest token; chance is $1/n$ for a verse of $n$ tokens.
 
 # %% tags=["nbval-check-output"]
-rare = roles["enc_self"]["rare"]
-chance = roles["enc_self"]["rare_chance"]
-print(
-    f"{roles['enc_self']['rare_sentences']:.0f} verses whose rarest token is outside "
-    "the top 500; chance "
-    f"{chance:.3f}"
-)
-print(
-    f"best rare-token share: {float(rare.max()):.2f} (layer "
-    f"{int(rare.argmax()) // cfg.n_heads + 1}); "
-    f"most relevant layer-1 head: {float(rare[0, top_layer1]):.2f}"
-)
+rare, chance = roles["enc_self"]["rare"], roles["enc_self"]["rare_chance"]
+print(f"{roles['enc_self']['rare_sentences']:.0f} verses whose rarest token is outside "
+      f"the top 500; chance {chance:.3f}")
+print(f"best rare-token share: {float(rare.max()):.2f} (layer "
+      f"{int(rare.argmax()) // cfg.n_heads + 1}); "
+      f"most relevant layer-1 head: {float(rare[0, top_layer1]):.2f}")
 [
     attnbook.check("best rare-token share / chance", float(rare.max()) / chance,
         at_least=2.0, digits=2, band=0.5),
     attnbook.compare("rare-token share of the most relevant layer-1 encoder head",
         float(rare[0, top_layer1]), paper=VOITA["rare_token_head_share"].value,
-        tol=0.15,
-        digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
+        tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"the most relevant layer-1 head points at the rarest token for "
         f"{float(rare[0, top_layer1]):.0%} of tokens; the best head anywhere for "
         f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"),
@@ -794,52 +600,18 @@ print(
 # use of context coming late, and {numref}`fig-ch10-5` lets the reader test that picture on the encoder's heads.
 
 # %% tags=["hide-input"]
-trace = meta["roles"]
-steps_r = np.array([max(r["step"], 1) for r in trace])
-
-
-def best(kind, stat):
-    return np.array([np.max(r[kind][stat]) for r in trace])
-
-
-fig, ax = plt.subplots(figsize=(6.4, 5.6), layout="constrained")
-for kind, stat, marker, label in (
-    ("enc_self", "prev", "o-", "encoder: best previous-token share"),
-    ("enc_self", "next", "s-", "encoder: best next-token share"),
-    ("enc_self", "confidence", "^-", "encoder: best confidence"),
-    ("enc_self", "sink", "v-", "encoder: best EOS-sink share"),
-    ("dec_cross", "confidence", "d-", "enc-dec: best confidence"),
-):
-    ax.plot(steps_r, best(kind, stat), marker, label=label)
-ax.axhline(CRITERION, color="0.5", ls=":", lw=1,
-           label=f"positional criterion ({CRITERION})")
-ax2 = ax.twinx()
-ax2.plot([max(e["step"], 1) for e in ev], [e["dev_bleu"] for e in ev], color="0.3",
-         lw=2, label="dev BLEU")
-ax2.set_ylabel("dev BLEU")
-ax2.grid(False)
-ax.set(xscale="log", xlabel="training step", ylabel="best head's value", ylim=(0, 1),
-       title="Heads specialise while BLEU rises (precomputed)")
-handles = zip(ax.get_legend_handles_labels(), ax2.get_legend_handles_labels())
-fig.legend(*[a + b for a, b in handles], loc="outside lower center", ncol=1)
+rf.role_emergence(meta["roles"], meta["evals"], CRITERION)
 plt.show()
 
 # %% tags=["nbval-check-output"]
-prev_trace = best("enc_self", "prev")
-half_step = int(steps_r[np.argmax(prev_trace >= 0.5 * prev_trace[-1])])
-print(
-    f"best previous-token share at initialisation {prev_trace[0]:.2f}, at the end "
-    f"{prev_trace[-1]:.2f}; "
-    f"half of its final value first reached at step {half_step}"
-)
-attnbook.check(
-    "best previous-token share, end of training minus initialisation",
-    prev_trace[-1] - prev_trace[0],
-    at_least=0.2,
-    digits=2,
-    band=0.01,
-    precomputed="training record in converged_quick.json",
-)
+role_steps, prev_trace = hd.best_over_training(meta["roles"], "enc_self", ("prev",))
+half_step = int(role_steps[(prev_trace >= 0.5 * prev_trace[-1]).argmax()])
+print(f"best previous-token share at initialisation {prev_trace[0]:.2f}, at the end "
+      f"{prev_trace[-1]:.2f}; half of its final value first reached at step "
+      f"{half_step}")
+attnbook.check("best previous-token share, end of training minus initialisation",
+               prev_trace[-1] - prev_trace[0], at_least=0.2, digits=2, band=0.01,
+               precomputed="training record in converged_quick.json")
 
 # %% [markdown]
 # The roles appear in an order. First, within about a hundred steps, encoder heads park their weight on EOS
@@ -862,42 +634,17 @@ attnbook.check(
 lm, lm_tok = hf.load_pretrained(hf.minilm_source(), device=dev)
 n_lm = sizes["n_minilm"]
 lm_counts = hf.token_counts(lm_tok, [e for e, _ in train_pairs])  # for rare tokens
-lm_roles = hf.encoder_head_roles(
-    lm, lm_tok, [e for e, _ in dev_pairs[:n_lm]], parses=parses[:n_lm],
-    token_counts=lm_counts,
-)
-lm_syntax = hd.syntactic_head_table(lm_roles["word_maps"],
-                                    [p["arcs"] for p in parses[:n_lm]])
-show_syntax(lm_syntax, "MiniLM")
-
+lm_roles = hf.encoder_head_roles(lm, lm_tok, verses.english[:n_lm],
+                                 parses=verses.parses[:n_lm], token_counts=lm_counts)
+lm_syntax = hd.syntactic_head_table(lm_roles["word_maps"], arcs[:n_lm])
+display(Markdown(rf.syntax_table(lm_syntax, "MiniLM", PAPER_SYNTAX)))
 
 # %%
-def role_row(name, r, syntax):
-    pos = (r["prev"] >= CRITERION) | (r["next"] >= CRITERION)
-    gain = max(100 * (s["best"] - s["base"]) for s in syntax)
-    return (
-        f"| {name} | {r['prev'].numel()} | {float(r['prev'].max()):.2f} | "
-        f"{float(r['next'].max()):.2f} | "
-        f"{int(pos.sum())} | {int((r['sink'] > 0.5).sum())} | {gain:+.0f} |"
-    )
-
-
-display(
-    Markdown(
-        "\n".join(
-            [
-                "| encoder | heads | best prev | best next | "
-                f"positional (>= {CRITERION}) | "
-                "sink heads | best syntactic gain (points) |",
-                "|---|---|---|---|---|---|---|",
-                role_row("EN-ES translation model", roles["enc_self"], mt_syntax),
-                role_row("all-MiniLM-L6-v2", lm_roles, lm_syntax),
-            ]
-        )
-    )
-)
+encoders = {"EN-ES translation model": (roles["enc_self"], mt_syntax),
+            "all-MiniLM-L6-v2": (lm_roles, lm_syntax)}
+display(Markdown(rf.encoder_role_table(encoders, CRITERION)))
 lm_pos = max(float(lm_roles["prev"].max()), float(lm_roles["next"].max()))
-lm_gain = max(100 * (s["best"] - s["base"]) for s in lm_syntax)
+lm_gain = hd.largest_syntactic_gain(lm_syntax)
 CLARK = (
     "Clark et al. 2019 (BERT): heads that attend to the previous or next "
     "token for most tokens"
@@ -938,32 +685,24 @@ from attnbook.hf import relevance as hf_relevance
 
 shipped_lm = lrp.load_relevance("lrp_relevance_minilm")
 lm_rel = shipped_lm["relevance"]["enc_self"]  # precomputed, the role table's verses
-lm_halves = shipped_lm["halves"]["enc_self"]
-lm_split = float(spearmanr(lm_halves[0].flatten(), lm_halves[1].flatten())[0])
-lm_live_gap = max(
-    float((lrp.layer_shares(hf_relevance.sentence_head_relevance(lm, ids)[0])
-           - want["enc_self"]).abs().max())
-    for (text, _), want in zip(dev_pairs, shipped_lm["first_verses"])
-    for ids in [lm_tok(text, truncation=True, max_length=128)["input_ids"]]
-)
+lm_split = lrp.split_half_reliability(shipped_lm["halves"])["enc_self"]
+lm_first = shipped_lm["first_verses"]  # recomputed here, verse by verse
+lm_live_gap = hf_relevance.live_gap(lm, lm_tok, verses.english, lm_first)
 print(f"MiniLM LRP on {shipped_lm['verses']} verses (precomputed); live on the first "
-      f"{len(shipped_lm['first_verses'])}: largest gap {lm_live_gap:.1e}")
+      f"{len(lm_first)}: largest gap {lm_live_gap:.1e}")
 
 # %%
 lm_conf, lm_sink = lm_roles["confidence"], lm_roles["sink"] > 0.5
-lm_rho = float(spearmanr(lm_conf.flatten(), lm_rel.flatten())[0])
-lm_neighbour = torch.maximum(lm_roles["prev"], lm_roles["next"])
-lm_top = set(lm_rel.flatten().topk(3).indices.tolist())
-lm_both = lm_top & set(lm_neighbour.flatten().topk(3).indices.tolist())
-lm_top1 = int(lm_rel[0].argmax())
-lm_less = int((lm_conf[0] > lm_conf[0, lm_top1]).sum())
-lm_h = lm_rel.shape[1]
+# as for the translation encoder: rank correlation, top-3 overlap, the layer-1 head
+lm_vs = hd.relevance_against_roles(lm_conf, lm_rel, lm_roles["prev"], lm_roles["next"])
+lm_rho, lm_both, lm_top1 = lm_vs["rho"], lm_vs["both"], lm_vs["top_layer1"]
+lm_less, lm_h = lm_vs["less_confident"], lm_rel.shape[1]
 print(f"split-half rank correlation {lm_split:.2f}; confidence against relevance "
       f"{lm_rho:.2f}")
 print("three most relevant heads (layer, head):",
-      sorted((h // lm_h + 1, h % lm_h + 1) for h in lm_top),
-      "neighbour shares:", [round(float(lm_neighbour.flatten()[h]), 2)
-                            for h in sorted(lm_top)])
+      [(h // lm_h + 1, h % lm_h + 1) for h in lm_vs["top_relevant"]],
+      "neighbour shares:", [round(float(lm_vs["neighbour"].flatten()[h]), 2)
+                            for h in lm_vs["top_relevant"]])
 print(f"mean relevance of the {int(lm_sink.sum())} sink heads "
       f"{float(lm_rel[lm_sink].mean()):.3f}, of the others "
       f"{float(lm_rel[~lm_sink].mean()):.3f}")
@@ -973,22 +712,10 @@ print(f"rare tokens: {lm_roles['rare_sentences']:.0f} verses; most relevant laye
       f"{float(lm_roles['rare'].max()):.2f})")
 
 # %% tags=["hide-input"]
-import matplotlib.patheffects as pe
-
-fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
-im = ax.imshow(lm_rel.numpy(), cmap="viridis", aspect="auto")
 marks = {"P": (lm_roles["prev"] >= CRITERION) | (lm_roles["next"] >= CRITERION),
-         "S": lm_sink}
-for (l, h), _ in np.ndenumerate(lm_rel.numpy()):
-    label = "".join(k for k, m in marks.items() if m[l, h])
-    ax.text(h, l, label, ha="center", va="center", color="white", fontsize=12,
-            path_effects=[pe.withStroke(linewidth=2, foreground="black")])
-ax.set(title="all-MiniLM-L6-v2: LRP relevance to the sentence embedding",
-       xlabel="head", ylabel="layer", xticks=range(lm_h),
-       xticklabels=range(1, lm_h + 1), yticks=range(lm_rel.shape[0]),
-       yticklabels=range(1, lm_rel.shape[0] + 1))
-ax.grid(False)
-fig.colorbar(im, ax=ax, label="share of the layer's relevance")
+         "S": lm_sink}  # positional heads, sink heads
+rf.relevance_with_roles(lm_rel, marks,
+                        "all-MiniLM-L6-v2: LRP relevance to the sentence embedding")
 plt.show()
 
 # %% tags=["nbval-check-output"]
@@ -1052,32 +779,12 @@ plt.show()
 # its verdict; what differs is said with its measured reason.
 
 # %%
-MODEL = VOITA["model"].value
-table = [
-    ("data", "WMT / OpenSubtitles, English-Russian",
-     f"{len(train_pairs):,} Bible verse pairs, English-Spanish"),
-    ("model", f"Transformer-base: {MODEL['layers'][0]}+{MODEL['layers'][1]} layers, "
-     f"{MODEL['heads']} heads, d={MODEL['d_model']}",
-     f"{cfg.enc_layers}+{cfg.dec_layers} layers, {cfg.n_heads} heads, "
-     f"d={cfg.d_model}"),
-    ("BLEU (test, beam 4)", f"{VOITA['encoder_only_wmt'].value['bleu'][0]} (WMT EN-RU)",
-     f"{evaluation['beam4']['bleu']:.1f} (Bible EN-ES)"),
-    ("positional heads (encoder)", f">= {CRITERION:.0%}",
-     f"{max(best_prev, best_next):.2f} (MiniLM {lm_pos:.2f})"),
-    ("syntactic gain over baseline", f">= {POINTS} points",
-     f"{mt_gain:+.0f} (MiniLM {lm_gain:+.0f})"),
-    ("rare-token head (layer 1, most relevant)",
-     f"{VOITA['rare_token_head_share'].value}",
-     f"{float(rare[0, top_layer1]):.2f} "
-     f"(MiniLM {float(lm_roles['rare'][0, lm_top1]):.2f})"),
-    ("confidence vs LRP relevance (rank correlation)",
-     "the confident heads are the relevant ones",
-     f"{rho_enc:.2f} (MiniLM {lm_rho:.2f})"),
-    ("of the 3 most relevant heads, among the 3 most positional", "all, qualitatively",
-     f"{len(both)} (MiniLM {len(lm_both)})"),
-]
-rows = ["| | paper | this chapter |", "|---|---|---|"]
-display(Markdown("\n".join(rows + [f"| {a} | {b} | {c} |" for a, b, c in table])))
+display(Markdown(rf.reproduction_table(
+    VOITA, train_pairs=len(train_pairs), cfg=cfg, beam_bleu=evaluation["beam4"]["bleu"],
+    positional=(max(best_prev, best_next), lm_pos), gain=(mt_gain, lm_gain),
+    rare=(float(rare[0, top_layer1]), float(lm_roles["rare"][0, lm_top1])),
+    rho=(rho_enc, lm_rho), both=(len(both), len(lm_both)),
+)))
 
 # %% [markdown]
 # ## Summary

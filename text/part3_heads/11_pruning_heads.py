@@ -58,8 +58,8 @@ import torch
 import attnbook
 from attnbook.heads import gates
 from attnbook.heads import importance as pruning
+from attnbook.heads import pruning_figures as figs
 from attnbook import hf
-from attnbook.core.plotting import PAPER_MARKER, paper_marker
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pruning_heads")
@@ -103,41 +103,16 @@ print(dict(sizes))
 # %%
 log_alphas = torch.tensor([-2.0, 0.0, 2.0])
 n = sizes["n_gate_samples"]
-g = gates.sample_gates(
-    log_alphas[:, None].expand(-1, n).contiguous(),
-    generator=torch.Generator().manual_seed(0),
-)
+g = gates.sample_gates(log_alphas[:, None].expand(-1, n).contiguous(),
+                       generator=torch.Generator().manual_seed(0))
 for la, row in zip(log_alphas, g):
-    print(
-        f"log_alpha={la:+.0f}: P(g=0) sampled {float((row == 0).float().mean()):.4f}, "
-        f"closed form {float(gates.prob_zero(la)):.4f} | P(g=1) sampled "
-        f"{float((row == 1).float().mean()):.4f}, "
-        f"closed form {float(gates.prob_one(la)):.4f}"
-    )
+    p0, p1 = float((row == 0).float().mean()), float((row == 1).float().mean())
+    print(f"log_alpha={la:+.0f}: P(g=0) sampled {p0:.4f}, "
+          f"closed form {float(gates.prob_zero(la)):.4f} | P(g=1) sampled "
+          f"{p1:.4f}, closed form {float(gates.prob_one(la)):.4f}")
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(3, 1, figsize=(6.4, 8.4), sharex=True, sharey=True,
-                         layout="constrained")
-for ax, la, row in zip(axes, log_alphas, g):
-    inside = row[(row > 0) & (row < 1)]
-    ax.hist(inside.numpy(), bins=40, range=(0, 1), density=False,
-            weights=np.full(len(inside), 1 / n), color="#1f77b4", alpha=0.7,
-            label="0 < g < 1 (histogram)")
-    ax.bar([0, 1], [float((row == 0).float().mean()), float((row == 1).float().mean())],
-           width=0.04, color="#d62728", label="sampled mass at 0 and 1")
-    ax.plot(
-        [0, 1],
-        [float(gates.prob_zero(la)), float(gates.prob_one(la))],
-        label="closed form (eq. p-closed)",
-        **PAPER_MARKER,
-    )
-    ax.set_title(f"log alpha = {la:+.0f}")
-    ax.set_ylabel("fraction of samples")
-axes[-1].set_xlabel("gate value g")
-fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=1)
-fig.suptitle(
-    "Hard-concrete gates: point masses at 0 and 1,\npredicted by the closed form"
-)
+figs.hard_concrete_samples(log_alphas, g)
 plt.show()
 
 
@@ -151,16 +126,12 @@ def z_score(frac, p, n):
     return abs(frac - p) / np.sqrt(p * (1 - p) / n)
 
 
-zs = [
-    z_score(float((row == v).float().mean()), float(f(la)), n)
-    for la, row in zip(log_alphas, g)
-    for v, f in ((0, gates.prob_zero), (1, gates.prob_one))
-]
+zs = [z_score(float((row == v).float().mean()), float(f(la)), n)
+      for la, row in zip(log_alphas, g)
+      for v, f in ((0, gates.prob_zero), (1, gates.prob_one))]
 attnbook.check(
     "hard-concrete: max |sampled - closed-form P(g=0), P(g=1)| in standard errors",
-    max(zs),
-    at_most=5.0,
-)
+    max(zs), at_most=5.0)
 
 # %% [markdown]
 # ## The pruning objective
@@ -187,12 +158,9 @@ attnbook.check(
 # %%
 hg = gates.HeadGates({"enc_self": (3, 4), "dec_cross": (3, 4)})
 with torch.no_grad():
-    print(
-        "L_C (mean over 6 layers of each layer's sum):",
-        round(float(hg.penalty()), 3),
-        "| plain sum over 24 heads:",
-        round(float(hg.penalty("sum")), 3),
-    )
+    print("L_C (mean over 6 layers of each layer's sum):",
+          round(float(hg.penalty()), 3), "| plain sum over 24 heads:",
+          round(float(hg.penalty("sum")), 3))
 
 # %% [markdown]
 # ## Gates on a real pretrained model
@@ -236,21 +204,16 @@ with torch.no_grad():
     with hooks.gating(one_off):
         gated = embed(eval_sents)
     saved = dense.weight[:, 5 * d_head : 6 * d_head].clone()
-    dense.weight[:, 5 * d_head : 6 * d_head] = (
-        0.0  # surgery: remove head (2, 5) from W_O
-    )
+    # surgery: remove head (2, 5) from W_O
+    dense.weight[:, 5 * d_head : 6 * d_head] = 0.0
     surgery = embed(eval_sents)
     dense.weight[:, 5 * d_head : 6 * d_head] = saved
 err = float((gated - surgery).abs().max())
 print(f"{L_heads[0]} x {L_heads[1]} heads; max |gated - surgery| = {err:.1e}")
 
 # %% tags=["nbval-check-output"]
-attnbook.check(
-    "MiniLM: a zero gate equals removing the head from the output projection (max abs "
-    "diff)",
-    float((gated - surgery).abs().max()),
-    at_most=1e-5,
-)
+attnbook.check("MiniLM: a zero gate equals removing the head from the output "
+               "projection (max abs diff)", err, at_most=1e-5)
 
 # %% [markdown]
 # **Quality measure.** A sentence encoder has no single task loss, so we measure how far the pruned model's
@@ -302,29 +265,15 @@ print(np.array2string(importance.numpy(), precision=2, suppress_small=True))
 
 # %%
 step = sizes["minilm_prune_step"]
-michel = pruning.prune_step_by_step(
-    task_loss,
-    similarity,
-    torch.ones(L_heads),
-    batches,
-    n_per_step=step,
-    min_heads=step,
-    recompute=True,  # the --exact_pruning variant
-)
+michel = pruning.prune_step_by_step(task_loss, similarity, torch.ones(L_heads), batches,
+                                    n_per_step=step, min_heads=step,
+                                    recompute=True)  # the --exact_pruning variant
 # baseline: the same numbers of heads pruned in a random order
-order = torch.randperm(
-    L_heads[0] * L_heads[1], generator=torch.Generator().manual_seed(0)
-)
-rand = []
-for r in michel:
-    m = torch.ones(L_heads).flatten()
-    m[order[: L_heads[0] * L_heads[1] - r["n_kept"]]] = 0
-    rand.append(similarity({"": m.view(L_heads)}))
+steps_kept = [r["n_kept"] for r in michel]
+rand = pruning.random_order_scores(similarity, L_heads, steps_kept, seed=0)
 for r, s in zip(michel, rand):
-    print(
-        f"{r['n_kept']:3d} heads kept: similarity importance {r['score']:.3f}, random "
-        f"order {s:.3f}"
-    )
+    print(f"{r['n_kept']:3d} heads kept: similarity importance {r['score']:.3f}, "
+          f"random order {s:.3f}")
 
 # %% [markdown]
 # ## Gates on MiniLM
@@ -345,23 +294,11 @@ from attnbook.heads import sweeps
 sweep = sweeps.load("minilm_gates")
 MINILM_CMD = runs.command("minilm_gates")
 print("precomputed by:", MINILM_CMD, "| settings:", sweep["meta"]["settings"])
-gate_points = []
-for run in sweep["runs"]:
-    g_eval = torch.tensor(run["gates"])
-    binary = sweeps.kept_masks(run)[""]
-    gate_points.append(
-        (
-            int(binary.sum()),
-            similarity({"": g_eval}),
-            run["lam"],
-            similarity({"": binary}),
-        )
-    )
-    print(
-        f"lambda={run['lam']}: {gate_points[-1][0]} heads kept, similarity "
-        f"{gate_points[-1][1]:.3f} with the trained gates (script's own eval: "
-        f"{run['similarity']:.3f}), {gate_points[-1][3]:.3f} with binary masks"
-    )
+gate_points = sweeps.gate_points(sweep, similarity)  # live: trained and binary gates
+for p in gate_points:
+    print(f"lambda={p['lam']}: {p['n_kept']} heads kept, similarity {p['gates']:.3f} "
+          f"with the trained gates (script's own eval: {p['script']:.3f}), "
+          f"{p['binary']:.3f} with binary masks")
 
 # %% [markdown]
 # How do the gates close during training? Each row below is one head (layer by layer), each column a
@@ -369,32 +306,7 @@ for run in sweep["runs"]:
 
 # %% tags=["hide-input"]
 run = sweep["runs"][len(sweep["runs"]) // 2]
-steps = [s["step"] for s in run["snapshots"]]
-p_open = np.stack(
-    [np.array(s["p_open"]).reshape(-1) for s in run["snapshots"]], axis=1
-)  # (72, n_snapshots)
-fig, ax = plt.subplots(figsize=(6.4, 5.6), layout="constrained")
-im = ax.imshow(
-    p_open,
-    aspect="auto",
-    cmap="viridis",
-    vmin=0,
-    vmax=1,
-    interpolation="nearest",
-    extent=(steps[0], steps[-1], p_open.shape[0] - 0.5, -0.5),
-)
-ax.set_yticks(
-    [i * L_heads[1] + L_heads[1] / 2 - 0.5 for i in range(L_heads[0])],
-    [f"layer {i}" for i in range(L_heads[0])],
-)
-for i in range(1, L_heads[0]):
-    ax.axhline(i * L_heads[1] - 0.5, color="white", linewidth=0.8)
-ax.set_xlabel("training step")
-ax.set_title(
-    f"MiniLM, lambda={run['lam']}: most gates close\nwithin a few dozen steps "
-    "(precomputed)"
-)
-fig.colorbar(im, ax=ax, label="P(g != 0)")
+figs.gate_heatmap(run)
 plt.show()
 kept_per_layer = (np.array(run["gates"]) > 0).sum(1)
 print("heads kept per layer:", kept_per_layer.tolist())
@@ -413,35 +325,7 @@ attnbook.check(
 )
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 6.0), layout="constrained")
-ax.plot(
-    [r["n_kept"] for r in michel],
-    [r["score"] for r in michel],
-    "o-",
-    label="Michel importance (whole batch, re-scored each step)",
-)
-ax.plot([r["n_kept"] for r in michel], rand, "s--", color="0.5", label="random order")
-ax.plot(
-    [p[0] for p in gate_points],
-    [p[1] for p in gate_points],
-    "D",
-    color="#d62728",
-    markersize=9,
-    label="gates as trained, one point per lambda (precomputed)",
-)
-ax.plot(
-    [p[0] for p in gate_points],
-    [p[3] for p in gate_points],
-    "D",
-    mfc="none",
-    color="#d62728",
-    markersize=9,
-    label="the same gates as binary masks",
-)
-ax.set_xlabel("heads kept (of 72)")
-ax.set_ylabel("mean cosine(pruned, unpruned)")
-ax.set_title("MiniLM: gates keep embeddings closer;\nimportance beats random modestly")
-fig.legend(loc="outside lower center", ncol=1)
+figs.minilm_pruning_curves(michel, rand, gate_points)
 plt.show()
 
 # %% [markdown]
@@ -455,32 +339,18 @@ plt.show()
 # 1) they keep the embeddings at least as close.
 
 # %% tags=["nbval-check-output"]
-michel_n = np.array([r["n_kept"] for r in michel][::-1])
-michel_s = np.array([r["score"] for r in michel][::-1])
-rand_s = np.array(rand[::-1])
-late = michel_n <= 36
-gate_gap = [
-    s - np.interp(k, michel_n, michel_s) for k, s, _, _ in gate_points if 0 < k < 72
-]
+points = [(p["n_kept"], p["gates"]) for p in gate_points]
+gaps = pruning.pruning_curve_gaps(michel, rand, points, n_total=72, up_to=36)
 [
     attnbook.check(
         "MiniLM: importance minus random order, mean similarity gap with 36 or fewer "
-        "heads kept",
-        float((michel_s[late] - rand_s[late]).mean()),
-        at_least=0.02,
-    ),
+        "heads kept", gaps["over_random"], at_least=0.02),
     attnbook.check(
-        "MiniLM: similarity after importance pruning to 36 of 72 heads",
-        float(np.interp(36, michel_n, michel_s)),
-        at_least=0.65,
-        at_most=0.85,
-    ),
+        "MiniLM: similarity after importance pruning to 36 of 72 heads", gaps["at"],
+        at_least=0.65, at_most=0.85),
     attnbook.check(
         "MiniLM: gates minus importance pruning, similarity at the same number of "
-        "heads (smallest gap over lambdas)",
-        min(gate_gap),
-        at_least=0.05,
-    ),
+        "heads (smallest gap over lambdas)", min(gaps["points_over"]), at_least=0.05),
 ]
 
 # %% [markdown]
@@ -509,25 +379,18 @@ from attnbook.claims import papers
 from attnbook import stats
 from attnbook.heads import translation as tr
 
-ENC, ALL, MICHEL = (
-    "encoder_gates_converged",
-    "all_kinds_gates_converged",
-    "michel_converged",
-)
+ENC, ALL = "encoder_gates_converged", "all_kinds_gates_converged"
+MICHEL = "michel_converged"
 enc_sweep, all_sweep, michel_mt = (sweeps.load(n) for n in (ENC, ALL, MICHEL))
 ENC_CMD, ALL_CMD, MICHEL_CMD = (runs.command(n) for n in (ENC, ALL, MICHEL))
 full_mt = enc_sweep["unpruned"]
-print(
-    f"precomputed by {ENC_CMD}: {enc_sweep['n_eval']} test verses; unpruned greedy "
-    f"{full_mt['bleu_greedy']:.2f}, beam {full_mt['bleu_beam']:.2f}"
-)
+print(f"precomputed by {ENC_CMD}: {enc_sweep['n_eval']} test verses; unpruned greedy "
+      f"{full_mt['bleu_greedy']:.2f}, beam {full_mt['bleu_beam']:.2f}")
 for r in enc_sweep["runs"]:
     spec = {k: v for k, v in r["spec"].items() if k != "lr"}
-    print(
-        f"{spec}: {r['n_kept']:2d} of 48 heads; BLEU greedy {r['bleu_greedy']:.2f}, "
-        f"beam {r['bleu_beam']:.2f} (trained gate values: "
-        f"{r['bleu_greedy_soft_gates']:.2f})"
-    )
+    print(f"{spec}: {r['n_kept']:2d} of 48 heads; BLEU greedy {r['bleu_greedy']:.2f}, "
+          f"beam {r['bleu_beam']:.2f} (trained gate values: "
+          f"{r['bleu_greedy_soft_gates']:.2f})")
 
 # %% [markdown]
 # **Is the model worth pruning?** A negative result on a model whose encoder self-attention does nothing would
@@ -539,10 +402,7 @@ evaluation = tr.converged_evaluation()
 drop_no_enc = evaluation["greedy"]["bleu"] - evaluation["greedy_no_enc_self"]["bleu"]
 attnbook.check(
     "gate: BLEU lost when all encoder self-attention heads are removed (test, greedy)",
-    drop_no_enc,
-    at_least=5.0,
-    precomputed=evaluation["meta"]["command"],
-)
+    drop_no_enc, at_least=5.0, precomputed=evaluation["meta"]["command"])
 
 # %% [markdown]
 # **One point of each sweep, live.** The gates' masks applied to the unchanged model (no fine-tuning) are one
@@ -553,67 +413,43 @@ attnbook.check(
 mt_model, _ = tr.load_translation_model(device=dev)
 test_pairs = tr.load_pairs("test")
 test_src, test_ref = [e for e, _ in test_pairs], [s for _, s in test_pairs]
-live_run = next(
-    r
-    for r in enc_sweep["runs"]
-    if r["spec"]["lam"] == 0.05 and r["spec"]["steps"] == 300
-)
+live_run = next(r for r in enc_sweep["runs"]
+                if r["spec"]["lam"] == 0.05 and r["spec"]["steps"] == 300)
 live_masks = sweeps.kept_masks(live_run)
 live_bleu = stats.bleu(tr.translate(mt_model, test_src, head_gates=live_masks),
                        test_ref)
-shipped_no_ft = next(
-    g["bleu_not_fine_tuned"]
-    for g in michel_mt["gate_masks_without_fine_tuning"]
-    if g["recipe"] == ENC and g["spec"] == live_run["spec"]
-)
-print(
-    f"lambda=0.05 masks, no fine-tuning: live BLEU {live_bleu:.2f}, shipped "
-    f"{shipped_no_ft:.2f}"
-)
+shipped_no_ft = next(g["bleu_not_fine_tuned"]
+                     for g in michel_mt["gate_masks_without_fine_tuning"]
+                     if g["recipe"] == ENC and g["spec"] == live_run["spec"])
+print(f"lambda=0.05 masks, no fine-tuning: live BLEU {live_bleu:.2f}, shipped "
+      f"{shipped_no_ft:.2f}")
 
 # %%
 from attnbook.heads import gate_training
 
 s = enc_sweep["meta"]["settings"]
 attnbook.seed_everything(s["seed"])
-stream = tr.BatchStream(
-    tr.load_pairs("train"), max_len=96, seed=s["seed"] + 1, max_tokens=s["max_tokens"]
-)
-keys = (
-    "lr",
-    "gate_lr",
-    "init_log_alpha",
-    "label_smoothing",
-    "record_every",
-    "clip",
-    "seed",
-)
+stream = tr.BatchStream(tr.load_pairs("train"), max_len=96, seed=s["seed"] + 1,
+                        max_tokens=s["max_tokens"])
+keys = ("lr", "gate_lr", "init_log_alpha", "label_smoothing", "record_every", "clip",
+        "seed")
 kw = dict(kinds=["enc_self"], lam=0.05, steps=20, device=dev, **{k: s[k] for k in keys})
 _, _, hist = gate_training.gate_translation_model(mt_model, stream, **kw)
 live_p = hist["snapshots"][1]["p_open"]["enc_self"].numpy()
 shipped_p = np.array(live_run["snapshots"][1]["p_open"]["enc_self"])
-print(
-    f"P(g != 0) after {hist['snapshots'][1]['step']} steps: "
-    f"max |live - shipped| = {abs(live_p - shipped_p).max():.4f}"
-)
+print(f"P(g != 0) after {hist['snapshots'][1]['step']} steps: "
+      f"max |live - shipped| = {abs(live_p - shipped_p).max():.4f}")
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "live BLEU of the lambda=0.05 encoder masks without fine-tuning = precomputed",
-        live_bleu,
-        close_to=shipped_no_ft,
-        tol=0.3,
-        precomputed=MICHEL_CMD,
-    ),
+        live_bleu, close_to=shipped_no_ft, tol=0.3, precomputed=MICHEL_CMD),
     attnbook.check(
         "live first 20 steps of the lambda=0.05 gate training = precomputed (max |P(g "
-        "!= 0)| difference)",
-        float(abs(live_p - shipped_p).max()),
-        at_most=0.02,
+        "!= 0)| difference)", float(abs(live_p - shipped_p).max()), at_most=0.02,
         band=0.02,  # a round-off-level value: any value within the tolerance agrees
-        precomputed=ENC_CMD,
-    ),
+        precomputed=ENC_CMD),
 ]
 
 # %% [markdown]
@@ -630,12 +466,10 @@ settle = sweeps.settling_rows(enc_sweep, main_runs, window=60)
 print("precomputed gate sweep, one line per run:")
 for st in settle:
     spec = st["spec"]
-    print(
-        f"lambda={spec['lam']}, init {spec['init_log_alpha']}, gate lr "
-        f"{spec['gate_lr']}, {spec['steps']} steps: {st['kept']:2d} kept; last 60 "
-        f"steps: max |dP| {st['max_dp']:.2f}, decisions kept {st['overlap']:.2f}; same "
-        f"heads as the main run {st['same_as_main']:.2f}"
-    )
+    print(f"lambda={spec['lam']}, init {spec['init_log_alpha']}, gate lr "
+          f"{spec['gate_lr']}, {spec['steps']} steps: {st['kept']:2d} kept; last 60 "
+          f"steps: max |dP| {st['max_dp']:.2f}, decisions kept {st['overlap']:.2f}; "
+          f"same heads as the main run {st['same_as_main']:.2f}")
 
 
 # %% [markdown]
@@ -667,51 +501,29 @@ long_run = find(lam=0.05, steps=600)
 base = kept_set(main_runs[0.1])
 covered = float((kept_set(open_start) & base).sum() / base.sum())
 not_nested = sweeps.not_nested(main_runs)
-same_slow = sweeps.jaccard(
-    sweeps.kept_masks(slow_gates), sweeps.kept_masks(main_runs[0.1])
-)
-same_long = sweeps.jaccard(
-    sweeps.kept_masks(long_run), sweeps.kept_masks(main_runs[0.05])
-)
-print(
-    f"lambda=0.1, heads kept: main run {int(base.sum())}, gates starting open "
-    f"{open_start['n_kept']}"
-)
-print(
-    f"lambda=0.05, heads kept: 300 steps {main_runs[0.05]['n_kept']}, 600 steps "
-    f"{long_run['n_kept']}"
-)
+same_slow = sweeps.jaccard(sweeps.kept_masks(slow_gates),
+                           sweeps.kept_masks(main_runs[0.1]))
+same_long = sweeps.jaccard(sweeps.kept_masks(long_run),
+                           sweeps.kept_masks(main_runs[0.05]))
+print(f"lambda=0.1, heads kept: main run {int(base.sum())}, gates starting open "
+      f"{open_start['n_kept']}")
+print(f"lambda=0.05, heads kept: 300 steps {main_runs[0.05]['n_kept']}, 600 steps "
+      f"{long_run['n_kept']}")
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
         "encoder gates: heads kept at a larger lambda but pruned at the next smaller "
-        "one",
-        not_nested,
-        at_most=0,
-        precomputed=ENC_CMD,
-    ),
+        "one", not_nested, at_most=0, precomputed=ENC_CMD),
     attnbook.check(
         "lambda=0.1: gate learning rate 0.02 for 600 steps keeps the same heads "
-        "(overlap)",
-        same_slow,
-        at_least=0.8,
-        precomputed=ENC_CMD,
-    ),
+        "(overlap)", same_slow, at_least=0.8, precomputed=ENC_CMD),
     attnbook.check(
         "lambda=0.1: gates that start open keep every head the glorot-initialised "
-        "gates keep",
-        covered,
-        at_least=1.0,
-        precomputed=ENC_CMD,
-    ),
+        "gates keep", covered, at_least=1.0, precomputed=ENC_CMD),
     attnbook.check(
         "lambda=0.05: 600 instead of 300 steps keeps the same heads (overlap of kept "
-        "sets)",
-        same_long,
-        at_least=0.6,
-        precomputed=ENC_CMD,
-    ),
+        "sets)", same_long, at_least=0.6, precomputed=ENC_CMD),
 ]
 
 # %% [markdown]
@@ -725,17 +537,14 @@ print(
 
 # %%
 enc_only = papers.number("voita2019", "encoder_only_wmt")
-gate_curve = [(48, full_mt["bleu_greedy"])] + [
-    (r["n_kept"], r["bleu_greedy"]) for r in main_runs.values()
-]
-beam_curve = [(48, full_mt["bleu_beam"])] + [
-    (r["n_kept"], r["bleu_beam"]) for r in main_runs.values()
-]
+gate_curve = [(48, full_mt["bleu_greedy"])] + [(r["n_kept"], r["bleu_greedy"])
+                                               for r in main_runs.values()]
+beam_curve = [(48, full_mt["bleu_beam"])] + [(r["n_kept"], r["bleu_beam"])
+                                             for r in main_runs.values()]
 no_ft = [  # the main runs' masks on the unchanged model
     (g["n_kept"], g["bleu_not_fine_tuned"])
     for g in michel_mt["gate_masks_without_fine_tuning"]
-    if g["recipe"] == ENC and g["spec"] in [r["spec"] for r in main_runs.values()]
-]
+    if g["recipe"] == ENC and g["spec"] in [r["spec"] for r in main_runs.values()]]
 arms = michel_mt["arms"]
 michel_curves = {
     "per token, ranked once (the authors')": arms["encoder_per_token"],
@@ -743,83 +552,27 @@ michel_curves = {
     "per token, re-scored each step": arms["encoder_per_token_recomputed"],
 }
 paper_curve = list(zip(enc_only.value["heads"], enc_only.value["bleu"]))
-paper_drop = {n: b - enc_only.value["bleu"][0] for n, b in paper_curve}
-at = sorted(
-    {r["n_kept"] for r in main_runs.values() if 2 <= r["n_kept"] <= 10}, reverse=True
-)
+at = sorted({r["n_kept"] for r in main_runs.values() if 2 <= r["n_kept"] <= 10},
+            reverse=True)
 book_drop = {n: sweeps.bleu_at(n, gate_curve) - full_mt["bleu_greedy"] for n in at}
 paper_at = {n: sweeps.bleu_at(n, paper_curve) - enc_only.value["bleu"][0] for n in at}
 for n in at:
-    print(
-        f"{n} heads: BLEU change {book_drop[n]:+.2f} (paper, interpolated: "
-        f"{paper_at[n]:+.2f})"
-    )
+    print(f"{n} heads: BLEU change {book_drop[n]:+.2f} (paper, interpolated: "
+          f"{paper_at[n]:+.2f})")
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 6.4), layout="constrained")
-ref, ref_beam = full_mt["bleu_greedy"], full_mt["bleu_beam"]
-curves = {
-    "gates, fine-tuned (greedy)": (gate_curve, "D-"),
-    "gates, fine-tuned (beam 4)": (
-        [(n, b - ref_beam + ref) for n, b in beam_curve],
-        "D:",
-    ),
-    "gate masks, no fine-tuning": (no_ft, "s--"),
-    **{
-        f"Michel: {name}": ([(r["n_kept"], r["bleu"]) for r in rows], mk + "-")
-        for (name, rows), mk in zip(michel_curves.items(), "o^v")
-    },
-}
-for label, (pts, style) in curves.items():
-    x, y = zip(*sorted(pts))
-    ax.plot(x, np.array(y) - ref, style, label=label)
-heads = enc_only.value["heads"]
-paper_marker(ax, heads, [paper_drop[n] for n in heads], label="WMT EN-RU, encoder only")
-ax.axhline(0, color="0.6", linewidth=0.8)
-ax.set(
-    xlabel="encoder heads kept (of 48)", ylabel="BLEU change from the unpruned model"
-)
-ax.set_title("Encoder heads: a few do the work (precomputed)")
-fig.legend(loc="outside lower center", ncol=1)
+figs.encoder_bleu_curves(full_mt, gate_curve, beam_curve, no_ft, michel_curves,
+                         paper_curve)
 plt.show()
 
-
-# %%
-def why_encoder_differs(
-    n,
-):  # measured: what fine-tuning recovered, and whether the gates had settled
-    run = next(r for r in main_runs.values() if r["n_kept"] == n)
-    cost = full_mt["bleu_greedy"] - dict(no_ft).get(n, float("nan"))
-    st = sweeps.settling(run["snapshots"], window=60)
-    return (
-        f"with {n} heads the masks cost {cost:.1f} BLEU without fine-tuning and 300 "
-        "steps of fine-tuning "
-        f"win back {run['bleu_greedy'] - full_mt['bleu_greedy'] + cost:.1f}; over the "
-        "last 60 steps "
-        f"{1 - st['overlap']:.0%} of the kept set still changed; the paper fine-tunes "
-        "until the gates stop, "
-        "with 64-dimensional heads (16 here)"
-        + (
-            "; 600 steps instead of 300 give "
-            f"{long_run['bleu_greedy'] - full_mt['bleu_greedy']:+.2f} with "
-            "the same heads"
-            if long_run["n_kept"] == n
-            else ""
-        )
-    )
-
-
 # %% tags=["nbval-check-output"]
-[
+[  # where they differ, the measured reason: the masks' cost, the settling of the gates
     attnbook.compare(
         f"encoder-only gates: BLEU change with {n} of 48 encoder heads (greedy)",
-        book_drop[n],
-        paper=paper_at[n],
+        book_drop[n], paper=paper_at[n], tol=0.5, precomputed=ENC_CMD,
         source=enc_only.where + "; linear between its points",
-        tol=0.5,
-        reason="" if abs(book_drop[n] - paper_at[n]) <= 0.5 else why_encoder_differs(n),
-        precomputed=ENC_CMD,
-    )
+        reason="" if abs(book_drop[n] - paper_at[n]) <= 0.5 else sweeps.encoder_reason(
+            n, main_runs, full_mt["bleu_greedy"], no_ft, long_run, window=60))
     for n in at
 ]
 
@@ -854,62 +607,31 @@ about_ten = min(main_runs.values(), key=lambda r: abs(r["n_kept"] - 10))
 kept10 = sweeps.kept_masks(about_ten)["enc_self"].bool()
 kept01 = sweeps.kept_masks(main_runs[0.1])["enc_self"].bool()
 role_gap = sweeps.role_gap(role, kept10)
-print(
-    f"{len(verses.src_ids)} dev verses; lambda={about_ten['spec']['lam']} keeps "
-    f"{int(kept10.sum())} heads"
-)
-print(
-    f"mean role share: kept {role[kept10].mean():.2f}, pruned "
-    f"{role[~kept10].mean():.2f}"
-)
+print(f"{len(verses.src_ids)} dev verses; lambda={about_ten['spec']['lam']} keeps "
+      f"{int(kept10.sum())} heads")
+print(f"mean role share: kept {role[kept10].mean():.2f}, pruned "
+      f"{role[~kept10].mean():.2f}")
 top = torch.argsort(role.flatten(), descending=True)[:5].tolist()
 print("the 5 most specialised heads:", [(i // 8, i % 8) for i in top])
 print("their strongest role share:", [round(float(role.flatten()[i]), 2) for i in top])
 print("kept at that lambda:", [bool(kept10.flatten()[i]) for i in top])
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(2, 1, figsize=(6.4, 8.4), layout="constrained")
-panels = {
-    "previous/next-token share": positional,
-    "rarest-token share": enc_roles["rare"],
-}
+panels = {"previous/next-token share": positional,
+          "rarest-token share": enc_roles["rare"]}
 lam10 = about_ten["spec"]["lam"]
-marks = [
-    (kept10, dict(s=170, marker="o", facecolors="none"), f"kept at lambda={lam10}"),
-    (kept01, dict(s=60, marker="*", facecolors="red"), "kept at lambda=0.1"),
-]
-for i, (ax, (name, values)) in enumerate(zip(axes, panels.items())):
-    vmax = float(values.max())
-    im = ax.imshow(values.numpy(), cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
-    for mask, style, label in marks:
-        rows, cols = np.nonzero(mask.numpy())
-        style = dict(
-            style, edgecolors="red", linewidths=2, label=label if i == 0 else None
-        )
-        ax.scatter(cols, rows, **style)
-    ax.set(xlabel="head", ylabel="encoder layer", title=name)
-    ax.grid(False)
-    fig.colorbar(im, ax=ax)
-fig.legend(loc="outside lower center", ncol=2)
-fig.suptitle("The last encoder heads to go are the most specialised ones")
+figs.role_heatmaps(panels, circled=(kept10, f"kept at lambda={lam10}"),
+                   starred=(kept01, "kept at lambda=0.1"))
 plt.show()
 
 # %% tags=["nbval-check-output"]
 specialised = papers.number("voita2019", "kept_heads_are_specialised")
 attnbook.compare(
     f"encoder heads kept at lambda={about_ten['spec']['lam']}: mean role share kept "
-    "minus pruned",
-    role_gap,
-    paper=specialised.value,
-    source=specialised.where,
-    same_side_of=0.0,
-    reason=(
-        ""
-        if role_gap > 0
-        else f"measured: role share of the kept heads minus the pruned {role_gap:+.3f}"
-    ),
-    precomputed=ENC_CMD,
-)
+    "minus pruned", role_gap, paper=specialised.value, source=specialised.where,
+    same_side_of=0.0, precomputed=ENC_CMD,
+    reason="" if role_gap > 0
+    else f"measured: role share of the kept heads minus the pruned {role_gap:+.3f}")
 
 # %% [markdown]
 # The three heads that survive longest, (1, 1), (1, 4) and (2, 6), are the three most specialised heads of
@@ -932,38 +654,28 @@ attnbook.compare(
 
 # %%
 by_kind = sweeps.kind_shares(all_sweep)  # order: pruned first -> pruned last
-all_runs, n_heads = by_kind["runs"], by_kind["n_heads"]
-share, order = by_kind["share"], by_kind["order"]
+all_runs, n_heads, order = by_kind["runs"], by_kind["n_heads"], by_kind["order"]
 kinds = list(n_heads)
 kind_order = papers.number("voita2019", "kind_order")
 print("heads kept per kind (precomputed):")
 for r in all_runs:
-    print(
-        f"  lambda={r['spec']['lam']}: {r['kept']} (total {r['n_kept']}), BLEU greedy "
-        f"{r['bleu_greedy']:.2f}, beam {r['bleu_beam']:.2f}"
-    )
+    print(f"  lambda={r['spec']['lam']}: {r['kept']} (total {r['n_kept']}), "
+          f"BLEU greedy {r['bleu_greedy']:.2f}, beam {r['bleu_beam']:.2f}")
 print("order, pruned first:", order, "| paper:", kind_order.value)
 all_kinds = papers.number("voita2019", "all_kinds_wmt")  # Table 3's shapes
-paper_mt = papers.number("voita2019", "model").value
-paper_n = {"enc_self": paper_mt["heads"] * paper_mt["layers"][0],
-           **{k: paper_mt["heads"] * paper_mt["layers"][1]
-              for k in ("dec_self", "dec_cross")}}
-paper_total = sum(paper_n.values())
-book_total = sum(n_heads.values())
-biggest = all_kinds.value["kept"][0]  # the paper's largest pruned shape
-near = min(all_runs,
-           key=lambda r: abs(r["n_kept"] / book_total - sum(biggest) / paper_total))
-print(f"share of each kind kept: book with {near['n_kept']} of {book_total} heads",
-      {k: round(near["kept"][k] / n_heads[k], 2) for k in kinds},
-      f"| paper with {sum(biggest)} of {paper_total}",
-      {k: round(biggest[all_kinds.value["kinds"].index(k)] / paper_n[k], 2)
-       for k in kinds})
+paper_n = sweeps.heads_per_kind(papers.number("voita2019", "model").value)
+paper_total, book_total = sum(paper_n.values()), sum(n_heads.values())
+# the run nearest the paper's largest shape by the share of all heads kept
+near = sweeps.kind_share_comparison(by_kind, all_kinds.value, paper_n)
+print(f"share of each kind kept: book with {near['run']['n_kept']} of {book_total} "
+      "heads", {k: round(v, 2) for k, v in near["book"].items()},
+      f"| paper with {near['paper_kept']} of {paper_total}",
+      {k: round(v, 2) for k, v in near["paper"].items()})
 
 # %%
 layers_of_run = [sweeps.kept_per_layer(sweeps.kept_masks(r)) for r in all_runs]
 slope_at = sweeps.layer_slopes(all_runs, layers_of_run, n_heads,
-                              ("dec_self", "dec_cross"))
-slopes = {k: (v["slope"], v["lam"], v["per_layer"]) for k, v in slope_at.items()}
+                               ("dec_self", "dec_cross"))
 for k, v in slope_at.items():
     print(f"{k}: heads kept per layer at lambda={v['lam']}: {v['per_layer']}, slope "
           f"{v['slope']:+.2f}")
@@ -972,66 +684,23 @@ for k, v in slope_at.items():  # the slope at every lambda that prunes the kind
           [(lam, round(s, 2)) for lam, s in v["every"]])
 pattern = papers.number("voita2019", "layer_pattern")
 order_off = sweeps.order_disagreements(order, kind_order.value)
-layer_why = {
-    k: (
-        ""
-        if np.sign(v[0]) == pattern.value[k]
-        else f"measured heads kept per layer: {v[2]}"
-    )
-    for k, v in slopes.items()
-}
 
 # %% tags=["hide-input"]
-fig, axes = plt.subplots(2, 1, figsize=(6.4, 8.4), layout="constrained")
-book_x = [r["n_kept"] / book_total for r in all_runs]
-paper_x = [sum(kept) / paper_total for kept in all_kinds.value["kept"]]
-for j, (k, mk) in enumerate(zip(kinds, "osD")):
-    axes[0].plot(book_x, share[k], mk + "-", color=f"C{j}", label=k)
-    i = all_kinds.value["kinds"].index(k)
-    axes[0].plot(paper_x, [kept[i] / paper_n[k] for kept in all_kinds.value["kept"]],
-                 mk + ":", color=f"C{j}", mfc="none")
-axes[0].plot([], [], "o:", color="black", mfc="none", label="paper, Table 3 (hollow)")
-lam_axis = axes[0].secondary_xaxis("top")
-lam_axis.set_xticks(book_x, [f"{r['spec']['lam']:g}" for r in all_runs])
-lam_axis.set_xlabel("lambda (book)")
-axes[0].set(xlabel="share of all heads kept", ylabel="share of the kind's heads kept")
-axes[0].set_title("Which kind goes first (book: precomputed)")
-axes[0].legend(loc="upper left")
-for i, per in enumerate(layers_of_run):
-    shade = dict(alpha=0.3 + 0.7 * i / max(1, len(all_runs) - 1))
-    axes[1].plot(range(3), per["dec_self"], "s-", color="C1", **shade)
-    axes[1].plot(range(3), per["dec_cross"], "D--", color="C2", **shade)
-axes[1].plot([], [], "s-", color="C1", label="dec_self")
-axes[1].plot([], [], "D--", color="C2", label="dec_cross")
-axes[1].set_xticks(range(3), ["layer 0", "layer 1", "layer 2"])
-axes[1].set(ylabel="heads kept (of 8)", title="Decoder layers, darker = larger lambda")
-axes[1].legend()
+figs.kinds_and_layers(by_kind, layers_of_run, all_kinds.value, paper_n)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare(
         "all kinds: pairs of kinds pruned in the other order than the paper's",
-        order_off,
-        paper=0,
-        source=kind_order.where,
-        tol=0,
-        reason="" if order_off == 0 else f"measured order, pruned first: {order}",
-        precomputed=ALL_CMD,
-    ),
-    *[
-        attnbook.compare(
-            f"all kinds, {k}: slope of heads kept against layer "
-            f"(lambda={slopes[k][1]})",
-            slopes[k][0],
-            paper=pattern.value[k],
-            source=pattern.where,
-            same_side_of=0.0,
-            reason=layer_why[k],
-            precomputed=ALL_CMD,
-        )
-        for k in ("dec_self", "dec_cross")
-    ],
+        order_off, paper=0, source=kind_order.where, tol=0, precomputed=ALL_CMD,
+        reason="" if order_off == 0 else f"measured order, pruned first: {order}"),
+    *[attnbook.compare(
+        f"all kinds, {k}: slope of heads kept against layer (lambda={v['lam']})",
+        v["slope"], paper=pattern.value[k], source=pattern.where, same_side_of=0.0,
+        precomputed=ALL_CMD, reason="" if np.sign(v["slope"]) == pattern.value[k]
+        else f"measured heads kept per layer: {v['per_layer']}")
+      for k, v in slope_at.items()],
 ]
 
 # %% [markdown]
@@ -1045,19 +714,15 @@ plt.show()
 paper_full = enc_only.value["bleu"][0]
 paper_by_share = [(1.0, 0.0)] + [
     (sum(kept) / paper_total, b - paper_full)
-    for kept, b in zip(all_kinds.value["kept"], all_kinds.value["bleu_pruned"])
-]
+    for kept, b in zip(all_kinds.value["kept"], all_kinds.value["bleu_pruned"])]
 no_ft_all = sorted(  # the all-kinds sweep's masks on the unchanged model
     (g["n_kept"], g["bleu_not_fine_tuned"])
-    for g in michel_mt["gate_masks_without_fine_tuning"] if g["recipe"] == ALL
-)
-cost_no_ft = {n: full_mt["bleu_greedy"] - b for n, b in no_ft_all}
+    for g in michel_mt["gate_masks_without_fine_tuning"] if g["recipe"] == ALL)
 all_at = sweeps.changes_at_paper_shares(all_runs, book_total, full_mt["bleu_beam"],
                                         paper_by_share)  # n kept -> (run, book, paper)
 for n, (r, book, paper) in all_at.items():
     print(f"precomputed; {n} of {book_total} heads ({n / book_total:.0%}): BLEU change "
           f"{book:+.2f} (beam 4); paper at that share {paper:+.2f}")
-
 
 # %% tags=["nbval-check-output"]
 [
@@ -1065,15 +730,10 @@ for n, (r, book, paper) in all_at.items():
         f"all kinds: BLEU change with {n} of {book_total} heads (beam 4)", book,
         paper=paper, source=all_kinds.where + "; linear in the share of heads kept",
         tol=0.5, digits=2, precomputed=ALL_CMD,
-        reason="" if abs(book - paper) <= 0.5 else (
-            f"kept per kind {r['kept']}; the masks alone cost {cost_no_ft[n]:.1f} BLEU "
-            f"(greedy) and 300 steps of fine-tuning win back "
-            f"{r['bleu_greedy'] - full_mt['bleu_greedy'] + cost_no_ft[n]:.1f}; the paper "
-            f"fine-tunes until the gates stop, with {paper_total} heads of 64 dimensions "
-            f"({book_total} of 16 here)"))
+        reason="" if abs(book - paper) <= 0.5 else sweeps.all_kinds_reason(
+            r, dict(no_ft_all)[n], full_mt["bleu_greedy"], paper_total, book_total))
     for n, (r, book, paper) in all_at.items()
 ]
-
 
 # %% [markdown]
 # The order and the layer pattern reproduce; the cost does not. The layer slopes have the paper's sign at
@@ -1107,14 +767,10 @@ for n, (r, book, paper) in all_at.items():
 # is within 0.1 of the paper's 20%; on the 10% grid of pruning steps that is one step either way.
 
 # %%
-print(
-    "precomputed; split-half Spearman correlation of the per-token importance:",
-    michel_mt["split_half"],
-)
-print(
-    "per-token vs whole-batch estimator, rank correlation:",
-    michel_mt["estimators_rank_correlation"],
-)
+print("precomputed; split-half Spearman correlation of the per-token importance:",
+      michel_mt["split_half"])
+print("per-token vs whole-batch estimator, rank correlation:",
+      michel_mt["estimators_rank_correlation"])
 michel_all = {
     "per token, layer-normalised (the authors')": arms["all_per_token"],
     "whole batch, layer-normalised": arms["all_whole_batch"],
@@ -1125,35 +781,15 @@ for name, rows in michel_all.items():
 prunable = papers.number("michel2019", "prunable_share_wmt")
 full_test = michel_mt["full_bleu"]
 share_ok = sweeps.prunable_share(
-    [(r["n_kept"], r["bleu"]) for r in arms["all_per_token"]], full_test, 96, 0.5
-)
-print(
-    f"share of the 96 heads pruned before BLEU falls 0.5 below {full_test:.2f}: "
-    f"{share_ok:.0%} (paper: {prunable.value:.0%})"
-)
+    [(r["n_kept"], r["bleu"]) for r in arms["all_per_token"]], full_test, 96, 0.5)
+print(f"share of the 96 heads pruned before BLEU falls 0.5 below {full_test:.2f}: "
+      f"{share_ok:.0%} (paper: {prunable.value:.0%})")
 
 # %% tags=["hide-input"]
-fig, ax = plt.subplots(figsize=(6.4, 6.4), layout="constrained")
-gate_all = sorted(
-    [(96, full_mt["bleu_greedy"])] + [(r["n_kept"], r["bleu_greedy"]) for r in all_runs]
-)
-ax.plot(*zip(*gate_all), "D-", label="gates, fine-tuned")
-ax.plot(*zip(*no_ft_all), "s--", label="gate masks, no fine-tuning")
-for (name, rows), mk in zip(michel_all.items(), "o^v"):
-    ax.plot(
-        [r["n_kept"] for r in rows],
-        [r["bleu"] for r in rows],
-        mk + "-",
-        alpha=0.8,
-        label=f"Michel: {name}",
-    )
-paper_marker(ax, [book_total * s for s, _ in paper_by_share[1:]],  # Table 3's change,
-             [full_mt["bleu_greedy"] + d for _, d in paper_by_share[1:]],  # from ours
-             label="Table 3, fine-tuned (BLEU change)")
-ax.set_xlabel("heads kept (of 96)")
-ax.set_ylabel("test BLEU (greedy)")
-ax.set_title("All kinds: selection and retraining (precomputed)")
-fig.legend(loc="outside lower center", ncol=1)
+gate_all = sorted([(96, full_mt["bleu_greedy"])]
+                  + [(r["n_kept"], r["bleu_greedy"]) for r in all_runs])
+figs.all_kinds_curves(gate_all, no_ft_all, michel_all, paper_by_share, book_total,
+                      full_mt["bleu_greedy"])
 plt.show()
 
 
@@ -1163,10 +799,12 @@ def selection_gap(arm, points):  # gate masks minus Michel's arm, neither fine-t
     return {n: round(g, 2) for n, g in sweeps.gaps_to_curve(points, curve).items()}
 
 
-print("precomputed; no fine-tuning, gate masks minus Michel's masks at the gates' shapes:")
+print("precomputed; no fine-tuning, gate masks minus Michel's masks at the gates' "
+      "shapes:")
 for arm in ("all_per_token", "all_per_token_unnormalised"):
     print(f"  {arm}:", selection_gap(arm, no_ft_all))
-fine_tuned = {("enc", n): b for n, b in gate_curve} | {("all", n): b for n, b in gate_all}
+fine_tuned = ({("enc", n): b for n, b in gate_curve}
+              | {("all", n): b for n, b in gate_all})
 recovered = sweeps.recovered_shares(  # what a mask costs that fine-tuning wins back
     fine_tuned, [((kind, n), b) for kind, pts in (("enc", no_ft), ("all", no_ft_all))
                  for n, b in pts], full_mt["bleu_greedy"])
@@ -1178,24 +816,13 @@ print(f"fine-tuning wins back {min(recovered):.0%} to {max(recovered):.0%} of wh
 [
     attnbook.check(
         "Michel importance (per token, 96 heads): split-half Spearman correlation",
-        michel_mt["split_half"]["all"],
-        at_least=0.7,
-        precomputed=MICHEL_CMD,
-    ),
+        michel_mt["split_half"]["all"], at_least=0.7, precomputed=MICHEL_CMD),
     attnbook.compare(
         "Michel importance: share of heads pruned before BLEU drops by 0.5 (no "
-        "fine-tuning)",
-        share_ok,
-        paper=prunable.value,
-        source=prunable.where,
-        tol=0.1,
-        reason=(
-            ""
-            if abs(share_ok - prunable.value) <= 0.1
-            else f"measured: {share_ok:.0%} of the heads at a 0.5 BLEU drop"
-        ),
-        precomputed=MICHEL_CMD,
-    ),
+        "fine-tuning)", share_ok, paper=prunable.value, source=prunable.where, tol=0.1,
+        reason="" if abs(share_ok - prunable.value) <= 0.1
+        else f"measured: {share_ok:.0%} of the heads at a 0.5 BLEU drop",
+        precomputed=MICHEL_CMD),
 ]
 
 # %% [markdown]
@@ -1225,29 +852,15 @@ print(f"fine-tuning wins back {min(recovered):.0%} to {max(recovered):.0%} of wh
 
 # %%
 from IPython.display import Markdown, display
+from attnbook.heads import pruning_tables
 
 MFT = "michel_fine_tuned_converged"
 michel_ft = sweeps.load(MFT)  # precomputed
 MFT_CMD = runs.command(MFT)
 imp_enc = {"enc_self": torch.tensor(michel_mt["importance"]["per_token"]["enc_self"])}
-enc_shape = {"enc_self": tuple(michel_mt["shapes"]["enc_self"])}
-same_masks, lines = [], [
-    "| encoder heads | Michel, no fine-tuning | gate masks, no fine-tuning | "
-    "Michel, fine-tuned as the gates | gates, fine-tuned |",
-    "|---|---|---|---|---|",
-]
-for r in michel_ft["rows"]:
-    again = pruning.prune_least_important(
-        imp_enc, pruning.full_masks(enc_shape), 48 - r["n_kept"])
-    shipped = torch.tensor(r["masks"]["enc_self"])
-    same_masks.append(torch.equal(again["enc_self"], shipped))
-    a, b = r["bleu_not_fine_tuned"], r["bleu_fine_tuned"]
-    lines.append(
-        f"| {r['n_kept']} | {a['bleu']:.2f} [{a['low']:.1f}, {a['high']:.1f}] | "
-        f"{dict(no_ft)[r['n_kept']]:.2f} | "
-        f"{b['bleu']:.2f} [{b['low']:.1f}, {b['high']:.1f}] | "
-        f"{r['gate_bleu_greedy']:.2f} |")
-display(Markdown("\n".join(lines)))
+same_masks = pruning.masks_from_importance_match(imp_enc, michel_ft["rows"])
+table = pruning_tables.michel_fine_tuned_table(michel_ft["rows"], dict(no_ft))
+display(Markdown(table))
 print(f"precomputed by {MFT_CMD} (complete: {michel_ft['complete']}); test BLEU, "
       "greedy, with sacreBLEU's 95% intervals")
 
@@ -1313,19 +926,14 @@ attnbook.check(
 single = michel_mt["single_head_ablation"]
 dev_full = michel_mt["dev_full_bleu"]
 changes = np.concatenate([np.array(single[k]).flatten() - dev_full for k in kinds])
-print(
-    f"precomputed; unpruned dev BLEU {dev_full:.2f}; removing one head changes it by "
-    f"{changes.min():+.2f} .. {changes.max():+.2f};"
-)
-print(
-    f"{np.mean(np.abs(changes) <= 0.5):.0%} of the heads change it by at most 0.5 BLEU"
-)
+print(f"precomputed; unpruned dev BLEU {dev_full:.2f}; removing one head changes it by "
+      f"{changes.min():+.2f} .. {changes.max():+.2f};")
+print(f"{np.mean(np.abs(changes) <= 0.5):.0%} of the heads change it by at most 0.5 "
+      "BLEU")
 for k in kinds:
     best = michel_mt["best_head_per_layer"][k]
-    print(
-        f"{k}, only the best head of one layer kept:",
-        [(b["best"], round(b["best_bleu"] - dev_full, 2)) for b in best],
-    )
+    print(f"{k}, only the best head of one layer kept:",
+          [(b["best"], round(b["best_bleu"] - dev_full, 2)) for b in best])
 
 # %% [markdown]
 # Three quarters of the heads can be removed alone with at most half a BLEU point lost, and every encoder
@@ -1365,24 +973,10 @@ SCRATCH_CMD = runs.command(SCRATCH)
 scratch_rows = sweeps.scratch_versus_pruned(scratch, test_ref)
 rescored = max(  # BLEU recomputed here from the file's beam hypotheses
     abs(stats.bleu(r["hypotheses_beam"], test_ref[: scratch["n_eval"]])
-        - r["bleu_beam"]["bleu"])
-    for r in scratch["runs"]
-)
+        - r["bleu_beam"]["bleu"]) for r in scratch["runs"])
 trained = [r for r in scratch["runs"] if r["arm"] == "scratch"]
 n_trained = len(trained)
-lines = [
-    "| encoder heads | pruned (beam 4) | seed | from scratch (beam 4) | "
-    "scratch - pruned [95% interval] |",
-    "|---|---|---|---|---|",
-]
-for row in scratch_rows:
-    for s in row["scratch"]:
-        lines.append(
-            f"| {row['kept']} | {row['pruned_beam']:.2f} | {s['seed']} | "
-            f"{s['bleu_beam']:.2f} | {s['delta']:+.2f} "
-            f"[{s['low']:+.2f}, {s['high']:+.2f}] |"
-        )
-display(Markdown("\n".join(lines)))
+display(Markdown(pruning_tables.scratch_table(scratch_rows, "pruned")))
 print(f"precomputed by {SCRATCH_CMD}: {n_trained} of 6 trainings finished "
       f"(complete: {scratch['complete']}); unpruned beam "
       f"{scratch['unpruned']['bleu_beam']:.2f}")
@@ -1390,36 +984,15 @@ print(f"of these, stopped early: {sum(r['stopped'] != 'steps' for r in trained)}
       f"kept averaged weights: {sum(r['averaged'] for r in trained)}")
 
 # %%
-minutes = {}  # each training's wall time, by the threads it ran on
-for r in trained:
-    minutes.setdefault(r["threads"], []).append(r["train_wall_seconds"] / 60)
+minutes = sweeps.training_minutes(trained)  # each training's wall time, by threads
 print("minutes of training: " + "; ".join(
-    f"{min(m):.0f} to {max(m):.0f} on {t} thread(s)" for t, m in sorted(minutes.items())))
+    f"{lo:.0f} to {hi:.0f} on {t} thread(s)" for t, (lo, hi) in minutes.items()))
 
 # %%
+# Voita et al. Table 3: scratch minus pruned at the smallest shape; the verdict of each
+# shape is by the envelope of the seeds' paired 95% intervals (the rule above)
 paper_gap = all_kinds.value["bleu_scratch"][-1] - all_kinds.value["bleu_pruned"][-1]
-
-
-def scratch_claims(rows, arm, n_done, cmd):
-    """One comparison per shape (Voita et al. Table 3): from scratch minus the pruned ``arm``,
-    the mean over seeds, verdict by the envelope of the seeds' paired 95% intervals (the rule
-    above)."""
-    return [attnbook.compare(
-        f"scratch minus {arm}, {row['kept']} encoder heads, mean over seeds "
-        f"{[s['seed'] for s in row['scratch']]} (BLEU, beam 4)",
-        a["delta"], paper=paper_gap, same_side_of=0.0,
-        interval=(a["low"], a["high"]), digits=2,
-        source=all_kinds.where + " (the smallest shape)",
-        reason=f"{a['delta']:+.2f} BLEU over {a['n_seeds']} seed(s)"
-        + (f", spread {a['spread']:.2f}" if a["n_seeds"] > 1 else "")
-        + f"; every seed's paired 95% interval lies within {a['low']:+.2f} to "
-        f"{a['high']:+.2f}: "
-        + ("from scratch is the better at every seed" if a["low"] > 0
-           else "the pruned model is the better at every seed" if a["high"] < 0
-           else "the interval reaches 0") + f"; {n_done}",
-        precomputed=cmd)
-        for row in rows if row["scratch"] for a in [row["across_seeds"]]]
-
+gap_source = all_kinds.where + " (the smallest shape)"
 
 # %% tags=["nbval-check-output"]
 [
@@ -1428,8 +1001,9 @@ def scratch_claims(rows, arm, n_done, cmd):
         digits=2, precomputed=SCRATCH_CMD),
     attnbook.check("beam BLEU recomputed from the shipped hypotheses: largest gap",
         rescored, at_most=0.01, digits=3, precomputed=SCRATCH_CMD),
-    *scratch_claims(scratch_rows, "pruned", f"{n_trained} of 6 trainings finished",
-                    SCRATCH_CMD),
+    *sweeps.scratch_claims(scratch_rows, "pruned",
+                           f"{n_trained} of 6 trainings finished", paper_gap,
+                           gap_source, SCRATCH_CMD),
 ]
 
 # %% [markdown]
@@ -1485,23 +1059,7 @@ CONVERGED_CMD, CONTROL_CMD = runs.command(CONVERGED), runs.command(CONTROL)
 on_rows = sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=trained_on)
 refs_used = test_ref[: trained_on["n_eval"]]
 gains = sweeps.trained_on_gains(trained_on, control_record, scratch, test_ref)
-
-
-def interval(d):
-    if d is None:
-        return "–"
-    return f"{d['delta']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
-
-
-lines = ["| encoder heads | before | trained on | gain [95% interval] "
-         "| gain beyond the control's [95%] | minus the control trained on [95%] "
-         "| steps (epochs) | ended by | minutes (threads) |",
-         "|---|---|---|---|---|---|---|---|---|"]
-lines += [f"| {g['label']} | {g['before']:.2f} | {g['after']:.2f} "
-          f"| {interval(g['gain'])} | {interval(g['beyond_control'])} "
-          f"| {interval(g['cost'])} | {g['train_steps']} ({g['epochs']:.1f}) "
-          f"| {g['stopped']} | {g['minutes']:.0f} ({g['threads']}) |" for g in gains]
-display(Markdown("\n".join(lines)))
+display(Markdown(pruning_tables.trained_on_gains_table(gains)))
 print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, "
       f"complete: {trained_on['complete']}) and {CONTROL_CMD}; before: the pruned "
       f"models after the gates' 300 steps, the unpruned model as it converged; kept "
@@ -1509,14 +1067,7 @@ print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, "
       f"{sum(g['averaged'] for g in gains)} of {len(gains)}")
 
 # %%
-lines = ["| encoder heads | trained on (beam 4) | seed | from scratch (beam 4) | "
-         "scratch - trained on [95% interval] |", "|---|---|---|---|---|"]
-for row in on_rows:
-    for s in row["scratch"]:
-        lines.append(
-            f"| {row['kept']} | {row['pruned_beam']:.2f} | {s['seed']} | "
-            f"{s['bleu_beam']:.2f} | {s['delta']:+.2f} [{s['low']:+.2f}, {s['high']:+.2f}] |")
-display(Markdown("\n".join(lines)))
+display(Markdown(pruning_tables.scratch_table(on_rows, "trained on")))
 
 # %% tags=["nbval-check-output"]
 on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
@@ -1534,8 +1085,9 @@ on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
         "training on minus the gate sweep's unpruned value",
         abs(control["before"]["bleu_beam"]["bleu"] - full_mt["bleu_beam"]),
         at_most=0.01, digits=3, precomputed=CONTROL_CMD),
-    *scratch_claims(on_rows, "trained-on pruned",
-                    f"{len(on_rows)} of 3 shapes trained on", CONVERGED_CMD),
+    *sweeps.scratch_claims(on_rows, "trained-on pruned",
+                           f"{len(on_rows)} of 3 shapes trained on", paper_gap,
+                           gap_source, CONVERGED_CMD),
 ]
 
 # %% tags=["nbval-check-output"]

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from attnbook.heads.masks import as_head_mask, count_kept, full_masks
 
-__all__ = ["count_kept", "full_masks", "head_importance", "layer_normalise", "prune_least_important",
-           "prune_step_by_step"]
+__all__ = ["count_kept", "full_masks", "head_importance", "layer_normalise", "masks_from_importance_match",
+           "prune_least_important", "prune_step_by_step", "pruning_curve_gaps", "random_order_scores"]
 
 Masks = dict[str, torch.Tensor]
 LossFn = Callable[[Any, Masks], torch.Tensor]
@@ -162,3 +163,54 @@ def prune_step_by_step(
             imp = head_importance(loss_fn, current, batches, queries=queries)
         current = prune_least_important(imp, current, min(n_per_step, n_kept - min_heads))
     return records
+
+
+def random_order_scores(score_fn: Callable[[Masks], float], shape: Sequence[int], n_kept: Sequence[int],
+                        seed: int = 0) -> list[float]:
+    """The baseline of a pruning curve (chapter "Pruning heads"): the heads of a single-kind model of
+    ``shape`` ``(n_layers, n_heads)`` pruned in one random order (``torch.randperm`` seeded with ``seed``),
+    scored with ``score_fn({"": masks})`` at each number of heads kept in ``n_kept``."""
+    total = int(np.prod(shape))
+    if any(not 0 <= n <= total for n in n_kept):
+        raise ValueError(f"heads kept must lie between 0 and {total}, got {list(n_kept)}")
+    order = torch.randperm(total, generator=torch.Generator().manual_seed(seed))
+    scores = []
+    for n in n_kept:
+        m = torch.ones(tuple(shape)).flatten()
+        m[order[: total - n]] = 0
+        scores.append(score_fn({"": m.view(tuple(shape))}))
+    return scores
+
+
+def pruning_curve_gaps(records: Sequence[Mapping], random_scores: Sequence[float],
+                       points: Sequence[tuple[float, float]], n_total: int, up_to: float) -> dict:
+    """How a step-by-step pruning curve (``records`` of :func:`prune_step_by_step`, scores interpolated
+    linearly between its steps) compares with the random order's scores at the same steps and with other
+    ``points`` ``(heads kept, score)`` (chapter "Pruning heads", MiniLM): ``over_random``, the mean of the
+    curve minus the random order over the steps keeping ``up_to`` heads or fewer; ``at``, the curve's score at
+    ``up_to`` heads; ``points_over``, each point's score minus the curve's at its number of heads, for the
+    points strictly between 0 and ``n_total`` heads."""
+    if len(records) != len(random_scores):
+        raise ValueError(f"need one random score per step, got {len(random_scores)} for {len(records)}")
+    n = np.array([r["n_kept"] for r in records][::-1])
+    s = np.array([r["score"] for r in records][::-1])
+    rand = np.array(list(random_scores)[::-1])
+    late = n <= up_to
+    if not late.any():
+        raise ValueError(f"no step keeps {up_to} heads or fewer")
+    return {"over_random": float((s[late] - rand[late]).mean()), "at": float(np.interp(up_to, n, s)),
+            "points_over": [p - np.interp(k, n, s) for k, p in points if 0 < k < n_total]}
+
+
+def masks_from_importance_match(importance: Mapping[str, torch.Tensor], rows: Sequence[Mapping]) -> list[bool]:
+    """For each row (``n_kept`` heads and the shipped ``masks`` of a pruned model), whether pruning the
+    least important heads of ``importance`` (:func:`prune_least_important` from the full model down to
+    ``n_kept``) gives the shipped masks of every kind of ``importance`` (chapter "Pruning heads": a recipe's
+    masks recomputed from its shipped importance)."""
+    imp = _as_masks(importance)
+    total = count_kept(full_masks({k: v.shape for k, v in imp.items()}))
+    out = []
+    for r in rows:
+        again = prune_least_important(imp, full_masks({k: v.shape for k, v in imp.items()}), total - r["n_kept"])
+        out.append(all(torch.equal(again[k], torch.tensor(r["masks"][k])) for k in imp))
+    return out

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
+from scipy.stats import spearmanr
 from torch.func import jacrev, vmap
 
 from attnbook.core import runs
@@ -417,3 +418,25 @@ def load_relevance(run: str = "lrp_relevance", preset: str | None = None) -> dic
         raise ValueError(f"expected run 'lrp_relevance' or 'lrp_relevance_minilm', got {run!r}")
     rec = runs.find(run, preset)
     return relevance_tables(rec) if rec else rec
+
+
+def split_half_reliability(halves: dict) -> dict[str, float]:
+    """Split-half reliability of a head ranking (chapter "A translation model"): for each kind of a
+    relevance file's ``halves`` (kind -> [even verses, odd verses], :func:`relevance_tables`), the Spearman
+    rank correlation of the two halves' relevance."""
+    return {k: float(spearmanr(a.flatten(), b.flatten())[0]) for k, (a, b) in halves.items()}
+
+
+def live_gap(model, src_ids, tgt_ids, first_verses) -> float:
+    """The largest absolute difference between the shipped per-verse relevance ``first_verses`` (a relevance
+    file's, :func:`relevance_tables`) and the same verses' relevance recomputed now (unpadded id lists
+    ``src_ids`` / ``tgt_ids``, the same verses first; :func:`sentence_head_relevance`, layer shares averaged
+    over target tokens): chapter "A translation model"'s live-against-precomputed check."""
+    if len(src_ids) < len(first_verses) or len(tgt_ids) < len(first_verses):
+        raise ValueError(f"need the {len(first_verses)} shipped verses, got {len(src_ids)} sources and "
+                         f"{len(tgt_ids)} targets")
+    gaps = []
+    for s, t, want in zip(src_ids, tgt_ids, first_verses):
+        got = sentence_head_relevance(model, s, t)
+        gaps += [float((layer_shares(got[k]).mean(0) - want[k]).abs().max()) for k in want]
+    return max(gaps)

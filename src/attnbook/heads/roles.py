@@ -24,7 +24,9 @@ from collections import Counter
 from types import MappingProxyType
 from typing import Mapping, Optional, Sequence
 
+import numpy as np
 import torch
+from scipy.stats import spearmanr
 
 from attnbook.heads.masks import ATTENTION_KINDS
 from attnbook.heads.translation import pad
@@ -428,3 +430,91 @@ def head_roles(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequen
     if parses is not None:
         out["word_maps"] = word_maps
     return out
+
+
+def confidence_summary(roles: Mapping, kinds: Sequence[str] = ATTENTION_KINDS, factor: float = 5.0,
+                       sink_share: float = 0.5) -> dict:
+    """Per attention kind of :func:`head_roles`'s output (chapter "A translation model"): ``chance``, ``heads``,
+    ``confident`` (heads whose confidence is above ``factor`` times chance), ``most`` (the largest confidence)
+    and ``sinks`` (heads that put more than ``sink_share`` of their queries on EOS/BOS)."""
+    out = {}
+    for k in kinds:
+        c, chance = roles[k]["confidence"], roles[k]["chance"]
+        out[k] = dict(chance=chance, heads=c.numel(), confident=int((c > factor * chance).sum()),
+                      most=float(c.max()), sinks=int((roles[k]["sink"] > sink_share).sum()))
+    return out
+
+
+@torch.no_grad()
+def ablation_split_half(model, src_ids: Sequence[Sequence[int]], tgt_ids: Sequence[Sequence[int]],
+                        reference: Optional[Mapping[str, torch.Tensor]] = None) -> dict:
+    """Leave-one-out relevance (:func:`ablation_relevance`, raw logit drops) on the two halves of the verses
+    (unpadded id lists; chapter "A translation model"'s second lens): ``halves`` (the two ``kind -> (L, H)``),
+    ``relevance`` (their mean), ``split`` (kind -> Spearman correlation of the halves: split-half
+    reliability) and, with a ``reference`` relevance (``kind -> (L, H)``, e.g. LRP's), ``against`` (kind ->
+    Spearman correlation of the mean with it). The verses are padded together, then split."""
+    n = len(src_ids)
+    if n < 2 or len(tgt_ids) != n:
+        raise ValueError(f"need at least two verses and one target per source, got {n} and {len(tgt_ids)}")
+    dev = next(model.parameters()).device
+    src, tgt_in = pad(src_ids).to(dev), pad(tgt_ids)[:, :-1].to(dev)
+    half = n // 2
+    halves = [ablation_relevance(model, src[s], tgt_in[s], normalise=False)
+              for s in (slice(0, half), slice(half, n))]
+    kinds = list(halves[0])
+    out = dict(halves=halves, relevance={k: (halves[0][k] + halves[1][k]) / 2 for k in kinds},
+               split={k: float(spearmanr(halves[0][k].flatten(), halves[1][k].flatten())[0]) for k in kinds})
+    if reference is not None:
+        out["against"] = {k: float(spearmanr(out["relevance"][k].flatten(), reference[k].flatten())[0])
+                          for k in kinds}
+    return out
+
+
+def relevance_against_roles(confidence: torch.Tensor, relevance: torch.Tensor, prev: torch.Tensor,
+                            next_: torch.Tensor, top: int = 3) -> dict:
+    """How an encoder's head relevance ``(layers, heads)`` lines up with its roles (chapter "A translation
+    model", Voita et al. sec. 4-5): ``rho`` (Spearman correlation of confidence and relevance),
+    ``neighbour`` (each head's larger previous- or next-token share), ``top_relevant`` (flat indices of the
+    ``top`` most relevant heads, sorted), ``both`` (those also among the ``top`` largest neighbour shares),
+    ``top_layer1`` (the most relevant first-layer head) and ``less_confident`` (how many first-layer heads
+    are more confident than it)."""
+    neighbour = torch.maximum(prev, next_)
+    top_relevant = set(relevance.flatten().topk(top).indices.tolist())
+    both = top_relevant & set(neighbour.flatten().topk(top).indices.tolist())
+    top_layer1 = int(relevance[0].argmax())
+    return dict(rho=float(spearmanr(confidence.flatten(), relevance.flatten())[0]), neighbour=neighbour,
+                top_relevant=sorted(top_relevant), both=sorted(both), top_layer1=top_layer1,
+                less_confident=int((confidence[0] > confidence[0, top_layer1]).sum()))
+
+
+def largest_syntactic_gain(table: Sequence[Mapping]) -> float:
+    """The largest gain, in points, of a relation's best head over its positional baseline in a
+    :func:`syntactic_head_table` (chapter "A translation model"; the paper's rule asks for 10)."""
+    if not table:
+        raise ValueError("the syntactic head table is empty")
+    return max(100 * (r["best"] - r["base"]) for r in table)
+
+
+def best_over_training(trace: Sequence[Mapping], kind: str, stats: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """From the role statistics recorded during training (a model record's ``roles``: one
+    :func:`role_statistics` per step, with its ``step``; chapter "A translation model"'s role emergence), the
+    steps and, at each, the best head's value over the statistics ``stats`` of attention ``kind`` (e.g.
+    ``("prev", "next")``: the best neighbour share)."""
+    steps = np.array([r["step"] for r in trace])
+    return steps, np.array([max(np.max(r[kind][s]) for s in stats) for r in trace])
+
+
+def checkpoint_comparison(checkpoints: Mapping[str, tuple[Mapping, Mapping]]) -> list[tuple[str, list]]:
+    """Translation checkpoints side by side (chapter "A translation model": the shipped model against the
+    variant with wider heads): ``checkpoints`` maps a column name to ``(meta, roles)`` (the model's record from
+    :func:`attnbook.heads.translation.load_translation_model` and its :func:`head_roles`); returns rows
+    ``(label, [one value per checkpoint])``: best greedy dev BLEU during training, greedy test BLEU, the best
+    previous- and next-token shares of an encoder head, and the training time in minutes."""
+    cps = list(checkpoints.values())
+    return [
+        ("dev BLEU (greedy, best evaluation)", [max(e["dev_bleu"] for e in m["evals"]) for m, _ in cps]),
+        ("test BLEU (greedy)", [m["test_bleu_greedy"] for m, _ in cps]),
+        ("best previous-token share", [float(r["enc_self"]["prev"].max()) for _, r in cps]),
+        ("best next-token share", [float(r["enc_self"]["next"].max()) for _, r in cps]),
+        ("training (minutes, one thread)", [round(m["train_wall_seconds"] / 60) for m, _ in cps]),
+    ]

@@ -6,16 +6,19 @@ what the chapter reports: the heads each run kept (binary masks), whether the ga
 much two runs agree on which heads survive, heads kept per kind (:func:`kind_shares`) and per layer
 (:func:`layer_slopes`), how much more specialised the kept heads are (:func:`role_gap`), BLEU at a given number
 of heads, how many heads can go before BLEU drops, and the paired comparisons of the pruned, from-scratch and
-trained-on models (:func:`scratch_versus_pruned`, :func:`trained_on_gains`).
+trained-on models (:func:`scratch_versus_pruned`, :func:`trained_on_gains`, :func:`scratch_claims`), and
+the measured reasons the chapter gives where its pruning costs differ from the paper's
+(:func:`encoder_reason`, :func:`all_kinds_reason`).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import numpy as np
 import torch
 
+from attnbook.claims import Claim, compare
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
@@ -312,3 +315,101 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
             "train_steps": r["train_steps"], "epochs": r["epochs"], "stopped": r["stopped"],
             "minutes": r["train_wall_seconds"] / 60, "threads": r["threads"], "averaged": r["averaged"]})
     return rows
+
+
+def gate_points(sweep: Mapping, score_fn: Callable[[dict], float]) -> list[dict]:
+    """Each run of a single-kind gate sweep (chapter "Pruning heads", MiniLM) scored live: its ``lam``,
+    ``n_kept`` (heads whose evaluation gate is open), ``gates`` (``score_fn`` with the trained gate values),
+    ``binary`` (with the binary masks, :func:`kept_masks`) and ``script``, the score the sweep stored."""
+    out = []
+    for run in sweep["runs"]:
+        binary_masks = kept_masks(run)[""]
+        out.append({"lam": run["lam"], "n_kept": int(binary_masks.sum()),
+                    "gates": score_fn({"": torch.tensor(run["gates"])}),
+                    "binary": score_fn({"": binary_masks}), "script": run["similarity"]})
+    return out
+
+
+def training_minutes(trained: Sequence[Mapping]) -> dict[int, tuple[float, float]]:
+    """The shortest and longest wall time, in minutes, of the trainings in ``trained`` (runs with
+    ``threads`` and ``train_wall_seconds``), by the number of threads they ran on (in increasing order)."""
+    by_threads: dict[int, list[float]] = {}
+    for r in trained:
+        by_threads.setdefault(r["threads"], []).append(r["train_wall_seconds"] / 60)
+    return {t: (min(m), max(m)) for t, m in sorted(by_threads.items())}
+
+
+def heads_per_kind(model: Mapping) -> dict[str, int]:
+    """Heads of each attention kind of an encoder-decoder Transformer described by ``heads`` per layer and
+    ``layers`` (encoder, decoder), as the paper's model is (:mod:`attnbook.claims.papers`)."""
+    enc, dec = model["layers"]
+    return {"enc_self": model["heads"] * enc, "dec_self": model["heads"] * dec, "dec_cross": model["heads"] * dec}
+
+
+def kind_share_comparison(by_kind: Mapping, paper: Mapping, paper_n: Mapping[str, int]) -> dict:
+    """Each kind's share of heads kept in the book and in the paper at about the same share of all heads
+    (chapter "Pruning heads"): the run of ``by_kind`` (:func:`kind_shares`) whose share of all heads kept is
+    closest to that of the paper's largest pruned shape (``paper``: ``kinds`` and ``kept`` per shape, the
+    first the largest; ``paper_n``: its heads per kind). Returns ``run``, ``paper_kept`` (the paper's heads
+    kept), and the shares kept per kind, ``book`` and ``paper``."""
+    n_heads = by_kind["n_heads"]
+    book_total, paper_total = sum(n_heads.values()), sum(paper_n.values())
+    biggest = paper["kept"][0]
+    near = min(by_kind["runs"], key=lambda r: abs(r["n_kept"] / book_total - sum(biggest) / paper_total))
+    return {"run": near, "paper_kept": sum(biggest),
+            "book": {k: near["kept"][k] / n_heads[k] for k in n_heads},
+            "paper": {k: biggest[paper["kinds"].index(k)] / paper_n[k] for k in n_heads}}
+
+
+def encoder_reason(n: int, main: Mapping, full_bleu: float, no_ft: Sequence[tuple[int, float]],
+                   long_run: Mapping, window: int = 60) -> str:
+    """Why the encoder gates' BLEU change with ``n`` heads differs from the paper's, as measured (chapter
+    "Pruning heads"): what the main run's masks (``main``: :func:`main_runs`) cost without fine-tuning
+    (``no_ft``: ``(heads, BLEU)``; ``full_bleu``: the unpruned model's greedy BLEU), what its fine-tuning won
+    back, how much of its kept set changed over the last ``window`` steps (:func:`settling`), and, when
+    ``long_run`` (trained twice as long) keeps ``n`` heads too, its BLEU change."""
+    run = next(r for r in main.values() if r["n_kept"] == n)
+    cost = full_bleu - dict(no_ft).get(n, float("nan"))
+    st = settling(run["snapshots"], window=window)
+    return (f"with {n} heads the masks cost {cost:.1f} BLEU without fine-tuning and {run['spec']['steps']} "
+            f"steps of fine-tuning win back {run['bleu_greedy'] - full_bleu + cost:.1f}; over the last "
+            f"{window} steps {1 - st['overlap']:.0%} of the kept set still changed; the paper fine-tunes until "
+            "the gates stop, with 64-dimensional heads (16 here)"
+            + (f"; {long_run['spec']['steps']} steps instead of {run['spec']['steps']} give "
+               f"{long_run['bleu_greedy'] - full_bleu:+.2f} with the same heads" if long_run["n_kept"] == n else ""))
+
+
+def all_kinds_reason(run: Mapping, no_ft_bleu: float, full_bleu: float, paper_total: int, book_total: int) -> str:
+    """Why an all-kinds gate run's BLEU change differs from the paper's, as measured (chapter "Pruning heads"):
+    the heads it kept per kind, what its masks cost without fine-tuning (``no_ft_bleu``, greedy; ``full_bleu``:
+    the unpruned model's) and what its fine-tuning won back."""
+    cost = full_bleu - no_ft_bleu
+    return (f"kept per kind {run['kept']}; the masks alone cost {cost:.1f} BLEU (greedy) and "
+            f"{run['spec']['steps']} steps of fine-tuning win back {run['bleu_greedy'] - full_bleu + cost:.1f}; "
+            f"the paper fine-tunes until the gates stop, with {paper_total} heads of 64 dimensions "
+            f"({book_total} of 16 here)")
+
+
+def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, source: str,
+                   precomputed: str) -> list[Claim]:
+    """One comparison with the paper per shape of :func:`scratch_versus_pruned`'s ``rows`` that has
+    from-scratch runs (Voita et al. Table 3, ``paper``: its scratch-minus-pruned BLEU, read at ``source``):
+    from scratch minus the ``arm`` model, the mean over seeds, its verdict by the envelope of the seeds'
+    paired 95% intervals (:func:`attnbook.stats.across_seeds`); ``done`` says how much of the recipe finished."""
+    out = []
+    for row in rows:
+        if not row["scratch"]:
+            continue
+        a = row["across_seeds"]
+        verdict = ("from scratch is the better at every seed" if a["low"] > 0
+                   else "the pruned model is the better at every seed" if a["high"] < 0
+                   else "the interval reaches 0")
+        reason = (f"{a['delta']:+.2f} BLEU over {a['n_seeds']} seed(s)"
+                  + (f", spread {a['spread']:.2f}" if a["n_seeds"] > 1 else "")
+                  + f"; every seed's paired 95% interval lies within {a['low']:+.2f} to {a['high']:+.2f}: "
+                  + verdict + f"; {done}")
+        out.append(compare(f"scratch minus {arm}, {row['kept']} encoder heads, mean over seeds "
+                           f"{[s['seed'] for s in row['scratch']]} (BLEU, beam 4)", a["delta"], paper=paper,
+                           same_side_of=0.0, interval=(a["low"], a["high"]), digits=2, source=source,
+                           reason=reason, precomputed=precomputed))
+    return out

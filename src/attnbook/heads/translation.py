@@ -400,3 +400,23 @@ def train_to_convergence(model, p: dict, *, steps: Optional[int] = None, head_ga
         f"{last_eval['dev_bleu']}; keeping the {'average' if averaged else 'last checkpoint'}")
     out.update(averaged=averaged, avg_eval=avg_eval, last_eval=last_eval)
     return out
+
+
+def shared_text_count(pairs: Sequence[tuple[str, str]], seen: Sequence[tuple[str, str]]) -> int:
+    """How many of ``pairs`` have their English or their Spanish text among the texts (either side) of the
+    ``seen`` pairs (chapter "A translation model"'s check that no dev or test verse also occurs in train)."""
+    texts = {e for e, _ in seen} | {s for _, s in seen}
+    return sum(e in texts or s in texts for e, s in pairs)
+
+
+def late_gain(evals: Sequence[dict], key: str = "dev_bleu", start: float = 0.8) -> tuple[list, float]:
+    """The evaluations' ``key`` from step ``start`` times the last step on, and how much it gained there (its
+    largest value minus its first): chapter "A translation model"'s convergence gate on the training record."""
+    last = evals[-1]["step"]
+    tail = [e[key] for e in evals if e["step"] >= start * last]
+    return tail, max(tail) - tail[0]
+
+
+def count_looping(texts: Sequence[str]) -> int:
+    """How many of ``texts`` loop (:func:`repeats_a_phrase`; chapter "A translation model"'s third gate)."""
+    return sum(map(repeats_a_phrase, texts))

@@ -259,3 +259,25 @@ def where_the_bound_applies(model: nn.Module, batch: Mapping[str, torch.Tensor])
     relative = np.array([float(relative_residual(h).mean()) for h in hs])
     return {"threshold": thresholds, "input_residual": absolute, "input_relative": relative,
             "applies": absolute < thresholds}
+
+
+def first_layer_below(curves: np.ndarray, level: float) -> int:
+    """The first layer ``l`` at which the mean over inputs of ``curves`` (an (L + 1, n_sequences) array of
+    :func:`residual_by_layer`) is below ``level`` (chapter "Rank collapse in pretrained transformers": the
+    layer where the tokens have collapsed). Raises ValueError when no layer is below ``level``."""
+    below = np.asarray(curves).mean(1) < level
+    if not below.any():
+        raise ValueError(f"no layer has a mean relative residual below {level}")
+    return int(np.argmax(below))
+
+
+def bound_margins(cases: Mapping[str, Mapping[str, np.ndarray]]) -> tuple[float, float]:
+    """Two numbers that say where the theorem applies over several models (chapter "Rank collapse in
+    pretrained transformers"), from ``name -> where_the_bound_applies(...)``: the first layer's input
+    residual over its contraction threshold, smallest over the models, and the largest relative residual
+    of an input at which the step contracts (over the layers where it does; NaN if it does nowhere)."""
+    if not cases:
+        raise ValueError("no case given")
+    excess = min(float(w["input_residual"][0] / w["threshold"][0]) for w in cases.values())
+    applies = [float(w["input_relative"][w["applies"]].max()) for w in cases.values() if w["applies"].any()]
+    return excess, max(applies) if applies else float("nan")

@@ -103,3 +103,18 @@ def sentence_head_relevance(model: nn.Module, input_ids) -> tuple[torch.Tensor, 
     finally:
         model.train(was_training)
     return torch.stack(per_layer).float(), R[0].abs().sum(-1).float()
+
+
+def live_gap(model: nn.Module, tokenizer, texts, first_verses, max_length: int = 128) -> float:
+    """The largest absolute difference between the shipped per-verse relevance ``first_verses`` (the
+    ``enc_self`` layer shares of :func:`attnbook.heads.lrp.load_relevance` for ``lrp_relevance_minilm``) and the
+    same verses' relevance recomputed now from ``texts`` (the same verses first, tokenised as the shipping
+    script did): chapter "A translation model"'s live-against-precomputed check for MiniLM."""
+    if len(texts) < len(first_verses):
+        raise ValueError(f"need the {len(first_verses)} shipped verses, got {len(texts)} texts")
+    gaps = []
+    for text, want in zip(texts, first_verses):
+        ids = tokenizer(text, truncation=True, max_length=max_length)["input_ids"]
+        got = lrp.layer_shares(sentence_head_relevance(model, ids)[0])
+        gaps.append(float((got - want["enc_self"]).abs().max()))
+    return max(gaps)

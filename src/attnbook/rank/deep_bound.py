@@ -8,6 +8,11 @@ residual ``r = ||res(X)||_{1,inf}`` to one of residual at most ``a(r) r^3`` (cha
 ``log(4 gamma) = 2 mu + log(1 + e^mu)``, ``mu = max_h ||W_QK,h||_{1,inf} r^2 / sqrt(d_qk)`` (chapter "The
 one-layer residual bound"). The step says something only where it contracts, ``a(r) r^2 < 1``:
 :func:`contraction_threshold` is the largest such ``r``.
+
+Chapter "Deep bounds" also reads its simulations from here: random SANs against the bound layer by layer
+(:func:`simulate_against_bound`), the MLP lemma's instances (:func:`mlp_instances`, :func:`mlp`), SAN+MLP
+residual curves by MLP weight scale (:func:`mlp_gain_curves`, :func:`first_layer_below`) and LayerNorm's
+effect on the relative residual (:func:`layernorm_residual_ratios`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from typing import NamedTuple
 
 import torch
 
-from attnbook.core.norms import norm_1, norm_1_inf, norm_inf
+from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
+from attnbook.core.norms import norm_1, norm_1_inf, norm_inf, relative_residual, residual_by_layer
 
 
 class LayerConstants(NamedTuple):
@@ -77,3 +83,87 @@ def log_bound_by_layer(net, r0: float, c: float = 2.0) -> list[float]:
         b = log_one_layer_bound(b, layer_constants(W_qk, W_vo, block.attn.d_head))
         logs.append(b)
     return [x + math.log(c) for x in logs]
+
+
+def simulate_against_bound(n_nets: int, n: int, d: int, n_heads: int, depth: int, scale: float = 0.01,
+                           seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random SANs against the doubly exponential bound, layer by layer (chapter "Deep bounds", figure
+    ``fig-ch04-1``): net ``i`` is a Gaussian-initialised :class:`SelfAttentionNetwork` without skips, MLPs or
+    LayerNorm drawn after ``torch.manual_seed(i)``, on an input ``x^T + scale * R0`` of ``n`` tokens (drawn
+    from a generator seeded ``seed``). Returns ``(observed, log10_bound)``, each ``(n_nets, depth + 1)``: the
+    token-mean residual ``||res(X^l)||_{1,inf}`` and the log10 of :func:`log_bound_by_layer`'s bound ``2 b_l``
+    from the observed input residual. Tensors take the default dtype (the chapter runs in float64)."""
+    gen = torch.Generator().manual_seed(seed)
+    observed, bounds = [], []
+    for i in range(n_nets):
+        torch.manual_seed(i)
+        net = gaussian_init_(SelfAttentionNetwork(depth, d, n_heads, skip=False, mlp=False, layernorm=None))
+        X = torch.randn(1, 1, d, generator=gen) + scale * torch.randn(1, n, d, generator=gen)
+        obs = residual_by_layer(net, X, relative=False)[0]
+        observed.append(obs)
+        bounds.append(torch.tensor(log_bound_by_layer(net, obs[0].item())) / math.log(10))
+    return torch.stack(observed), torch.stack(bounds)
+
+
+def mlp_instances(batch: int, gen: torch.Generator, *, n: int, d: int) -> dict:
+    """A batch of random instances of the MLP lemma (chapter "Deep bounds", ``lem-mlp``): inputs
+    ``X = 1 x^T + s R0`` of ``n`` tokens of width ``d`` and a token-wise MLP of width ``4 d`` with weights of
+    scale ``w``, ``s`` in ``[1e-2, 10]`` and ``w`` in ``[0.1, 10]`` log-uniform, random biases. Keys
+    ``X, W1, W2, b1, b2`` (the arguments of :func:`mlp`), leading dimension ``batch``, drawn from ``gen``."""
+    def randn(*shape):
+        return torch.randn(batch, *shape, generator=gen)
+
+    s = 10 ** (torch.rand(batch, 1, 1, generator=gen) * 3 - 2)
+    w = 10 ** (torch.rand(batch, 1, 1, generator=gen) * 2 - 1)
+    return dict(X=randn(1, d) + s * randn(n, d), W1=w * randn(d, 4 * d) / d**0.5,
+                W2=w * randn(4 * d, d) / d**0.5, b1=randn(1, 4 * d), b2=randn(1, d))
+
+
+def mlp(X: torch.Tensor, W1: torch.Tensor, b1: torch.Tensor, W2: torch.Tensor, b2: torch.Tensor) -> torch.Tensor:
+    """The token-wise MLP ``f(X) = relu(X W1 + b1) W2 + b2`` of chapter "Deep bounds" (``lem-mlp``)."""
+    return torch.relu(X @ W1 + b1) @ W2 + b2
+
+
+def mlp_gain_curves(X: torch.Tensor, depth: int, n_heads: int, gains, seed: int = 3,
+                    device="cpu") -> tuple[dict, dict]:
+    """SAN+MLP residual curves by MLP weight scale (chapter "Deep bounds", figure ``fig-ch04-3``): for each
+    ``gain``, a Gaussian-initialised :class:`SelfAttentionNetwork` without skips or LayerNorm, with MLPs,
+    drawn after ``torch.manual_seed(seed)``, whose MLP weights are multiplied by ``gain``. Returns
+    ``(curves, lambdas)`` keyed by gain: the relative residual of every layer on ``X`` (moved to ``device``
+    with the net) and the largest MLP Lipschitz constant ``lambda = ||W1||_{1,inf} ||W2||_{1,inf}`` of the
+    layers (``W1``, ``W2`` as right multiplications, eq. ``eq-mlp-lipschitz``)."""
+    curves, lambdas = {}, {}
+    for gain in gains:
+        torch.manual_seed(seed)
+        net = gaussian_init_(SelfAttentionNetwork(depth, X.shape[-1], n_heads, skip=False, mlp=True,
+                                                  layernorm=None))
+        with torch.no_grad():
+            for block in net.blocks:
+                for lin in (block.mlp[0], block.mlp[2]):
+                    lin.weight.mul_(gain)
+        net.to(device)
+        lambdas[gain] = max((norm_1_inf(b.mlp[0].weight.T) * norm_1_inf(b.mlp[2].weight.T)).item()
+                            for b in net.blocks)
+        curves[gain] = residual_by_layer(net, X)[0]
+    return curves, lambdas
+
+
+def first_layer_below(curve: torch.Tensor, level: float) -> int:
+    """The first layer (index into ``curve``, the input being 0) whose residual is below ``level``, or
+    ``len(curve)`` when none is (chapter "Deep bounds": how many layers collapse takes)."""
+    below = curve < level
+    return int(below.nonzero()[0]) if below.any() else len(curve)
+
+
+def layernorm_residual_ratios(ln: torch.nn.LayerNorm, gen: torch.Generator, n: int, scales,
+                              device="cpu") -> list[float]:
+    """Relative residual after LayerNorm ``ln`` over relative residual before (chapter "Deep bounds", LayerNorm
+    section), one random input ``x^T + s R0`` of ``n`` tokens per residual scale ``s`` in ``scales``, drawn
+    from ``gen`` in turn on the CPU and run on ``device``."""
+    d = ln.normalized_shape[-1]
+    ratios = []
+    with torch.no_grad():
+        for s in scales:
+            Xs = (torch.randn(1, d, generator=gen) + s * torch.randn(n, d, generator=gen)).to(device)
+            ratios.append((relative_residual(ln(Xs)) / relative_residual(Xs)).item())
+    return ratios

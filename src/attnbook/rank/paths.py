@@ -118,6 +118,14 @@ def path_length_counts(L: int, H: int) -> list[int]:
     return [math.comb(L, k) * H**k for k in range(L + 1)]
 
 
+def path_length_fractions(L: int, H: int) -> list[float]:
+    """Share of the ``(H + 1)^L`` paths (with skip connections) that have length ``k = 0..L``,
+    ``C(L, k) H^k / (H + 1)^L`` (chapter "Path decomposition", eq. path-count), each exact count divided
+    once so that equal counts give equal shares. They sum to 1; their mean is ``L H / (H + 1)``."""
+    total = (H + 1) ** L
+    return [c / total for c in path_length_counts(L, H)]
+
+
 def path_decomposition(
     attn: torch.Tensor,
     values: torch.Tensor,

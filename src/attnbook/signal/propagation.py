@@ -11,7 +11,8 @@ chapter "Rank collapse at initialisation":
 * :func:`cosine_by_layer`: the token cosine of every hidden state of a stack;
 * :func:`meanfield_cosine`: the book's mean-field recursion for the cosine ``rho_l`` under uniform
   attention (eqs. ``mf-pre`` and ``mf-post``), with :func:`relu_kernel` for the MLP (eq. ``relu-kernel``);
-* :func:`qkv_grad_norms`: the per-layer Frobenius norms of the gradients of ``W_Q``, ``W_K``, ``W_V``.
+* :func:`qkv_grad_norms`: the per-layer Frobenius norms of the gradients of ``W_Q``, ``W_K``, ``W_V``;
+* :func:`cosine_by_depth` and :func:`grad_norms_by_config`: the chapter's sweeps over depth and stack kind.
 
 chapter "Unequal gradients":
 
@@ -22,6 +23,7 @@ chapter "Unequal gradients":
   (eqs. ``jv`` and ``jq``);
 * :func:`mean_jacobian_sq_norms`: their Monte-Carlo mean over Gaussian weight draws;
 * :func:`balancing_temperature`: the temperature at which the two closed forms are equal (eq. ``tau-star``);
+* :func:`jacobian_scaling_sweeps`: those Monte-Carlo norms against the input scale, the width and the length;
 * :func:`log_crossing` and :func:`log_log_slope`: where a measured ratio crosses 1, and measured powers.
 """
 
@@ -381,3 +383,89 @@ def log_log_slope(x: Sequence[float], y: Sequence[float]) -> float:
     lx, ly = x.log(), y.log()
     lx = lx - lx.mean()
     return float((lx * (ly - ly.mean())).sum() / (lx**2).sum())
+
+
+def cosine_by_depth(
+    X: torch.Tensor, depths: Sequence[int], n_nets: int, n_heads: int, rho0: float, *,
+    configs: Sequence[tuple[str, bool]], device=None,
+) -> tuple[dict, dict]:
+    """The token cosine at the output of fresh stacks against depth (chapter "Rank collapse at initialisation"):
+    for every ``(layernorm, scaled)`` of ``configs`` and depth ``L`` of ``depths``, the mean over ``n_nets``
+    stacks (attention + MLP, ``n_heads`` heads; stack ``s`` drawn after ``torch.manual_seed(1000 L + s)``)
+    of the output cosine of ``X`` (batch, n, d), and the mean-field recursion's value from ``rho0``.
+    Returns ``(sim, theory)``, each ``{(layernorm, scaled): [value per depth]}``."""
+    X = _check_tokens(X)
+    if n_nets < 1:
+        raise ValueError(f"n_nets must be >= 1, got {n_nets}")
+    n, d = X.shape[-2], X.shape[-1]
+    sim, theory = {}, {}
+    for ln, scaled in configs:
+        sim[ln, scaled], theory[ln, scaled] = [], []
+        for L in depths:
+            vals = []
+            for s in range(n_nets):
+                torch.manual_seed(1000 * L + s)
+                net = build_stack(L, d, n_heads, layernorm=ln, scaled=scaled, device=device)
+                vals.append(cosine_by_layer(net, X)[-1].item())
+            sim[ln, scaled].append(sum(vals) / len(vals))
+            alpha = 1 / math.sqrt(L) if scaled else 1.0
+            theory[ln, scaled].append(meanfield_cosine(L, rho0, n, alpha=alpha, layernorm=ln)[-1].item())
+    return sim, theory
+
+
+def grad_norms_by_config(
+    X: torch.Tensor, depth: int, n_heads: int, configs: Sequence[tuple[str, bool]], *, seed: int = 7,
+    readout_seed: int = 3, device=None,
+) -> dict:
+    """:func:`qkv_grad_norms` of one ``depth``-layer stack per ``(layernorm, scaled)`` of ``configs`` (each
+    drawn after ``torch.manual_seed(seed)``, its readout from a CPU generator seeded with ``readout_seed``),
+    on the CPU (chapter "Rank collapse at initialisation": the per-layer gradient norms at initialisation).
+    Returns ``{(layernorm, scaled): {"q", "k", "v"}}``."""
+    X = _check_tokens(X)
+    out = {}
+    for ln, scaled in configs:
+        torch.manual_seed(seed)
+        net = build_stack(depth, X.shape[-1], n_heads, layernorm=ln, scaled=scaled, device=device)
+        raw = qkv_grad_norms(net, X, generator=torch.Generator().manual_seed(readout_seed))
+        out[ln, scaled] = {name: v.cpu() for name, v in raw.items()}
+    return out
+
+
+def jacobian_scaling_sweeps(
+    X: torch.Tensor, n_draws: int, *, d_k: int, d_v: int, sigma: float, rho: float,
+    generator: Optional[torch.Generator] = None, device=None,
+    scales: Sequence[float] = (0.1, 0.14, 0.2, 0.28, 0.4),
+    large_scales: Sequence[float] = (0.4, 0.56, 0.8, 1.0, 1.4, 2.0, 2.8, 4.0),
+    width_factors: Sequence[int] = (2, 4, 8, 16), lengths: Sequence[int] = (2, 4, 8, 16, 32),
+) -> dict:
+    """The Monte-Carlo Jacobian norms (:func:`mean_jacobian_sq_norms`, ``n_draws`` draws, seed 0) of chapter
+    "Unequal gradients"'s scaling laws, as the keyword arguments of
+    :func:`attnbook.signal.jacobian_figures.scaling_laws`:
+
+    * ``by_scale[mode]``: at ``s X`` for every ``s`` of ``scales``, ``mode`` ``"uniform"`` (at ``W_Q = 0``) or
+      ``"random"`` (real random ``W_Q``); ``by_large_scale``: random ``W_Q`` at ``large_scales``;
+    * ``by_width``: ``(simulation, formula)`` for tokens of every width ``f n`` (``f`` in ``width_factors``)
+      with every cosine exactly ``rho`` (:func:`tokens_with_cosine`), at the fixed ``sigma``;
+    * ``by_length``: the same for random tokens of cosine ``rho`` (:func:`correlated_tokens`) of every length.
+
+    The tokens of the width and length sweeps are drawn from ``generator``, in that order."""
+    X = _check_tokens(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape (n_tokens, d), got {tuple(X.shape)}")
+    n, d = X.shape
+
+    def draws(Z, **kw):
+        return mean_jacobian_sq_norms(Z, n_draws, d_k=d_k, d_v=d_v, sigma=sigma, device=device, **kw)
+
+    def with_formula(Z):
+        return draws(Z), uniform_attention_sq_norms(Z, sigma, sigma, sigma, d_v)
+
+    by_scale = {mode: [draws(s * X, uniform=(mode == "uniform")) for s in scales]
+                for mode in ("uniform", "random")}
+    by_large_scale = [draws(s * X, uniform=False) for s in large_scales]
+    widths = [f * n for f in width_factors]
+    by_width = [with_formula(tokens_with_cosine(n, w, rho, generator)) for w in widths]
+    by_length = [with_formula(correlated_tokens(1, m, d, rho, generator, dtype=X.dtype)[0]) for m in lengths]
+    return dict(scales=list(scales), by_scale=by_scale, large_scales=list(large_scales),
+                by_large_scale=by_large_scale, widths=widths, by_width=by_width, lengths=list(lengths),
+                by_length=by_length)

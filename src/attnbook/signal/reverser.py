@@ -22,6 +22,7 @@ from torch import nn
 from attnbook.signal import propagation as prop
 from attnbook.core.train import train
 from attnbook.core import runs
+from attnbook.stats import bootstrap_mean_difference
 
 
 @dataclass(frozen=True)
@@ -202,3 +203,76 @@ def by_depth(size: ReverserSize, depths, *, lr: float, steps: int, x_eval: torch
         s: train_run(dataclasses.replace(size, depth=learnable_depth), scaled=s, learnable_alpha=True, **kw)
         for s in (False, True)}
     return runs, learned
+
+
+def sweep_run(arm: dict, lr: float, seed: int = 0) -> dict:
+    """The run of a sweep arm at learning rate ``lr`` and seed ``seed`` (chapter "Unequal gradients")."""
+    found = [r for r in arm["runs"] if r["lr"] == lr and r["seed"] == seed]
+    if not found:
+        raise ValueError(f"arm {arm['name']!r} has no run at learning rate {lr}, seed {seed}")
+    return found[0]
+
+
+def best_log(arm: dict, seed: int = 0) -> list:
+    """The training log of a sweep arm's run at its best learning rate and seed ``seed``."""
+    return sweep_run(arm, arm["best_lr"], seed)["log"]
+
+
+def sweep_table(sweep: dict) -> str:
+    """A markdown table of the sweep (chapter "Unequal gradients"): one row per arm, at every learning rate
+    the mean accuracy over seeds and its range, the arm's best learning rate in bold."""
+    rows = ["| arm | learning rate: accuracy, mean (min-max over seeds) |", "|---|---|"]
+    for name, a in sweep["by_name"].items():
+        cells = []
+        for lr in sweep["learning_rates"][a["optimizer"]]:
+            s = seed_accuracies(a, lr)
+            mark = "**" if lr == a["best_lr"] else ""
+            cells.append(f"{mark}{lr:g}: {sum(s) / len(s):.2f} ({min(s):.2f}-{max(s):.2f}){mark}")
+        rows.append(f"| {name} | " + "; ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def arm_difference(sweep: dict, a: str, b: str) -> tuple[float, tuple[float, float]]:
+    """Mean accuracy of arm ``a`` minus that of arm ``b``, each at its own best learning rate, with a 90%
+    bootstrap interval over seeds (:func:`attnbook.stats.bootstrap_mean_difference`): ``(estimate, (lo, hi))``
+    (chapter "Unequal gradients": the sweep's comparisons)."""
+    arms = sweep["by_name"]
+    est, lo, hi = bootstrap_mean_difference(seed_accuracies(arms[a]), seed_accuracies(arms[b]))
+    return est, (lo, hi)
+
+
+def temperature_arm(sweep: dict) -> str:
+    """The name of the sweep's SGD arm whose temperature is not 1 (the unscaled model's balancing one)."""
+    names = [n for n, a in sweep["by_name"].items() if a["optimizer"] == "sgd" and a["temperature"] != 1]
+    if len(names) != 1:
+        raise ValueError(f"expected one SGD arm with a temperature other than 1, got {names}")
+    return names[0]
+
+
+def depth_report(by_depth: Mapping[tuple, dict], learned: Mapping[bool, dict]) -> str:
+    """One line per run of :func:`by_depth` (chapter "Unequal gradients"): accuracy and the logged output token
+    cosines of every ``(depth, scaled)`` run, then accuracy and final scale range of every learnable run."""
+    lines = []
+    for (depth, scaled), r in by_depth.items():
+        cosines = " ".join(f"{e['cosine']:.2f}" for e in r["log"])
+        lines.append(f"depth {depth:2d}, alpha={'1/sqrt(L)' if scaled else '1':9s}: accuracy "
+                     f"{r['acc']:.2f}, token cosine {cosines}")
+    for scaled, r in learned.items():
+        a = r["log"][-1]["alphas"]
+        lines.append(f"learnable alpha from {'1/sqrt(L)' if scaled else '1'}: accuracy "
+                     f"{r['acc']:.2f}, scales after training {min(a):.2f} to {max(a):.2f}")
+    return "\n".join(lines)
+
+
+def mean_cosine(run: dict) -> float:
+    """The output token cosine of a run, averaged over its log entries."""
+    if not run["log"]:
+        raise ValueError("the run has an empty log")
+    return sum(e["cosine"] for e in run["log"]) / len(run["log"])
+
+
+def largest_scale_move(learned: Mapping[bool, dict]) -> float:
+    """The largest distance of any learnable residual scale, at any log entry, from its first logged value,
+    over the runs of ``learned`` (chapter "Unequal gradients": do the scales move in training?)."""
+    return max(abs(e["alphas"][j] - r["log"][0]["alphas"][j])
+               for r in learned.values() for e in r["log"] for j in range(len(e["alphas"])))

@@ -1,7 +1,11 @@
 """The figures of chapter "Unequal gradients, temperature and adaptive optimisers" that read the reversal task's
-runs (:mod:`attnbook.signal.reverser`): the optimiser sweep, and the token cosine during training by depth."""
+runs (:mod:`attnbook.signal.reverser`): the training losses of single runs, the optimiser sweep, and the token
+cosine during training by depth."""
 
 from __future__ import annotations
+
+import math
+from typing import Mapping
 
 import matplotlib.pyplot as plt
 import torch
@@ -11,8 +15,24 @@ from attnbook.signal import reverser as rv
 SGD_RED, ADAM_BLUE = "#d62728", "#1f77b4"
 
 
-def _best_log(arm: dict) -> list:
-    return next(r["log"] for r in arm["runs"] if r["lr"] == arm["best_lr"] and r["seed"] == 0)
+def training_losses(results: Mapping[tuple, dict], vocab: int, depth: int) -> plt.Figure:
+    """The training loss (10-step running mean, log scale) of every ``(optimizer, scaled, tau) -> run`` of
+    ``results``: SGD red, Adam blue, ``alpha = 1/sqrt(L)`` dashed, ``tau != 1`` faint; chance ``log(vocab)``
+    as a grey line."""
+    fig, ax = plt.subplots(figsize=(6.4, 6.2), layout="constrained")
+    colors = {"sgd": SGD_RED, "adam": ADAM_BLUE}
+    for (opt, scaled, tau), hist in results.items():
+        loss = torch.tensor(hist["losses"])
+        smooth = torch.nn.functional.avg_pool1d(loss[None, None], 10, 1).flatten()
+        ax.plot(range(10, len(loss) + 1), smooth, color=colors[opt], ls="--" if scaled else "-",
+                alpha=1.0 if tau == 1.0 else 0.55,
+                label=f"{opt.upper()}, alpha={'1/sqrt(L)' if scaled else '1'}, tau={tau:.2f}")
+    ax.axhline(math.log(vocab), color="0.6", lw=1, label="chance (log V)")
+    ax.set(xlabel="step", ylabel="training loss (10-step mean)", yscale="log",
+           title=f"Depth {depth} post-LN, one seed: SGD needs alpha = 1/sqrt(L);\n"
+                 "Adam trains this seed either way")
+    fig.legend(loc="outside lower center", ncol=1)
+    return fig
 
 
 def optimiser_sweep(sweep: dict) -> plt.Figure:
@@ -28,7 +48,7 @@ def optimiser_sweep(sweep: dict) -> plt.Figure:
         spread = [[m - min(s) for m, s in zip(mean, accs)], [max(s) - m for m, s in zip(mean, accs)]]
         ax = axes[0, 0] if a["optimizer"] == "sgd" else axes[0, 1]
         ax.errorbar(lrs, mean, yerr=spread, marker="o", ms=4, capsize=2, label=name, **style)
-        log = _best_log(a)
+        log = rv.best_log(a)
         steps = [e["step"] for e in log]
         axes[1, 0].plot(steps, [e["qk_grad"] / e["v_grad"] for e in log], **style)
         axes[1, 1].plot(steps, [e["cosine"] for e in log], **style)

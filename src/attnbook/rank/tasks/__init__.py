@@ -9,16 +9,19 @@
 Each task draws its data from an explicit ``torch.Generator`` so that a chapter is deterministic.
 """
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+from attnbook.stats import bootstrap_mean_difference
 from attnbook.rank.paths import path_forward, sample_paths
 from attnbook.core.text import english_sentences
 from attnbook.core.train import to_device
 from attnbook.rank.tasks import circle, hull, memorization, sort
 from attnbook.rank.tasks.path_model import PathSAN
 
-__all__ = ["PathSAN", "circle", "fit_probe", "hull", "memorization", "path_probe_accuracy", "path_task", "sort",
+__all__ = ["PathSAN", "best_short", "circle", "fit_probe", "gain_share", "hull", "memorization", "more_paths_gain",
+           "path_accuracy_by_length", "path_probe_accuracy", "path_probe_accuracy_by_length", "path_task", "sort",
            "token_accuracy"]
 
 
@@ -181,3 +184,47 @@ def path_probe_accuracy(model, train_data, eval_data, length: int, n_paths: int,
         accs.append(token_accuracy(probe(fe), ye))
     model.train(was_training)
     return accs
+
+
+def path_accuracy_by_length(model, eval_data, n_paths: int, repeats: int, generator=None) -> np.ndarray:
+    """:func:`path_accuracy` for every path length ``k = 0 .. model.depth`` in turn, drawing from one
+    ``generator`` (chapter "Path effectiveness", Fig. "path effectiveness"): an array of shape
+    ``(depth + 1, repeats)``."""
+    return np.array([path_accuracy(model, eval_data, k, n_paths, repeats, generator)
+                     for k in range(model.depth + 1)])
+
+
+def path_probe_accuracy_by_length(model, train_data, eval_data, n_paths: int, repeats: int, generator=None,
+                                  n_fit=None) -> np.ndarray:
+    """:func:`path_probe_accuracy` for every path length ``k = 0 .. model.depth`` in turn, the probes fitted
+    on the first ``n_fit`` sequences of ``train_data = (inputs, labels, key_mask)`` (all when None)
+    (chapter "Path effectiveness", the refitted probe): an array of shape ``(depth + 1, repeats)``."""
+    x, y, m = train_data
+    fit_on = (x[:n_fit], y[:n_fit], None if m is None else m[:n_fit])
+    return np.array([path_probe_accuracy(model, fit_on, eval_data, k, n_paths, repeats, generator)
+                     for k in range(model.depth + 1)])
+
+
+def best_short(by_length, lengths=(1, 2)) -> float:
+    """The best mean accuracy over the short path ``lengths`` of a ``(depth + 1, repeats)`` table of
+    :func:`path_accuracy_by_length` (chapter "Path effectiveness": "short" is the better of lengths 1 and 2)."""
+    return max(float(np.asarray(by_length[k]).mean()) for k in lengths)
+
+
+def gain_share(by_length, full: float, floor: float, lengths=(1, 2)) -> float:
+    """The best short path's accuracy above ``floor`` as a share of the full model's ``full`` above it
+    (chapter "Path effectiveness": the floor is chance for the model's classifier, the probe's own
+    accuracy at length 0 for a refitted probe)."""
+    if full == floor:
+        raise ValueError(f"the full model's accuracy equals the floor ({floor}): no gain to share")
+    return (best_short(by_length, lengths) - floor) / (full - floor)
+
+
+def more_paths_gain(many, few, lengths=(1, 2)) -> dict:
+    """Mean accuracy with more paths minus with fewer (two ``(depth + 1, repeats)`` tables) over the path
+    ``lengths``, with a 90% bootstrap interval over the sampled repeats
+    (:func:`attnbook.stats.bootstrap_mean_difference`; chapter "Path effectiveness": do 20 paths beat 5?).
+    Returns ``dict(value=..., interval=(lo, hi))``, the keywords of :func:`attnbook.claims.compare`."""
+    est, lo, hi = bootstrap_mean_difference(np.concatenate([many[k] for k in lengths]),
+                                            np.concatenate([few[k] for k in lengths]))
+    return dict(value=est, interval=(lo, hi))

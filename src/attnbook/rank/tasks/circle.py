@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from typing import Mapping, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import torch
 from torch import nn
@@ -231,16 +231,80 @@ def rollout_official_skip(model: nn.Module, start: torch.Tensor, steps: int = 30
     return _feed_back(model, start, steps, step)
 
 
-def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_steps: int) -> dict:
+def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_steps: int,
+                  keep_trajectory: bool = False) -> dict:
     """What the chapter reads from one trained model: its one-step error over stay-put's (the gate), and
-    the collapse step, final token gap and spread of its rollout from the first item."""
+    the collapse step, final token gap and spread of its rollout from the first item (and, with
+    ``keep_trajectory``, the rollout itself as ``traj``)."""
     with torch.no_grad():
         dev = next(model.parameters()).device
         error = float(one_step_mse(model, (X.to(dev), Y.to(dev))))
     traj = rollout(model, X[0], rollout_steps)
     gaps = token_gaps(traj)
-    return {"mse_over_stay_put": error / baselines(X, Y)["stay_put"], "collapse_step": collapse_step(gaps),
-            "final_gap": float(gaps[-1]), "spread": spread(traj)}
+    out = {"mse_over_stay_put": error / baselines(X, Y)["stay_put"], "collapse_step": collapse_step(gaps),
+           "final_gap": float(gaps[-1]), "spread": spread(traj)}
+    if keep_trajectory:
+        out["traj"] = traj
+    return out
+
+
+def seed_sweep(fit: Callable[[int, str, int], tuple], widths: Sequence[int], variants: Sequence[str],
+               n_seeds: int, X: torch.Tensor, Y: torch.Tensor, rollout_steps: int) -> dict:
+    """Train every variant at every width from seeds ``0 .. n_seeds - 1`` with ``fit(d, variant, seed) ->
+    (model, history)`` and summarise each model (:func:`summarise_run`, trajectory kept): chapter "The circle
+    task"'s sweep, as ``{(d, variant): [record per seed]}``."""
+    return {(d, variant): [summarise_run(fit(d, variant, seed)[0], X, Y, rollout_steps, keep_trajectory=True)
+                           for seed in range(n_seeds)]
+            for d in widths for variant in variants}
+
+
+def collapse_steps(runs: Mapping[tuple, Sequence[Mapping]]) -> dict:
+    """The collapse step of every run (``None``: never merged), by the runs' key (chapter "The circle task")."""
+    return {key: [r["collapse_step"] for r in out] for key, out in runs.items()}
+
+
+def merged_fraction(steps: Sequence[Optional[int]]) -> float:
+    """The share of runs whose tokens merge within the rollout (collapse step not ``None``) (chapter "The circle
+    task")."""
+    if not steps:
+        raise ValueError("expected at least one run")
+    return sum(s is not None for s in steps) / len(steps)
+
+
+def mean_merge_step(steps: Sequence[Optional[int]]) -> float:
+    """The mean collapse step of the runs that merge, ``nan`` when none does (chapter "The circle task")."""
+    merged = [s for s in steps if s is not None]
+    return sum(merged) / len(merged) if merged else float("nan")
+
+
+def merge_report(steps: Mapping[tuple, Sequence[Optional[int]]], style: str = "steps") -> str:
+    """One line per ``(d_model, variant)`` of collapse steps (chapter "The circle task"): ``"steps"`` lists how
+    many runs merge and every run's step, ``"fraction"`` the merged fraction and the mean step of those that
+    merge, ``"gated"`` how many of the runs that pass the gate merge."""
+    lines = []
+    for (d, variant), s in steps.items():
+        merged = sum(x is not None for x in s)
+        head = f"d={d:3d} {variant:9s} "
+        if style == "steps":
+            lines.append(f"{head}collapsed: {merged}/{len(s)}  collapse steps: {list(s)}")
+        elif style == "fraction":
+            lines.append(f"{head}collapsed fraction {merged_fraction(s):.2f}   mean collapse step of those "
+                         f"{mean_merge_step(s):.0f}")
+        elif style == "gated":
+            lines.append(f"{head}merged: {merged}/{len(s)} that pass the gate")
+        else:
+            raise ValueError(f"style must be 'steps', 'fraction' or 'gated', got {style!r}")
+    return "\n".join(lines)
+
+
+def control_report(every: Mapping[tuple, Sequence[Mapping]], gated: Mapping[int, Sequence[Mapping]],
+                   variant: str = "SAN, no attention") -> str:
+    """One line per width of the control without attention (chapter "The circle task"): every run's one-step
+    error over stay-put's, how many runs pass the gate (``gated``: width -> runs) and how many of those merge."""
+    return "\n".join(
+        f"d={d:3d} without attention: one-step MSE / stay put "
+        f"{[round(r['mse_over_stay_put'], 2) for r in every[d, variant]]}; {len(runs_)} pass the gate, of which "
+        f"{sum(r['collapse_step'] is not None for r in runs_)} merge" for d, runs_ in gated.items())
 
 
 def load_runs(run: str, preset: str | None = None) -> dict:

@@ -1,0 +1,190 @@
+"""The figures and tables of chapter "A translation model and what its heads do": the training record of the
+shipped model, the neighbour shares of the encoder heads, the emergence of the roles during training, MiniLM's
+relevance map with its roles marked, and the Markdown tables and printed summaries the chapter displays (the
+numbers in them come from :mod:`attnbook.heads.roles`, :mod:`attnbook.heads.translation` and
+:mod:`attnbook.heads.lrp`)."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.patheffects as pe
+import matplotlib.pyplot as plt
+import numpy as np
+
+from attnbook.heads import roles as hd
+
+#: the chapter's names of the three kinds of attention (:data:`attnbook.heads.masks.ATTENTION_KINDS`)
+KIND_NAMES = {
+    "enc_self": "encoder self-attention",
+    "dec_self": "decoder self-attention",
+    "dec_cross": "encoder-decoder attention",
+}
+
+
+def training_record(meta: Mapping, n_eval_bleu: int) -> plt.Figure:
+    """Top: the training loss curve and the dev cross-entropy at each evaluation of a translation model's
+    record ``meta``; bottom: its greedy dev BLEU (on ``n_eval_bleu`` verses) at each evaluation."""
+    ev = meta["evals"]
+    steps = [e["step"] for e in ev]
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 6.4), sharex=True, layout="constrained")
+    curve = meta["loss_curve"]
+    ax1.plot(curve["step"], curve["loss"], color="0.6", lw=1, label="training (label-smoothed)")
+    ax1.plot(steps, [e["dev_loss"] for e in ev], "o-", label="dev cross-entropy")
+    ax1.set(ylabel="loss (nats)", ylim=(1, 8), title="Training converges: dev BLEU levels off (precomputed)")
+    ax1.legend()
+    ax2.plot(steps, [e["dev_bleu"] for e in ev], "o-", color="#2ca02c")
+    ax2.set(xlabel="optimiser step", ylabel=f"dev BLEU (greedy, {n_eval_bleu} verses)")
+    return fig
+
+
+def neighbour_shares(prev, next_) -> plt.Figure:
+    """Two heat maps of the encoder heads ``(layers, heads)``: the share of tokens whose largest weight is on
+    the previous token (top) and on the next token (bottom), with the values of 0.5 and more printed."""
+    fig, axes = plt.subplots(2, 1, figsize=(6.4, 6.8), layout="constrained")
+    for ax, v, name in zip(axes, (prev, next_), ("previous token (-1)", "next token (+1)")):
+        v = np.asarray(v)
+        im = ax.imshow(v, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for (layer, h), x in np.ndenumerate(v):
+            if x >= 0.5:
+                ax.text(h, layer, f"{x:.2f}", ha="center", va="center", fontsize=12, color="black")
+        ax.set(title=f"Share of tokens whose top key is the {name}", ylabel="layer",
+               xticks=range(v.shape[1]), xticklabels=range(1, v.shape[1] + 1),
+               yticks=range(v.shape[0]), yticklabels=range(1, v.shape[0] + 1))
+        ax.grid(False)
+    axes[-1].set_xlabel("encoder head")
+    fig.colorbar(im, ax=axes, shrink=0.6)
+    return fig
+
+
+#: the roles of the emergence figure: (kind, statistics, marker, label)
+EMERGENCE = (
+    ("enc_self", "prev", "o-", "encoder: best previous-token share"),
+    ("enc_self", "next", "s-", "encoder: best next-token share"),
+    ("enc_self", "confidence", "^-", "encoder: best confidence"),
+    ("enc_self", "sink", "v-", "encoder: best EOS-sink share"),
+    ("dec_cross", "confidence", "d-", "enc-dec: best confidence"),
+)
+
+
+def role_emergence(trace: Sequence[Mapping], evals: Sequence[Mapping], criterion: float) -> plt.Figure:
+    """The best head's value of each role of :data:`EMERGENCE` against the training step (log scale; step 0
+    drawn at 1) from the role statistics recorded during training (``trace``,
+    :func:`attnbook.heads.roles.best_over_training`), the positional ``criterion`` as a dotted line, and dev
+    BLEU of the evaluations ``evals`` on a second axis."""
+    fig, ax = plt.subplots(figsize=(6.4, 5.6), layout="constrained")
+    for kind, stat, marker, label in EMERGENCE:
+        steps, best = hd.best_over_training(trace, kind, (stat,))
+        ax.plot(np.maximum(steps, 1), best, marker, label=label)
+    ax.axhline(criterion, color="0.5", ls=":", lw=1, label=f"positional criterion ({criterion})")
+    ax2 = ax.twinx()
+    ax2.plot([max(e["step"], 1) for e in evals], [e["dev_bleu"] for e in evals], color="0.3", lw=2,
+             label="dev BLEU")
+    ax2.set_ylabel("dev BLEU")
+    ax2.grid(False)
+    ax.set(xscale="log", xlabel="training step", ylabel="best head's value", ylim=(0, 1),
+           title="Heads specialise while BLEU rises (precomputed)")
+    handles = zip(ax.get_legend_handles_labels(), ax2.get_legend_handles_labels())
+    fig.legend(*[a + b for a, b in handles], loc="outside lower center", ncol=1)
+    return fig
+
+
+def relevance_with_roles(relevance, marks: Mapping[str, object], title: str) -> plt.Figure:
+    """A heat map of each head's relevance ``(layers, heads)`` with letters on the heads of each role:
+    ``marks`` maps a letter (``"P"``, ``"S"``) to a boolean ``(layers, heads)`` table of the heads that have it."""
+    rel = np.asarray(relevance)
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
+    im = ax.imshow(rel, cmap="viridis", aspect="auto")
+    for (layer, h), _ in np.ndenumerate(rel):
+        label = "".join(k for k, m in marks.items() if m[layer, h])
+        ax.text(h, layer, label, ha="center", va="center", color="white", fontsize=12,
+                path_effects=[pe.withStroke(linewidth=2, foreground="black")])
+    ax.set(title=title, xlabel="head", ylabel="layer", xticks=range(rel.shape[1]),
+           xticklabels=range(1, rel.shape[1] + 1), yticks=range(rel.shape[0]),
+           yticklabels=range(1, rel.shape[0] + 1))
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label="share of the layer's relevance")
+    return fig
+
+
+def translations_table(pairs: Sequence[tuple[str, str]], hypotheses: Sequence[str]) -> str:
+    """A Markdown table of translations: for each ``(English, reference)`` pair and the model's hypothesis,
+    three rows (EN, reference, model) and an empty one."""
+    rows = ["| | |", "|---|---|"]
+    for (e, s), h in zip(pairs, hypotheses):
+        rows += [f"| **EN** | {e} |", f"| **reference** | {s} |", f"| **model** | {h} |", "| | |"]
+    return "\n".join(rows)
+
+
+def confidence_report(summary: Mapping[str, Mapping], names: Mapping[str, str] = KIND_NAMES) -> str:
+    """One line per attention kind of :func:`attnbook.heads.roles.confidence_summary`: chance, the heads above
+    five times chance, the most confident head and the sink heads."""
+    return "\n".join(
+        f"{names[k]:27s} chance {s['chance']:.3f}; heads with confidence > 5x chance: "
+        f"{s['confident']} of {s['heads']}; most confident {s['most']:.2f}; "
+        f"sink heads (>50% of queries on EOS/BOS): {s['sinks']}"
+        for k, s in summary.items())
+
+
+def syntax_table(rows: Sequence[Mapping], who: str, paper: Mapping) -> str:
+    """A Markdown table of :func:`attnbook.heads.roles.syntactic_head_table`'s rows for the model ``who``,
+    beside the paper's accuracy and baseline per reading (``paper``: reading -> (accuracy, baseline), %)."""
+    lines = [f"| relation ({who}) | arcs | best head | accuracy | baseline (offset) | paper acc / base |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        p = paper.get(r["reading"])
+        p = f"{p[0]} / {p[1]}" if p else ""
+        lines.append(f"| {r['relation']}: {r['reading']} | {r['n']} | {r['head']} | {100 * r['best']:.0f} | "
+                     f"{100 * r['base']:.0f} ({r['offset']:+d}) | {p} |")
+    return "\n".join(lines)
+
+
+def encoder_role_table(encoders: Mapping[str, tuple[Mapping, Sequence[Mapping]]], criterion: float) -> str:
+    """A Markdown table with one row per encoder (name -> (its encoder roles of
+    :func:`attnbook.heads.roles.head_roles`, its syntactic head table)): heads, the best previous- and
+    next-token shares, the positional heads (a share at least ``criterion``), the sink heads (more than half
+    of the queries) and the largest syntactic gain in points."""
+    lines = ["| encoder | heads | best prev | best next | "
+             f"positional (>= {criterion}) | sink heads | best syntactic gain (points) |",
+             "|---|---|---|---|---|---|---|"]
+    for name, (r, syntax) in encoders.items():
+        pos = (r["prev"] >= criterion) | (r["next"] >= criterion)
+        lines.append(f"| {name} | {r['prev'].numel()} | {float(r['prev'].max()):.2f} | "
+                     f"{float(r['next'].max()):.2f} | {int(pos.sum())} | {int((r['sink'] > 0.5).sum())} | "
+                     f"{hd.largest_syntactic_gain(syntax):+.0f} |")
+    return "\n".join(lines)
+
+
+def checkpoint_table(columns: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]]) -> str:
+    """A Markdown table of :func:`attnbook.heads.roles.checkpoint_comparison`'s rows under the checkpoints'
+    ``columns``, values to four significant digits."""
+    lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    lines += [f"| {label} | " + " | ".join(f"{v:.4g}" for v in values) + " |" for label, values in rows]
+    return "\n".join(lines)
+
+
+def reproduction_table(voita: Mapping, *, train_pairs: int, cfg, beam_bleu: float, positional: tuple,
+                       gain: tuple, rare: tuple, rho: tuple, both: tuple) -> str:
+    """The chapter's closing Markdown table: the paper's set-up and findings (``voita``, the numbers of
+    :func:`attnbook.claims.papers.numbers` for ``voita2019``) beside the chapter's; ``positional``,
+    ``gain``, ``rare``, ``rho`` and ``both`` are pairs (translation model, MiniLM)."""
+    model, criterion = voita["model"].value, voita["positional_head_criterion"].value
+    rows = [
+        ("data", "WMT / OpenSubtitles, English-Russian", f"{train_pairs:,} Bible verse pairs, English-Spanish"),
+        ("model", f"Transformer-base: {model['layers'][0]}+{model['layers'][1]} layers, {model['heads']} heads, "
+         f"d={model['d_model']}",
+         f"{cfg.enc_layers}+{cfg.dec_layers} layers, {cfg.n_heads} heads, d={cfg.d_model}"),
+        ("BLEU (test, beam 4)", f"{voita['encoder_only_wmt'].value['bleu'][0]} (WMT EN-RU)",
+         f"{beam_bleu:.1f} (Bible EN-ES)"),
+        ("positional heads (encoder)", f">= {criterion:.0%}",
+         f"{positional[0]:.2f} (MiniLM {positional[1]:.2f})"),
+        ("syntactic gain over baseline", f">= {voita['syntactic_head_criterion_points'].value} points",
+         f"{gain[0]:+.0f} (MiniLM {gain[1]:+.0f})"),
+        ("rare-token head (layer 1, most relevant)", f"{voita['rare_token_head_share'].value}",
+         f"{rare[0]:.2f} (MiniLM {rare[1]:.2f})"),
+        ("confidence vs LRP relevance (rank correlation)", "the confident heads are the relevant ones",
+         f"{rho[0]:.2f} (MiniLM {rho[1]:.2f})"),
+        ("of the 3 most relevant heads, among the 3 most positional", "all, qualitatively",
+         f"{both[0]} (MiniLM {both[1]})"),
+    ]
+    return "\n".join(["| | paper | this chapter |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows])

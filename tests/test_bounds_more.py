@@ -1,0 +1,137 @@
+"""Tests of the analysis that chapters "The one-layer residual bound" and "Deep bounds" read from
+attnbook.rank.one_layer and attnbook.rank.deep_bound: the random instances, the sweep of the one-layer bound,
+the deep bound's simulation, SAN+MLP curves and LayerNorm's effect on the relative residual."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attnbook.core.norms import relative_residual
+from attnbook.rank import deep_bound as DB
+from attnbook.rank import one_layer
+
+
+@pytest.fixture
+def float64():
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(old)
+
+
+def test_sample_instances_shapes_scales_and_draw_order():
+    n, d, d_qk = 5, 4, 3
+    inst = one_layer.sample_instances(7, torch.Generator().manual_seed(0), n=n, d=d, d_qk=d_qk)
+    shapes = {k: tuple(v.shape) for k, v in inst.items()}
+    assert shapes == {"X": (7, n, d), "Wq": (7, d, d_qk), "Wk": (7, d, d_qk), "bq": (7, 1, d_qk),
+                      "bk": (7, 1, d_qk), "Wv": (7, d, d)}
+    # the draws in order: s, w, the shared row, R0, then the weights
+    g = torch.Generator().manual_seed(0)
+    s = 10 ** (torch.rand(7, 1, 1, generator=g) * 2.5 - 2)
+    w = 10 ** (torch.rand(7, 1, 1, generator=g) * 1.5 - 1)
+    shared = torch.randn(7, 1, d, generator=g)
+    R0 = torch.randn(7, n, d, generator=g)
+    torch.testing.assert_close(inst["X"], shared + s * R0)
+    torch.testing.assert_close(inst["Wq"], w * torch.randn(7, d, d_qk, generator=g) / 2)
+    assert bool(((s >= 1e-2) & (s <= 10**0.5)).all()) and bool(((w >= 0.1) & (w <= 10**0.5)).all())
+
+
+def test_self_attention_with_zero_scores_averages_the_tokens():
+    g = torch.Generator().manual_seed(1)
+    X, Wv = torch.randn(2, 4, 3, generator=g), torch.randn(2, 3, 3, generator=g)
+    Wq = Wk = torch.zeros(2, 3, 2)
+    bq = bk = torch.zeros(2, 1, 2)
+    out = one_layer.self_attention(X, Wq, Wk, bq, bk, Wv)
+    torch.testing.assert_close(out, (X.mean(-2, keepdim=True) @ Wv).expand(2, 4, 3))
+    # a single token attends to itself only, whatever the scores: the output is X W_V
+    Wq, Wk = torch.randn(2, 3, 2, generator=g), torch.randn(2, 3, 2, generator=g)
+    torch.testing.assert_close(one_layer.self_attention(X[:, :1], Wq, Wk, bq, bk, Wv), X[:, :1] @ Wv)
+
+
+def test_bound_sweep_scales_the_residual_and_stays_below_the_bound(float64):
+    scales = torch.logspace(-3, 0, 7)
+    sweep = one_layer.bound_sweep(scales, [0.5, 2.0], 3, torch.Generator().manual_seed(11), n=5, d=6, d_qk=3)
+    assert list(sweep) == [0.5, 2.0]
+    for rin, obs, bnd in sweep.values():
+        assert rin.shape == obs.shape == bnd.shape == (3, 7)
+        # X = 1 x^T + s R0 with R0 centred: the input residual is s ||R0||, linear in s
+        torch.testing.assert_close(rin / scales, (rin[:, :1] / scales[0]).expand(3, 7))
+        assert bool((obs <= bnd).all())
+    summary = one_layer.sweep_summary(sweep, scales <= 1e-2)
+    assert summary["slopes"].shape == (6,) and summary["gaps"].shape == (3 * 2 * 3,)
+    assert summary["slopes"].tolist() == pytest.approx([3.0] * 6, abs=0.02)  # cubic at small residuals
+    assert 0 < summary["worst"] <= 1
+
+
+def test_sweep_summary_of_a_known_power_law():
+    r = torch.logspace(-3, 0, 4, dtype=torch.float64).repeat(2, 1)
+    sweep = {1.0: (r, 5 * r**3, 100 * r**3), 2.0: (r, r**2, 2 * r**2)}
+    out = one_layer.sweep_summary(sweep, torch.tensor([True, True, True, False]))
+    assert out["slopes"].tolist() == pytest.approx([3, 3, 2, 2])
+    assert out["gaps"].tolist() == pytest.approx([20] * 6 + [2] * 6)
+    assert out["worst"] == pytest.approx(0.5)
+
+
+def test_simulate_against_bound_starts_at_twice_the_input_residual_and_holds(float64):
+    observed, bounds = DB.simulate_against_bound(2, n=4, d=8, n_heads=2, depth=2, scale=0.01, seed=0)
+    assert observed.shape == bounds.shape == (2, 3)
+    torch.testing.assert_close(bounds[:, 0], (2 * observed[:, 0]).log10())
+    assert bool((observed[:, 0] < 0.1).all())
+    above = observed > 1e-13
+    assert bool((observed[above].log10() <= bounds[above] + 1e-9).all())
+    again, _ = DB.simulate_against_bound(2, n=4, d=8, n_heads=2, depth=2, scale=0.01, seed=0)
+    torch.testing.assert_close(observed, again)
+
+
+def test_mlp_instances_and_the_mlp():
+    inst = DB.mlp_instances(3, torch.Generator().manual_seed(0), n=5, d=2)
+    assert {k: tuple(v.shape) for k, v in inst.items()} == {"X": (3, 5, 2), "W1": (3, 2, 8), "W2": (3, 8, 2),
+                                                              "b1": (3, 1, 8), "b2": (3, 1, 2)}
+    X = torch.tensor([[1.0, -1.0], [2.0, 0.0]])
+    W1 = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    W2 = torch.tensor([[1.0], [10.0]])
+    out = DB.mlp(X, W1, torch.zeros(2), W2, torch.tensor([0.5]))
+    assert out.flatten().tolist() == [1.5, 2.5]  # relu cuts the -1
+
+
+def test_mlp_gain_curves_lambda_scales_with_the_square_of_the_gain(float64):
+    X = torch.randn(1, 6, 8, generator=torch.Generator().manual_seed(0))
+    curves, lambdas = DB.mlp_gain_curves(X, depth=3, n_heads=2, gains=(1.0, 2.0), seed=3)
+    assert lambdas[2.0] == pytest.approx(4 * lambdas[1.0])  # both MLP weights doubled, same draw
+    assert curves[1.0].shape == (4,) and curves[1.0][0] == curves[2.0][0] == relative_residual(X[0])
+    assert not torch.equal(curves[1.0], curves[2.0])
+
+
+def test_first_layer_below():
+    curve = torch.tensor([1.0, 1e-3, 1e-9, 1e-12])
+    assert DB.first_layer_below(curve, 1e-8) == 2
+    assert DB.first_layer_below(curve, 1e-20) == 4
+    assert DB.first_layer_below(curve, 2.0) == 0
+
+
+def test_layernorm_residual_ratios_match_the_draws_one_by_one(float64):
+    ln = torch.nn.LayerNorm(6)
+    ratios = DB.layernorm_residual_ratios(ln, torch.Generator().manual_seed(2), 4, scales=[1e-3, 1.0])
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for s, got in zip([1e-3, 1.0], ratios):
+            Xs = torch.randn(1, 6, generator=g) + s * torch.randn(4, 6, generator=g)
+            assert got == pytest.approx(float(relative_residual(ln(Xs)) / relative_residual(Xs)))
+    assert len(ratios) == 2 and all(math.isfinite(r) and r > 0 for r in ratios)
+
+
+def test_the_sweep_calls_the_library_bound(float64, monkeypatch):
+    calls = []
+    real = one_layer.lemma_bound
+
+    def spy(*args, **kw):
+        calls.append(args[-1])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(one_layer, "lemma_bound", spy)
+    one_layer.bound_sweep(torch.tensor([1e-2, 1e-1]), [1.0], 2, torch.Generator().manual_seed(0), n=3, d=4,
+                          d_qk=2)
+    assert calls == [2, 2]  # once per head, with d_qk

@@ -1,0 +1,81 @@
+"""Tests of the sweep and report helpers of attnbook.rank.tasks.circle (chapter "The circle task")."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from attnbook.rank.tasks import circle
+
+
+def test_merged_fraction_and_mean_merge_step():
+    assert circle.merged_fraction([84, 236, None, None, None, None]) == 2 / 6
+    assert circle.merged_fraction([None, None]) == 0.0
+    assert circle.mean_merge_step([84, 236, None]) == 160
+    assert math.isnan(circle.mean_merge_step([None, None]))
+    with pytest.raises(ValueError):
+        circle.merged_fraction([])
+
+
+def test_collapse_steps_and_the_reports():
+    runs = {(32, "SAN"): [{"collapse_step": 84}, {"collapse_step": None}],
+            (128, "SAN+skip"): [{"collapse_step": None}, {"collapse_step": None}]}
+    steps = circle.collapse_steps(runs)
+    assert steps == {(32, "SAN"): [84, None], (128, "SAN+skip"): [None, None]}
+    assert circle.merge_report(steps).splitlines() == [
+        "d= 32 SAN       collapsed: 1/2  collapse steps: [84, None]",
+        "d=128 SAN+skip  collapsed: 0/2  collapse steps: [None, None]"]
+    assert circle.merge_report(steps, "fraction").splitlines()[0] == (
+        "d= 32 SAN       collapsed fraction 0.50   mean collapse step of those 84")
+    assert circle.merge_report(steps, "fraction").endswith("of those nan")
+    assert circle.merge_report(steps, "gated").splitlines()[0] == "d= 32 SAN       merged: 1/2 that pass the gate"
+    with pytest.raises(ValueError, match="style"):
+        circle.merge_report(steps, "table")
+
+
+def test_control_report_counts_gated_and_merged_runs():
+    every = {(32, "SAN, no attention"): [{"mse_over_stay_put": 2.694, "collapse_step": None}],
+             (128, "SAN, no attention"): [{"mse_over_stay_put": 0.09, "collapse_step": 7},
+                                          {"mse_over_stay_put": 0.391, "collapse_step": None}]}
+    gated = {32: [], 128: every[128, "SAN, no attention"]}
+    assert circle.control_report(every, gated).splitlines() == [
+        "d= 32 without attention: one-step MSE / stay put [2.69]; 0 pass the gate, of which 0 merge",
+        "d=128 without attention: one-step MSE / stay put [0.09, 0.39]; 2 pass the gate, of which 1 merge"]
+
+
+class _Still(torch.nn.Module):
+    """Predicts that the points stay put: one-step error equal to the stay-put baseline, never merges."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, x):
+        return x + 0 * self.w
+
+
+class _Merge(_Still):
+    """Sends both tokens to the origin: merged from the first prediction on."""
+
+    def forward(self, x):
+        return 0 * x + 0 * self.w
+
+
+def test_seed_sweep_summarises_every_variant_width_and_seed():
+    X, Y = circle.circle_dataset(20)
+    calls = []
+
+    def fit(d, variant, seed):
+        calls.append((d, variant, seed))
+        return (_Merge() if variant == "merge" else _Still()), {}
+
+    runs = circle.seed_sweep(fit, [4, 8], ["still", "merge"], 2, X, Y, rollout_steps=60)
+    assert list(runs) == [(4, "still"), (4, "merge"), (8, "still"), (8, "merge")]
+    assert calls[:2] == [(4, "still", 0), (4, "still", 1)]
+    still, merge = runs[4, "still"][0], runs[4, "merge"][1]
+    assert still["mse_over_stay_put"] == pytest.approx(1.0) and still["collapse_step"] is None
+    assert merge["collapse_step"] == 1 and merge["final_gap"] == 0.0
+    assert still["traj"].shape == (61, 2, 2)
+    assert "traj" not in circle.summarise_run(_Still(), X, Y, 60)

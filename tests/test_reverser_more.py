@@ -1,0 +1,63 @@
+"""Tests of the sweep readers and run summaries of attnbook.signal.reverser (chapter "Unequal gradients, temperature
+and adaptive optimisers")."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnbook.signal import reverser as rv
+
+
+def _arm(name, optimizer, temperature, accs):
+    """accs: {lr: [acc per seed]}; the best learning rate is the one with the highest mean."""
+    runs = [{"lr": lr, "seed": s, "acc": a, "log": [{"step": 10 * s, "cosine": a}]}
+            for lr, seeds in accs.items() for s, a in enumerate(seeds)]
+    best = max(accs, key=lambda lr: sum(accs[lr]))
+    return {"name": name, "optimizer": optimizer, "temperature": temperature, "runs": runs, "best_lr": best}
+
+
+SWEEP = {"learning_rates": {"sgd": [0.1, 1.0], "adam": [0.01]},
+         "by_name": {a["name"]: a for a in (
+             _arm("sgd, tau=1", "sgd", 1.0, {0.1: [0.2, 0.3], 1.0: [0.1, 0.1]}),
+             _arm("sgd, tau=0.25", "sgd", 0.25, {0.1: [0.1, 0.1], 1.0: [0.1, 0.2]}),
+             _arm("adam, tau=1", "adam", 1.0, {0.01: [1.0, 0.8]}))}}
+
+
+def test_sweep_run_and_best_log():
+    arm = SWEEP["by_name"]["sgd, tau=1"]
+    assert rv.sweep_run(arm, 1.0, seed=1)["acc"] == 0.1
+    assert rv.best_log(arm, seed=1) == [{"step": 10, "cosine": 0.3}]  # best lr 0.1
+    with pytest.raises(ValueError, match="no run"):
+        rv.sweep_run(arm, 0.5)
+
+
+def test_sweep_table_marks_each_arm_s_best_learning_rate():
+    lines = rv.sweep_table(SWEEP).splitlines()
+    assert lines[0].startswith("| arm |") and lines[1] == "|---|---|" and len(lines) == 5
+    assert lines[2] == "| sgd, tau=1 | **0.1: 0.25 (0.20-0.30)**; 1: 0.10 (0.10-0.10) |"
+    assert lines[4] == "| adam, tau=1 | **0.01: 0.90 (0.80-1.00)** |"
+
+
+def test_arm_difference_and_the_temperature_arm():
+    est, (lo, hi) = rv.arm_difference(SWEEP, "adam, tau=1", "sgd, tau=1")
+    assert est == pytest.approx(0.9 - 0.25)
+    assert lo <= est <= hi
+    assert rv.temperature_arm(SWEEP) == "sgd, tau=0.25"
+    with pytest.raises(ValueError, match="one SGD arm"):
+        rv.temperature_arm({"by_name": {"a": {"optimizer": "sgd", "temperature": 1.0}}})
+
+
+def test_depth_report_mean_cosine_and_largest_scale_move():
+    by_depth = {(4, False): {"acc": 0.21, "log": [{"cosine": 1.0}, {"cosine": 0.5}]},
+                (4, True): {"acc": 1.0, "log": [{"cosine": 0.2}]}}
+    learned = {False: {"acc": 0.2, "log": [{"alphas": [1.0, 1.0]}, {"alphas": [0.97, 1.02]}]},
+               True: {"acc": 1.0, "log": [{"alphas": [0.5, 0.5]}, {"alphas": [0.3, 0.45]}]}}
+    assert rv.depth_report(by_depth, learned).splitlines() == [
+        "depth  4, alpha=1        : accuracy 0.21, token cosine 1.00 0.50",
+        "depth  4, alpha=1/sqrt(L): accuracy 1.00, token cosine 0.20",
+        "learnable alpha from 1: accuracy 0.20, scales after training 0.97 to 1.02",
+        "learnable alpha from 1/sqrt(L): accuracy 1.00, scales after training 0.30 to 0.45"]
+    assert rv.mean_cosine(by_depth[4, False]) == 0.75
+    assert rv.largest_scale_move(learned) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="empty"):
+        rv.mean_cosine({"log": []})

@@ -1,0 +1,103 @@
+"""Tests of the analyses chapter "A translation model" reads from attnbook.heads.roles (beyond tests/test_heads.py):
+the confidence summary, leave-one-out relevance on two halves, relevance against the roles, the largest
+syntactic gain, the best head over training and the checkpoint comparison, on cases with a known answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook.heads import roles as hd
+from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+
+def test_confidence_summary_counts_confident_and_sink_heads():
+    roles = {"enc_self": dict(confidence=torch.tensor([[0.05, 0.2], [0.11, 0.6]]), chance=0.02,
+                              sink=torch.tensor([[0.0, 0.7], [0.5, 0.9]]))}
+    s = hd.confidence_summary(roles, kinds=["enc_self"])["enc_self"]
+    # above 5 x 0.02 = 0.1: 0.2, 0.11, 0.6; sink above 0.5 (strictly): 0.7, 0.9
+    assert s == dict(chance=0.02, heads=4, confident=3, most=pytest.approx(0.6), sinks=2)
+
+
+def _model():
+    torch.manual_seed(0)
+    return Seq2SeqTransformer(Seq2SeqConfig(vocab_size=12, d_model=16, n_heads=2, enc_layers=2, dec_layers=2,
+                                            d_ff=16, dropout=0.0, max_len=8)).double().eval()
+
+
+SRC = [[4, 5, 6, 2], [7, 8, 2], [9, 4, 5, 6, 2], [3, 2]]
+TGT = [[1, 7, 8, 2], [1, 9, 2], [1, 5, 2], [1, 6, 7, 8, 2]]
+
+
+def test_ablation_split_half_is_ablation_relevance_on_each_half():
+    """Each half's relevance is :func:`ablation_relevance` on that half padded with the whole set; the
+    relevance is their mean; a reference equal to the mean correlates perfectly with it."""
+    from scipy.stats import spearmanr
+
+    from attnbook.heads.translation import pad
+
+    model = _model()
+    src, tgt_in = pad(SRC), pad(TGT)[:, :-1]
+    want = [hd.ablation_relevance(model, src[s], tgt_in[s], normalise=False) for s in (slice(0, 2), slice(2, 4))]
+    got = hd.ablation_split_half(model, SRC, TGT)
+    assert "against" not in got
+    for k in ("enc_self", "dec_self", "dec_cross"):
+        for h in range(2):
+            torch.testing.assert_close(got["halves"][h][k], want[h][k])
+        torch.testing.assert_close(got["relevance"][k], (want[0][k] + want[1][k]) / 2)
+        rho = spearmanr(want[0][k].flatten(), want[1][k].flatten())[0]
+        assert got["split"][k] == pytest.approx(rho)
+    again = hd.ablation_split_half(model, SRC, TGT, reference=got["relevance"])
+    assert again["against"] == pytest.approx({k: 1.0 for k in got["relevance"]})
+    minus = hd.ablation_split_half(model, SRC, TGT, reference={k: -v for k, v in got["relevance"].items()})
+    assert minus["against"] == pytest.approx({k: -1.0 for k in got["relevance"]})
+    with pytest.raises(ValueError):
+        hd.ablation_split_half(model, SRC[:1], TGT[:1])
+
+
+def test_relevance_against_roles_known_answer():
+    confidence = torch.tensor([[0.1, 0.5, 0.3], [0.2, 0.4, 0.6]])
+    relevance = torch.tensor([[0.2, 0.1, 0.7], [0.5, 0.3, 0.25]])  # top 3: flat 2, 3, 4; layer 1: head 2
+    prev = torch.tensor([[0.0, 0.1, 0.9], [0.1, 0.0, 0.0]])
+    nxt = torch.tensor([[0.0, 0.0, 0.0], [0.8, 0.2, 0.3]])  # neighbour top 3: flat 2, 3, 5
+    out = hd.relevance_against_roles(confidence, relevance, prev, nxt)
+    assert out["top_relevant"] == [2, 3, 4] and out["both"] == [2, 3]
+    assert out["top_layer1"] == 2 and out["less_confident"] == 1  # only head 1 (0.5) beats 0.3
+    torch.testing.assert_close(out["neighbour"], torch.maximum(prev, nxt))
+    # ranks of confidence 1 5 3 2 4 6 against relevance 2 1 6 5 4 3
+    assert out["rho"] == pytest.approx(1 - 6 * (1 + 16 + 9 + 9 + 0 + 9) / (6 * 35))
+
+
+def test_largest_syntactic_gain_is_in_points():
+    table = [dict(best=0.30, base=0.25), dict(best=0.5, base=0.52), dict(best=0.61, base=0.4)]
+    assert hd.largest_syntactic_gain(table) == pytest.approx(21.0)
+    with pytest.raises(ValueError):
+        hd.largest_syntactic_gain([])
+
+
+def test_best_over_training_takes_the_best_head_and_the_larger_statistic():
+    trace = [dict(step=0, enc_self=dict(prev=[[0.1, 0.2]], next=[[0.3, 0.0]])),
+             dict(step=50, enc_self=dict(prev=[[0.6, 0.2]], next=[[0.1, 0.4]]))]
+    steps, best = hd.best_over_training(trace, "enc_self", ("prev", "next"))
+    np.testing.assert_array_equal(steps, [0, 50])
+    np.testing.assert_allclose(best, [0.3, 0.6])
+    np.testing.assert_allclose(hd.best_over_training(trace, "enc_self", ("next",))[1], [0.3, 0.4])
+
+
+def test_checkpoint_comparison_rows():
+    def ckpt(bleus, test, prev, nxt, seconds):
+        meta = dict(evals=[dict(dev_bleu=b) for b in bleus], test_bleu_greedy=test, train_wall_seconds=seconds)
+        return meta, {"enc_self": dict(prev=torch.tensor(prev), next=torch.tensor(nxt))}
+
+    rows = hd.checkpoint_comparison({"a": ckpt([10.0, 31.5, 30.0], 29.0, [[0.2, 0.5]], [[0.1, 0.0]], 7290),
+                                     "b": ckpt([12.0, 33.0], 31.0, [[0.6, 0.1]], [[0.4, 0.3]], 60)})
+    assert [label for label, _ in rows] == ["dev BLEU (greedy, best evaluation)", "test BLEU (greedy)",
+                                            "best previous-token share", "best next-token share",
+                                            "training (minutes, one thread)"]
+    values = dict(rows)
+    assert values["dev BLEU (greedy, best evaluation)"] == [31.5, 33.0]
+    assert values["test BLEU (greedy)"] == [29.0, 31.0]
+    assert values["best previous-token share"] == pytest.approx([0.5, 0.6])
+    assert values["best next-token share"] == pytest.approx([0.1, 0.4])
+    assert values["training (minutes, one thread)"] == [122, 1]

@@ -1,0 +1,166 @@
+"""Tests of the analysis and tables chapter "Pruning heads" reads from the library: the random-order baseline,
+the gaps between pruning curves and the recomputed masks (attnbook.heads.importance), the live scores of gate
+runs, the per-kind comparison with the paper, the reasons and the from-scratch comparisons
+(attnbook.heads.sweeps), and the markdown tables (attnbook.heads.pruning_tables)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from attnbook.heads import importance, pruning_tables, sweeps
+
+
+def test_random_order_scores_prune_nested_sets_in_one_seeded_order():
+    seen = []
+
+    def score(masks):
+        seen.append(masks[""].clone())
+        return float(masks[""].sum())
+
+    scores = importance.random_order_scores(score, (2, 3), [6, 4, 1], seed=0)
+    assert scores == [6.0, 4.0, 1.0]
+    assert all((b <= a).all() for a, b in zip(seen, seen[1:]))  # the kept sets are nested
+    order = torch.randperm(6, generator=torch.Generator().manual_seed(0))
+    assert seen[1].flatten()[order[:2]].tolist() == [0.0, 0.0]  # the first two of the order go first
+    again = []
+    importance.random_order_scores(lambda m: again.append(m[""].clone()) or 0.0, (2, 3), [6, 4, 1], seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(seen, again))
+    with pytest.raises(ValueError):
+        importance.random_order_scores(score, (2, 3), [7])
+
+
+def test_pruning_curve_gaps():
+    records = [{"n_kept": 72, "score": 1.0}, {"n_kept": 48, "score": 0.8}, {"n_kept": 24, "score": 0.6}]
+    random = [1.0, 0.7, 0.4]
+    gaps = importance.pruning_curve_gaps(records, random, [(60, 0.95), (72, 1.0), (0, 0.5), (36, 0.9)],
+                                         n_total=72, up_to=48)
+    assert gaps["over_random"] == pytest.approx((0.1 + 0.2) / 2)  # the steps at 48 and 24 heads
+    assert gaps["at"] == pytest.approx(0.8)
+    assert gaps["points_over"] == pytest.approx([0.95 - 0.9, 0.9 - 0.7])  # 72 and 0 heads left out
+    with pytest.raises(ValueError):
+        importance.pruning_curve_gaps(records, random[:2], [], 72, 48)
+    with pytest.raises(ValueError):
+        importance.pruning_curve_gaps(records, random, [], 72, 10)
+
+
+def test_masks_from_importance_match_recomputes_the_least_important_heads():
+    imp = {"enc_self": torch.tensor([[0.5, 0.1], [0.3, 0.9]])}
+    rows = [{"n_kept": 2, "masks": {"enc_self": [[1.0, 0.0], [0.0, 1.0]]}},
+            {"n_kept": 3, "masks": {"enc_self": [[1.0, 1.0], [0.0, 1.0]]}},  # the wrong head pruned
+            {"n_kept": 4, "masks": {"enc_self": [[1.0, 1.0], [1.0, 1.0]]}}]
+    assert importance.masks_from_importance_match(imp, rows) == [True, False, True]
+
+
+def test_gate_points_score_trained_gates_and_their_binary_masks():
+    sweep = {"runs": [{"lam": 0.1, "gates": [[0.5, 0.0], [1.0, 0.25]], "similarity": 0.9}]}
+    point, = sweeps.gate_points(sweep, lambda m: float(m[""].sum()))
+    assert point == {"lam": 0.1, "n_kept": 3, "gates": 1.75, "binary": 3.0, "script": 0.9}
+
+
+def test_training_minutes_by_threads():
+    runs = [{"threads": 2, "train_wall_seconds": 600}, {"threads": 1, "train_wall_seconds": 120},
+            {"threads": 2, "train_wall_seconds": 60}]
+    assert sweeps.training_minutes(runs) == {1: (2.0, 2.0), 2: (1.0, 10.0)}
+    assert list(sweeps.training_minutes(runs)) == [1, 2]
+
+
+def test_heads_per_kind_and_the_comparison_at_the_paper_s_share():
+    paper_n = sweeps.heads_per_kind({"heads": 8, "layers": [6, 6]})
+    assert paper_n == {"enc_self": 48, "dec_self": 48, "dec_cross": 48}
+    runs = [{"n_kept": 64, "kept": {"enc_self": 16, "dec_self": 24, "dec_cross": 24}},
+            {"n_kept": 40, "kept": {"enc_self": 4, "dec_self": 12, "dec_cross": 24}}]
+    by_kind = {"runs": runs, "n_heads": {"enc_self": 48, "dec_self": 24, "dec_cross": 24}}
+    paper = {"kinds": ["enc_self", "dec_cross", "dec_self"], "kept": [[24, 36, 12], [6, 12, 6]]}
+    out = sweeps.kind_share_comparison(by_kind, paper, paper_n)  # the paper keeps 72 of 144: half
+    assert out["run"] is runs[1] and out["paper_kept"] == 72  # 40 of 96 is nearer half than 64
+    assert out["book"] == pytest.approx({"enc_self": 4 / 48, "dec_self": 0.5, "dec_cross": 1.0})
+    assert out["paper"] == pytest.approx({"enc_self": 0.5, "dec_self": 0.25, "dec_cross": 0.75})
+
+
+def _main(n_kept, bleu, overlap_changes=False):
+    p_end = [[0.9, 0.9, 0.1, 0.1]]
+    p_before = [[0.9, 0.1, 0.1, 0.1]] if overlap_changes else p_end
+    snaps = [{"step": 240, "p_open": {"enc_self": p_before}}, {"step": 300, "p_open": {"enc_self": p_end}}]
+    return {"n_kept": n_kept, "bleu_greedy": bleu, "spec": {"steps": 300}, "snapshots": snaps}
+
+
+def test_encoder_reason_states_the_cost_the_recovery_and_the_settling():
+    main = {0.05: _main(8, 29.0, overlap_changes=True), 0.1: _main(3, 28.5)}
+    long_run = {"n_kept": 8, "bleu_greedy": 29.5, "spec": {"steps": 600}}
+    reason = sweeps.encoder_reason(8, main, 30.0, [(8, 28.0), (3, 27.0)], long_run)
+    assert reason == ("with 8 heads the masks cost 2.0 BLEU without fine-tuning and 300 steps of "
+                      "fine-tuning win back 1.0; over the last 60 steps 50% of the kept set still "
+                      "changed; the paper fine-tunes until the gates stop, with 64-dimensional heads "
+                      "(16 here); 600 steps instead of 300 give -0.50 with the same heads")
+    assert sweeps.encoder_reason(3, main, 30.0, [(8, 28.0), (3, 27.0)], long_run).endswith("(16 here)")
+
+
+def test_all_kinds_reason():
+    run = {"kept": {"enc_self": 3}, "bleu_greedy": 28.0, "spec": {"steps": 300}}
+    assert sweeps.all_kinds_reason(run, 26.5, 30.0, 144, 96) == (
+        "kept per kind {'enc_self': 3}; the masks alone cost 3.5 BLEU (greedy) and 300 steps of "
+        "fine-tuning win back 1.5; the paper fine-tunes until the gates stop, with 144 heads of 64 "
+        "dimensions (96 of 16 here)")
+
+
+def _row(kept, delta, low, high, seeds=(0, 1), spread=0.5):
+    scratch = [{"seed": s, "bleu_beam": 30.0, "delta": delta, "low": low, "high": high} for s in seeds]
+    return {"kept": kept, "pruned_beam": 29.5, "scratch": scratch,
+            "across_seeds": {"delta": delta, "low": low, "high": high, "n_seeds": len(seeds), "spread": spread}}
+
+
+def test_scratch_claims_verdict_by_the_envelope_of_the_seeds_intervals():
+    rows = [_row(3, 0.8, 0.2, 1.4), _row(8, -0.6, -1.0, -0.1, seeds=(0,)), _row(22, 0.1, -0.3, 0.5),
+            {"kept": 40, "scratch": [], "across_seeds": None}]
+    claims = sweeps.scratch_claims(rows, "pruned", "2 of 2 done", -0.5, "Table 3", "python run.py x")
+    assert len(claims) == 3  # the shape without runs from scratch has no claim
+    first, second, third = (dataclasses.asdict(c) for c in claims)
+    assert first["name"] == "scratch minus pruned, 3 encoder heads, mean over seeds [0, 1] (BLEU, beam 4)"
+    assert first["verdict"] == "differs" and first["reason"] == (
+        "+0.80 BLEU over 2 seed(s), spread 0.50; every seed's paired 95% interval lies within +0.20 to "
+        "+1.40: from scratch is the better at every seed; 2 of 2 done")
+    assert second["verdict"] == "reproduces" and second["reason"] == ""  # the paper's side: no reason kept
+    assert third["verdict"] == "differs" and "the interval reaches 0" in third["reason"]
+    assert first["precomputed"] == "python run.py x" and first["paper"] == -0.5
+    pruned_better, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 3", "")
+    assert pruned_better.verdict == "differs"
+    assert "-1.00 to -0.10: the pruned model is the better at every seed; done" in pruned_better.reason
+
+
+def test_michel_fine_tuned_table():
+    rows = [{"n_kept": 3, "bleu_not_fine_tuned": {"bleu": 26.449, "low": 25.41, "high": 27.44},
+             "bleu_fine_tuned": {"bleu": 28.05, "low": 26.9, "high": 29.1}, "gate_bleu_greedy": 28.6}]
+    table = pruning_tables.michel_fine_tuned_table(rows, {3: 27.4})
+    lines = table.split("\n")
+    assert len(lines) == 3 and lines[1] == "|---|---|---|---|---|"
+    assert lines[2] == "| 3 | 26.45 [25.4, 27.4] | 27.40 | 28.05 [26.9, 29.1] | 28.60 |"
+    with pytest.raises(KeyError):
+        pruning_tables.michel_fine_tuned_table(rows, {8: 27.4})
+
+
+def test_scratch_table_one_line_per_shape_and_seed():
+    rows = [_row(3, 1.38, 0.83, 1.96), _row(22, -0.1, -0.66, 0.49, seeds=(1,))]
+    table = pruning_tables.scratch_table(rows, "trained on")
+    lines = table.split("\n")
+    assert lines[0] == ("| encoder heads | trained on (beam 4) | seed | from scratch (beam 4) | "
+                        "scratch - trained on [95% interval] |")
+    assert len(lines) == 2 + 3
+    assert lines[2] == "| 3 | 29.50 | 0 | 30.00 | +1.38 [+0.83, +1.96] |"
+    assert lines[4] == "| 22 | 29.50 | 1 | 30.00 | -0.10 [-0.66, +0.49] |"
+
+
+def test_trained_on_gains_table_marks_the_control_s_missing_contrasts():
+    d = {"delta": 1.48, "low": 1.03, "high": 1.91}
+    base = {"before": 30.1, "after": 31.59, "gain": d, "train_steps": 4200, "epochs": 8.66,
+            "stopped": "stop_when", "minutes": 59.4, "threads": 2}
+    gains = [{**base, "label": "3", "beyond_control": d, "cost": {"delta": -0.74, "low": -1.21, "high": -0.26}},
+             {**base, "label": "48 (unpruned control)", "beyond_control": None, "cost": None}]
+    lines = pruning_tables.trained_on_gains_table(gains).split("\n")
+    assert len(lines) == 4 and lines[1].count("---") == 9
+    assert lines[2] == ("| 3 | 30.10 | 31.59 | +1.48 [+1.03, +1.91] | +1.48 [+1.03, +1.91] "
+                        "| -0.74 [-1.21, -0.26] | 4200 (8.7) | stop_when | 59 (2) |")
+    assert "| – | – |" in lines[3]
+    assert pruning_tables.paired_interval(None) == "–"

@@ -1,0 +1,57 @@
+"""Tests of the path-effectiveness analysis in attnbook.rank.tasks (chapter "Path effectiveness"): accuracy
+by path length, the best short path, the share of the full model's gain, and 20 paths against 5."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook.rank import tasks
+from attnbook.stats import bootstrap_mean_difference
+
+SIZE = dict(d_model=16, n_heads=2, depth=2, length=8, vocab=10, n_train=40, n_eval=20)
+
+
+def test_accuracy_by_length_is_path_accuracy_for_every_length_in_turn():
+    t = tasks.path_task("sort", SIZE, torch.Generator().manual_seed(0))
+    table = tasks.path_accuracy_by_length(t["model"], t["eval"], 3, 2, torch.Generator().manual_seed(1))
+    assert table.shape == (SIZE["depth"] + 1, 2)
+    g = torch.Generator().manual_seed(1)
+    expected = [tasks.path_accuracy(t["model"], t["eval"], k, 3, 2, g) for k in range(SIZE["depth"] + 1)]
+    np.testing.assert_array_equal(table, np.array(expected))
+
+
+def test_probe_accuracy_by_length_fits_on_the_first_sequences():
+    t = tasks.path_task("sort", SIZE, torch.Generator().manual_seed(0))
+    x, y, m = t["train_set"]
+    table = tasks.path_probe_accuracy_by_length(t["model"], t["train_set"], t["eval"], 2, 1,
+                                                torch.Generator().manual_seed(2), n_fit=10)
+    g = torch.Generator().manual_seed(2)
+    expected = [tasks.path_probe_accuracy(t["model"], (x[:10], y[:10], None), t["eval"], k, 2, 1, g)
+                for k in range(SIZE["depth"] + 1)]
+    assert table.shape == (3, 1)
+    np.testing.assert_array_equal(table, np.array(expected))
+    assert ((0 <= table) & (table <= 1)).all()
+
+
+def test_best_short_and_gain_share():
+    table = np.array([[0.1, 0.1], [0.4, 0.6], [0.6, 0.8], [0.9, 0.9]])  # means 0.1, 0.5, 0.7, 0.9
+    assert tasks.best_short(table) == pytest.approx(0.7)
+    assert tasks.best_short(table, lengths=(1,)) == pytest.approx(0.5)
+    assert tasks.best_short(table, lengths=(3,)) == pytest.approx(0.9)
+    # (0.7 - 0.5) / (0.9 - 0.5): half of the gain over chance 0.5
+    assert tasks.gain_share(table, full=0.9, floor=0.5) == pytest.approx(0.5)
+    assert tasks.gain_share(table, full=0.9, floor=0.1) == pytest.approx(0.75)
+    with pytest.raises(ValueError):
+        tasks.gain_share(table, full=0.5, floor=0.5)
+
+
+def test_more_paths_gain_pools_the_short_lengths():
+    many = np.array([[0.0, 0.0], [0.5, 0.7], [0.6, 0.8], [0.0, 0.0]])
+    few = np.array([[1.0, 1.0], [0.4, 0.4], [0.5, 0.5], [1.0, 1.0]])
+    r = tasks.more_paths_gain(many, few)
+    assert r["value"] == pytest.approx(0.65 - 0.45)  # lengths 1 and 2 only
+    est, lo, hi = bootstrap_mean_difference([0.5, 0.7, 0.6, 0.8], [0.4, 0.4, 0.5, 0.5])
+    assert (r["value"], r["interval"]) == (est, (lo, hi))
+    assert lo <= r["value"] <= hi

@@ -1,0 +1,37 @@
+"""Tests of the small counts chapter "A translation model" reads from attnbook.heads.translation (beyond
+tests/test_translation.py): verses shared with train, the late gain of the training record, looping outputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnbook.heads import translation as tr
+
+
+def test_shared_text_count_matches_either_side():
+    train = [("In the beginning", "En el principio"), ("And God said", "Y dijo Dios")]
+    pairs = [("In the beginning", "otra cosa"),  # English seen
+             ("something new", "Y dijo Dios"),  # Spanish seen
+             ("Y dijo Dios", "nothing"),  # a Spanish text of train on the English side: seen too
+             ("fresh", "nuevo")]
+    assert tr.shared_text_count(pairs, train) == 3
+    assert tr.shared_text_count(pairs[3:], train) == 0
+
+
+def test_shipped_dev_and_test_share_nothing_with_train():
+    train = tr.load_pairs("train")
+    assert tr.shared_text_count(tr.load_pairs("dev") + tr.load_pairs("test"), train) == 0
+
+
+def test_late_gain_reads_the_last_fifth():
+    evals = [dict(step=s, dev_bleu=b) for s, b in [(0, 0.0), (500, 20.0), (800, 30.0), (900, 30.4), (1000, 30.1)]]
+    tail, gain = tr.late_gain(evals)
+    assert tail == [30.0, 30.4, 30.1]  # steps 800 and later
+    assert gain == pytest.approx(0.4)  # the largest minus the first, not the last minus the first
+    assert tr.late_gain(evals, start=0.5) == ([20.0, 30.0, 30.4, 30.1], pytest.approx(10.4))
+
+
+def test_count_looping():
+    texts = ["te te te te", "y dijo y dijo y dijo", "una frase normal", "a b a b"]
+    assert tr.count_looping(texts) == 2
+    assert tr.count_looping([]) == 0
