@@ -188,7 +188,12 @@ def seed_everything(seed: int) -> torch.Generator:
 
 
 def device() -> torch.device:
-    """The device experiments run on: CUDA when available, else the CPU."""
+    """The device experiments run on: CUDA when available, else the CPU; ``cuda`` under
+    ``ATTNBOOK_VIRTUAL_CUDA=1`` (:mod:`attnbook.core.virtual_cuda`, the CPU test of device-correct code)."""
+    from attnbook.core import virtual_cuda
+
+    if virtual_cuda.enabled():
+        return virtual_cuda.enable_globally()
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -202,5 +207,7 @@ def setup(seed: int = 0) -> torch.device:
     seed_everything(seed)
     plotting.use_style()
     dev = device()
-    print(f"attnbook: preset={active_preset()} device={dev.type} seed={seed}")
+    virtual = (" (virtual CUDA: the CPU applying CUDA's device rules)"
+               if dev.type == "cuda" and not torch.cuda.is_available() else "")
+    print(f"attnbook: preset={active_preset()} device={dev.type} seed={seed}{virtual}")
     return dev

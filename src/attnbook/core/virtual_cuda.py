@@ -203,6 +203,19 @@ def virtual_cuda() -> Iterator[torch.device]:
         torch.__future__.set_overwrite_module_params_on_conversion(previous)
 
 
+_GLOBAL: list = []
+
+
+def enable_globally() -> torch.device:
+    """Enter :func:`virtual_cuda` for the rest of the process (a chapter run with ``ATTNBOOK_VIRTUAL_CUDA=1``,
+    through :func:`attnbook.setup`); idempotent. Returns ``cuda``."""
+    if not _GLOBAL:
+        block = virtual_cuda()
+        block.__enter__()
+        _GLOBAL.append(block)
+    return torch.device("cuda")
+
+
 def enabled() -> bool:
     """Whether the environment asks chapters to run on the virtual CUDA device (``ATTNBOOK_VIRTUAL_CUDA=1``)."""
     return os.environ.get(ENV_VAR, "") not in ("", "0")
