@@ -265,6 +265,34 @@ def test_record_paper_run_clears_outputs_and_lists_claims_not_reached():
     assert reproduction.claims_in_notebook(nb) == []
 
 
+def test_record_paper_run_records_the_claims_of_a_cell_that_raised_as_errored(tmp_path):
+    """Issue 35: a cell that raises before its second claim once hid that claim (neither recorded nor listed) under
+    ``complete: true``. Executed for real, on the CPU at quick."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from record_paper_run import record
+
+    first = claims.check("first", 1.0, at_most=2)
+    second = claims.check("second", 1.0, at_most=2)
+    code = ('import attnbook\nfrom IPython.display import display\n'
+            'display(attnbook.check("first", 1.0, at_most=2))\n'
+            'raise ValueError("boom")\n'
+            'attnbook.check("second", 1.0, at_most=2)')
+    nb = new_notebook(cells=[new_markdown_cell("# A"), new_code_cell(
+        code, outputs=[claim_output(first), claim_output(second)], execution_count=1)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "01_a.ipynb"
+    nbformat.write(nb, path)
+    run = record(path, tmp_path / "out", "quick", 120, "")
+    by_name = {c["name"]: c for c in run["claims"]}
+    assert by_name["first"]["holds"] and by_name["first"]["verdict"] == "holds"
+    assert by_name["second"]["verdict"] == "errored" and not by_name["second"]["holds"]
+    assert "ValueError: boom" in by_name["second"]["error"]
+    assert run["errored"] == ["second"] and run["complete"] is False
+    assert run["commit"] == "" or len(run["commit"].split("+")[0]) == 40
+
+
 def test_per_paper_summary_counts_verdicts_by_paper():
     from attnbook.booktools.reproduction import Row, per_paper_summary
 
