@@ -148,3 +148,41 @@ def test_gate_training_records_its_snapshots_on_the_cpu():
             assert type(t) is torch.Tensor, "a record must come back on the CPU (chapter 11 calls .numpy())"
             torch.testing.assert_close(t, ref["p_open"][k])
         assert all(type(t) is torch.Tensor for t in snap["gates"].values())
+
+
+def test_the_relevance_script_runs_its_model_on_the_device_it_is_given(tmp_path, monkeypatch):
+    """scripts/head_relevance.py once loaded its model on the CPU whatever the machine: ``--device cuda`` now
+    puts the translation model there, and the records it writes equal the CPU's."""
+    import json
+
+    from test_scripts import run_main, script
+
+    mod = script("head_relevance")
+    cpu, cuda = tmp_path / "cpu.json", tmp_path / "cuda.json"
+    run_main(mod, ["--verses", "2", "--live", "1", "--out", str(cpu)], monkeypatch)
+    with virtual_cuda():
+        run_main(mod, ["--verses", "2", "--live", "1", "--device", "cuda", "--out", str(cuda)], monkeypatch)
+    a, b = json.loads(cpu.read_text()), json.loads(cuda.read_text())
+    assert a["relevance"] == b["relevance"] and a["first_verses"] == b["first_verses"]
+
+
+def test_a_model_on_the_virtual_device_deep_copies_with_its_parameters_tagged():
+    with virtual_cuda() as dev:
+        model = torch.nn.Linear(3, 2).to(dev)
+        twin = copy.deepcopy(model)
+        p = twin.weight
+        assert isinstance(p, torch.nn.Parameter) and p.device.type == "cuda" and p.requires_grad
+        assert p is not model.weight and torch.equal(p.cpu(), model.weight.cpu())
+        with torch.no_grad():
+            p.add_(1)
+        assert not torch.equal(p.cpu(), model.weight.cpu())
+
+
+def test_autograd_crosses_devices_as_on_cuda():
+    with virtual_cuda() as dev:
+        mask = torch.ones(3, requires_grad=True)  # a CPU mask moved into a GPU computation
+        w = torch.arange(3.0, device=dev, requires_grad=True)
+        loss = (w * mask.to(dev)).sum()
+        g_mask, g_w = torch.autograd.grad(loss, [mask, w])
+        assert type(g_mask) is torch.Tensor and g_mask.tolist() == [0.0, 1.0, 2.0]
+        assert g_w.device.type == "cuda"

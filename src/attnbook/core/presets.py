@@ -197,6 +197,15 @@ def device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def device_name(dev: torch.device | str) -> str:
+    """What a run's record says it ran on: the GPU's name, ``"virtual CUDA on the CPU"``
+    (:mod:`attnbook.core.virtual_cuda`), or ``"cpu"``."""
+    dev = torch.device(dev)
+    if dev.type != "cuda":
+        return dev.type
+    return torch.cuda.get_device_name(dev) if torch.cuda.is_available() else "virtual CUDA on the CPU"
+
+
 def setup(seed: int = 0) -> torch.device:
     """Start a chapter: seed everything, apply the book's figure style, print the preset and device.
 

@@ -12,7 +12,8 @@ rules in ``__torch_function__``:
   copies (``copy_``, ``to``);
 * ``.numpy()`` raises; ``.cpu()``, ``.to("cpu")`` untag; ``.to("cuda")``, ``.cuda()`` and factory functions called
   with ``device="cuda"`` tag;
-* gradients (``.grad``, ``torch.autograd.grad``) of tagged tensors are tagged, so optimisers see one device.
+* gradients (``.grad``, ``torch.autograd.grad``) of tagged tensors are tagged, so optimisers see one device;
+  a gradient of a CPU input stays on the CPU (autograd crosses devices, as on CUDA).
 
 Numbers are exactly those of the CPU: the tag changes no arithmetic. ``torch.func`` transforms drop the tag (they
 run below ``__torch_function__``): code that uses them is checked at its callers.
@@ -39,7 +40,7 @@ CUDA = torch.device("cuda", 0)
 #: functions that accept tensors of both devices on real CUDA
 _CROSS_DEVICE = {torch.Tensor.copy_, torch.Tensor.to, torch.Tensor.__setitem__, torch.Tensor.set_,
                  torch.Tensor.cpu, torch.Tensor.cuda, torch.Tensor.data.__set__,
-                 torch._has_compatible_shallow_copy_type}
+                 torch._has_compatible_shallow_copy_type, torch.autograd.grad}
 _INDEXING = {torch.Tensor.__getitem__, torch.Tensor.index_select, torch.index_select}
 
 
@@ -77,6 +78,18 @@ class VirtualCudaTensor(torch.Tensor):
     def grad(self):
         torch.Tensor.grad.__delete__(self)
 
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch._C.DisableTorchFunctionSubclass():
+            plain = torch.Tensor.as_subclass(self, torch.Tensor)
+            copied = plain.detach().clone()
+        out = tag(copied).requires_grad_(self.requires_grad)
+        if getattr(self, "_is_param", False):
+            out._is_param = True  # a parameter stays a parameter (isinstance(out, nn.Parameter))
+        memo[id(self)] = out
+        return out
+
     def __repr__(self, **kwargs):
         with torch._C.DisableTorchFunctionSubclass():
             return torch.Tensor.__repr__(self.as_subclass(torch.Tensor)).rstrip(")") + ", device='cuda:0')"
@@ -89,6 +102,13 @@ class VirtualCudaTensor(torch.Tensor):
                 src = args[0].as_subclass(torch.Tensor)
                 moved = src.to(*args[1:], **kwargs) if func is torch.Tensor.to else src
                 return moved.clone() if moved.data_ptr() == src.data_ptr() else moved
+        if func is torch.autograd.grad:  # each gradient lives where its input does (outputs may be elsewhere)
+            with torch._C.DisableTorchFunctionSubclass():
+                out = func(*args, **kwargs)
+            inputs = kwargs.get("inputs", args[1] if len(args) > 1 else ())
+            inputs = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+            return tuple(tag(g) if isinstance(x, VirtualCudaTensor) and g is not None else g
+                         for g, x in zip(out, inputs))
         if func not in _CROSS_DEVICE:
             _check_devices(func, args, kwargs)
         target = _target((), kwargs)
@@ -181,10 +201,7 @@ class _VirtualCudaMode(TorchFunctionMode):
         if "device" in kwargs and func is not torch.Tensor.to and _target((), kwargs) == "cuda":
             kwargs["device"] = "cpu"
             return _tag_tree(func(*args, **kwargs))
-        out = func(*args, **kwargs)
-        if func is torch.autograd.grad and any(isinstance(t, VirtualCudaTensor) for t in tree_flatten(args)[0]):
-            return _tag_tree(out)
-        return out
+        return func(*args, **kwargs)
 
 
 @contextlib.contextmanager
