@@ -44,11 +44,11 @@ def rounded(t: torch.Tensor) -> list:
     return [[round(float(x), 5) for x in row] for row in t]
 
 
-def translation_relevance(preset: str, verses: int | None):
+def translation_relevance(preset: str, verses: int | None, device: str = "cpu"):
     """Per dev verse of the translation model at ``preset`` (the first ``verses``; None: all): (kind -> layer
     shares summed over target tokens, tokens, the source share summed over target tokens)."""
     p = attnbook.preset("translation", preset)
-    model, _ = tr.load_translation_model(preset=preset)
+    model, _ = tr.load_translation_model(preset=preset, device=device)
     pairs = tr.load_pairs("dev")[:verses]
     src = tr.encode([e for e, _ in pairs], p["max_len"])
     tgt = tr.encode([s for _, s in pairs], p["max_len"], bos=True)
@@ -58,10 +58,10 @@ def translation_relevance(preset: str, verses: int | None):
                float(src_rel.sum(1).sum()))
 
 
-def minilm_relevance(preset: str, verses: int | None):
+def minilm_relevance(preset: str, verses: int | None, device: str = "cpu"):
     """Per verse for all-MiniLM-L6-v2, on the first ``verses`` dev verses: (enc_self -> layer shares, weight 1,
     None). The model is the same at every preset."""
-    lm, tok = hf.load_pretrained(hf.minilm_source())
+    lm, tok = hf.load_pretrained(hf.minilm_source(), device=device)
     for text, _ in tr.load_pairs("dev")[:verses]:
         ids = tok(text, truncation=True, max_length=128)["input_ids"]
         yield {"enc_self": lrp.layer_shares(relevance.sentence_head_relevance(lm, ids)[0])}, 1, None
@@ -72,6 +72,7 @@ def main() -> None:
     ap.add_argument("--model", choices=("translation", "minilm"), default="translation")
     ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="where the model runs (cpu or cuda; the shipped files: cpu)")
     ap.add_argument("--verses", type=int, default=None,
                     help="the first N dev verses (default: the run table's: all; MiniLM: the preset's n_minilm)")
     ap.add_argument("--live", type=int, default=None,
@@ -86,7 +87,7 @@ def main() -> None:
     per_verse_fn = translation_relevance if args.model == "translation" else minilm_relevance
     sums, weights, source_share, per_verse, n = [{}, {}], [0, 0], 0.0, [], 0
     t0 = time.time()
-    for i, (shares, weight, src_share) in enumerate(per_verse_fn(args.preset, verses)):
+    for i, (shares, weight, src_share) in enumerate(per_verse_fn(args.preset, verses, args.device)):
         for k, v in shares.items():
             sums[i % 2][k] = sums[i % 2].get(k, 0.0) + v
         weights[i % 2] += weight

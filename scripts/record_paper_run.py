@@ -8,10 +8,14 @@ in-memory copy whose outputs and execution counts are cleared first: the committ
 `quick` outputs, is not touched, and no `quick` value can pass for a `paper` one. Only the claim records of
 cells that ran (mimetype application/vnd.attnbook.claim+json) are written to
 results/paper/<notebook-stem>.json as {"gpu", "seconds", "preset", "torch", "date", "complete", "cuda_used",
-"claims", "not_reached", "errors"} ("cuda_used": whether the chapter allocated GPU memory, from a probe cell
-run after it; "not_reached": the names of the committed claims whose cells did not run before a stop).
-A claim that fails at the paper preset raises in the notebook; the run goes on, and the claim is recorded
-with "holds": false. Commit results/paper/ to show the runs on the reproduction page.
+"claims", "not_reached", "errored", "errors", "commit"} ("cuda_used": whether the chapter allocated GPU memory,
+from a probe cell run after it; "not_reached": the names of the committed claims whose cells did not run before
+a stop; "errored": the committed claims of cells that raised another error than a failing check, also recorded
+among "claims" with "verdict": "errored"). A claim that fails at the paper preset raises in the notebook; the
+run goes on, and the claim is recorded with "holds": false. "complete" is true only when every cell ran without
+an error. Commit results/paper/ to show the runs on the reproduction page.
+
+    python scripts/record_paper_run.py --all --parallel 8       # chapters side by side (a GPU machine has 16 cores)
 
 Without CUDA the script refuses to run unless --allow-cpu is given (for testing the script itself, e.g.
 `--preset quick --allow-cpu --out /tmp/runs`).
@@ -21,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 import json
 import os
 import re
@@ -95,6 +101,35 @@ def _only(nb: nbformat.NotebookNode, index: int) -> nbformat.NotebookNode:
     return nbformat.v4.new_notebook(cells=[nb.cells[index]])
 
 
+def commit() -> str:
+    """The commit the run executes (with ``+dirty`` when the working tree has changes), or "" outside git."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head + ("+dirty" if dirty else "")
+
+
+def errored_claims(nb: nbformat.NotebookNode, committed: list[tuple[int, list[dict]]],
+                   failed: list[dict]) -> list[dict]:
+    """The committed claims of cells that ran and raised another error than a failing check (which is recorded
+    by :func:`failed_claims`), and that the run did not display: records with ``verdict: errored``."""
+    out, shown = [], {rec["name"] for rec in claims_in_notebook(nb)} | {f["name"] for f in failed}
+    for i, recs in committed:
+        if i >= len(nb.cells) or nb.cells[i].cell_type != "code":
+            continue
+        raised = [o for o in nb.cells[i].get("outputs", []) if o.get("output_type") == "error"]
+        if not raised:
+            continue
+        error = f"{raised[0].get('ename')}: {raised[0].get('evalue', '')[:200]}"
+        out += [dict(name=rec["name"], value=None, condition=rec.get("condition", ""), kind=rec.get("kind", "check"),
+                     verdict="errored", holds=False, error=error) for rec in recs if rec["name"] not in shown]
+    return out
+
+
 def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadline: float | None = None) -> dict:
     """Execute ``path`` at ``preset`` and write its claim records to ``out_dir/<stem>.json``.
 
@@ -127,12 +162,15 @@ def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadl
     claims = claims_in_notebook(nb)
     not_reached = [rec["name"] for i, recs in committed for rec in recs if not nb.cells[i].get("execution_count")]
     failed, errors = failed_claims(nb)
+    errored = errored_claims(nb, committed, failed)
     if stopped:
         errors.append(stopped)
     run = dict(
         gpu=gpu or "CPU", seconds=round(seconds, 1), preset=preset, torch=torch.__version__,
-        date=_dt.date.today().isoformat(), notebook=str(path.relative_to(ROOT)),
-        complete=stopped is None, cuda_used=cuda_used(nb), claims=claims + failed, not_reached=not_reached,
+        date=_dt.date.today().isoformat(), commit=commit(),
+        notebook=str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
+        complete=stopped is None and not errors and not failed, cuda_used=cuda_used(nb),
+        claims=claims + failed + errored, not_reached=not_reached, errored=[e["name"] for e in errored],
         errors=errors,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -150,6 +188,7 @@ def main() -> int:
                         help="seconds for the whole run; the chapter running then stops and keeps its claims so far")
     parser.add_argument("--out", type=Path, default=ROOT / PAPER_RESULTS, help="folder for the JSON files")
     parser.add_argument("--allow-cpu", action="store_true", help="run without CUDA (to test this script)")
+    parser.add_argument("--parallel", type=int, default=1, help="chapters run side by side (default 1)")
     args = parser.parse_args()
     paths = chapter_notebooks(ROOT) if args.all else [p.resolve() for p in args.notebooks]
     if not paths:
@@ -159,8 +198,9 @@ def main() -> int:
         parser.error("no CUDA device: a paper run needs a GPU (use --allow-cpu only to test this script)")
     status = 0
     deadline = None if args.time_limit is None else time.time() + args.time_limit
-    for p in paths:
-        run = record(p, args.out, args.preset, args.timeout, gpu, deadline)
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+        runs = list(pool.map(lambda p: record(p, args.out, args.preset, args.timeout, gpu, deadline), paths))
+    for p, run in zip(paths, runs):
         n_fail = sum(not c.get("holds", False) for c in run["claims"])
         print(f"{run['seconds']:8.1f} s  {p.relative_to(ROOT)}: {len(run['claims'])} claims, "
               f"{n_fail} failing, {len(run['errors'])} other errors", flush=True)

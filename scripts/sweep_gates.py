@@ -35,6 +35,7 @@ from attnbook.heads import sweeps
 from attnbook import hf
 from attnbook.core import runs as run_table
 from attnbook.core import text
+from attnbook.core.presets import device_name
 from attnbook.heads import importance as P
 from attnbook.heads.masks import ATTENTION_KINDS
 from attnbook import stats  # noqa: E402
@@ -505,7 +506,7 @@ def _write_recipe(path: Path, name: str, rec: dict, payload: dict) -> None:
         "command": "python scripts/sweep_gates.py " + shlex.join(sys.argv[1:]),
         "torch": torch.__version__, "machine": platform.machine(), "processor": platform.processor(),
         "threads": torch.get_num_threads(),
-        "device": torch.cuda.get_device_name(DEVICE) if DEVICE.type == "cuda" else "cpu",
+        "device": device_name(DEVICE),
     }
     path.write_text(json.dumps(payload, indent=1) + "\n")
     print("wrote", path, flush=True)

@@ -71,7 +71,8 @@ def test_malformed_checks():
     (dict(same_side_of=0), 0.5, "reproduces"), (dict(same_side_of=0), -0.5, "differs"),
     (dict(interval=(2.0, 4.0)), 2.5, "reproduces"), (dict(interval=(1.0, 2.9)), 2.5, "differs"),
     (dict(interval=(0.5, 4.0), same_side_of=0), 2.5, "reproduces"),
-    (dict(interval=(-0.5, 4.0), same_side_of=0), 2.5, "differs"),
+    (dict(interval=(-0.5, 4.0), same_side_of=0), 2.5, "undecided"),
+    (dict(interval=(-4.0, -0.5), same_side_of=0), -2.5, "differs"),
 ])
 def test_comparison_rules(rule, value, verdict):
     c = compare("slope", value, paper=3.0, source="Sec. 1", reason="measured reason", **rule)
@@ -81,11 +82,25 @@ def test_comparison_rules(rule, value, verdict):
     assert c.line().startswith(f"comparison {verdict}: slope: book")
 
 
-def test_comparison_that_differs_needs_a_reason():
-    with pytest.raises(ValueError, match="must say why"):
-        compare("share", 0.1, paper=0.9, tol=0.1, source="Sec. 5")
+def test_a_comparison_never_raises_for_its_verdict_and_says_when_its_reason_is_not_measured():
+    c = compare("share", 0.1, paper=0.9, tol=0.1, source="Sec. 5")  # e.g. a paper run deciding otherwise
+    assert (c.verdict, c.reason) == ("differs", claims.NOT_MEASURED)
+    assert "differs: reason not measured" in c.line()
     c = compare("share", 0.1, paper=0.9, tol=0.1, source="Sec. 5", reason="undertrained")
     assert "differs because undertrained" in c.line()
+
+
+def test_a_computed_reason_is_called_only_when_the_comparison_differs():
+    calls = []
+
+    def why(value):
+        calls.append(value)
+        return f"measured {value:.2f}"
+
+    assert compare("s", 0.85, paper=0.9, tol=0.1, source="s", reason=why).reason == ""
+    assert calls == []
+    assert compare("s", 0.5, paper=0.9, tol=0.1, source="s", reason=why).reason == "measured 0.50"
+    assert calls == [0.5]
 
 
 def test_malformed_comparisons():

@@ -54,7 +54,7 @@ def test_head_relevance_writes_a_file_of_its_run_only_with_the_table_s_settings(
 
     mod = script("head_relevance")
 
-    def fake(preset, verses):
+    def fake(preset, verses, device):
         for i in range(verses):
             yield {"enc_self": torch.full((2, 3), float(i))}, 1, None
 

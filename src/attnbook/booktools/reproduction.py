@@ -65,7 +65,7 @@ class Row:
     paper_complete: bool = True
     #: ``"check"`` (must hold) or ``"comparison"`` (with a paper; see :mod:`attnbook.claims`)
     kind: str = CHECK
-    #: ``holds``/``fails`` for a check, ``reproduces``/``differs`` for a comparison
+    #: ``holds``/``fails`` for a check, ``reproduces``/``differs``/``undecided`` for a comparison
     verdict: str = "holds"
     #: why a comparison differs, measured
     reason: str = ""
@@ -78,6 +78,11 @@ class Row:
         if self.paper_run is None:
             return self.verdict
         return f"quick {self.verdict}, paper {_verdict(self.paper_run)}"
+
+    @property
+    def flips(self) -> bool:
+        """Whether a recorded paper run reached another verdict than the quick run (flagged on the page)."""
+        return self.paper_run is not None and _verdict(self.paper_run) != self.verdict
 
     @property
     def all_hold(self) -> bool:
@@ -320,6 +325,8 @@ def markdown_table(rows: Iterable[Row]) -> str:
             paper += f" ({r.paper_note})"
         if r.paper_run is not None:
             run = f"{_num(r.paper_run.get('value'))}, {_verdict(r.paper_run)} ({r.gpu})"
+            if r.flips:
+                run += " ⚠ **the verdict flips between presets**"
         elif r.gpu and not r.paper_complete:
             run = f"not reached: the {r.gpu} run stopped early or hit an error"
         elif r.gpu:
@@ -328,7 +335,7 @@ def markdown_table(rows: Iterable[Row]) -> str:
             run = "–"
         chapter = f"**{r.chapter}**" if r.notebook != previous else ""
         previous = r.notebook
-        mark = {"holds": "✓", "reproduces": "✓", "differs": "≠"}.get(r.verdict, "✗")
+        mark = {"holds": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}.get(r.verdict, "✗")
         verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if r.verdict == "differs" and r.reason else "")
         name = r.name + (f" *(precomputed: `{r.precomputed}`)*" if r.precomputed else "")
         out.append(
@@ -348,12 +355,15 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     checks = [r for r in rows if r.kind != COMPARISON]
     comparisons = [r for r in rows if r.kind == COMPARISON]
     reproduce = sum(r.verdict == "reproduces" for r in comparisons)
+    undecided = sum(r.verdict == "undecided" for r in comparisons)
     precomputed = sum(bool(r.precomputed) for r in rows)
+    flips = sum(r.flips for r in rows)
     text = (
         f"{n(len(rows), 'claim')} in {n(len(chapters), 'chapter')}: {n(len(checks), 'must-hold check')}, "
         f"**{sum(r.all_hold for r in checks)}** of which hold in every recorded run, and "
-        f"{n(len(comparisons), 'comparison')} with a paper, of which **{reproduce}** reproduce and "
-        f"**{len(comparisons) - reproduce}** differ (each with its measured reason). "
+        f"{n(len(comparisons), 'comparison')} with a paper, of which **{reproduce}** reproduce, "
+        f"**{len(comparisons) - reproduce - undecided}** differ (each with its reason) and **{undecided}** are "
+        "undecided (the book's interval straddles the rule's threshold). "
         f"**{precomputed}** claims are read from shipped files (*precomputed*, with the command that made them)."
     )
     runs = load_paper_runs(find_root() if root is None else root)
@@ -370,6 +380,8 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
                  + (f", {len(run['errors'])} errors" if run.get("complete", True) and run.get("errors") else "") + ")"
                  for stem, run in runs.items()]
         text += " Recorded `paper`-preset runs: " + ", ".join(parts) + "."
+        text += (f" **{flips}** claims reach another verdict at `paper` than at `quick` (marked ⚠ below)."
+                 if flips else " No claim reaches another verdict at `paper` than at `quick`.")
     return text
 
 

@@ -9,7 +9,11 @@ from attnbook.claims.api import (
     DEFAULT_REL_BAND,
     MIMETYPE,
     NOT_AVAILABLE,
+    NOT_MEASURED,
     REGISTRY,
+    DIFFERS,
+    REPRODUCES,
+    UNDECIDED,
     Claim,
     ClaimFailed,
     check,
@@ -22,4 +26,5 @@ from attnbook.claims.render import html_table
 
 __all__ = ["CHECK", "COMPARISON", "DEFAULT_REL_BAND", "MIMETYPE", "REGISTRY", "Claim", "ClaimFailed", "check",
            "compare", "not_available", "when_available", "NOT_AVAILABLE",
+           "NOT_MEASURED", "REPRODUCES", "DIFFERS", "UNDECIDED",
            "accept_claims_within_band", "records_agree", "html_table"]

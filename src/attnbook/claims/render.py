@@ -12,7 +12,8 @@ def fmt_number(x: Optional[float]) -> str:
     return "n/a" if x is None else f"{x:g}"
 
 
-_MARK = {"holds": "&#10003;", "fails": "&#10007;", "reproduces": "&#10003;", "differs": "&#8800;"}
+_MARK = {"holds": "&#10003;", "fails": "&#10007;", "reproduces": "&#10003;", "differs": "&#8800;",
+         "undecided": "?"}
 
 
 def html_table(claims: Sequence) -> str:

@@ -188,8 +188,22 @@ def seed_everything(seed: int) -> torch.Generator:
 
 
 def device() -> torch.device:
-    """The device experiments run on: CUDA when available, else the CPU."""
+    """The device experiments run on: CUDA when available, else the CPU; ``cuda`` under
+    ``ATTNBOOK_VIRTUAL_CUDA=1`` (:mod:`attnbook.core.virtual_cuda`, the CPU test of device-correct code)."""
+    from attnbook.core import virtual_cuda
+
+    if virtual_cuda.enabled():
+        return virtual_cuda.enable_globally()
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def device_name(dev: torch.device | str) -> str:
+    """What a run's record says it ran on: the GPU's name, ``"virtual CUDA on the CPU"``
+    (:mod:`attnbook.core.virtual_cuda`), or ``"cpu"``."""
+    dev = torch.device(dev)
+    if dev.type != "cuda":
+        return dev.type
+    return torch.cuda.get_device_name(dev) if torch.cuda.is_available() else "virtual CUDA on the CPU"
 
 
 def setup(seed: int = 0) -> torch.device:
@@ -202,5 +216,7 @@ def setup(seed: int = 0) -> torch.device:
     seed_everything(seed)
     plotting.use_style()
     dev = device()
-    print(f"attnbook: preset={active_preset()} device={dev.type} seed={seed}")
+    virtual = (" (virtual CUDA: the CPU applying CUDA's device rules)"
+               if dev.type == "cuda" and not torch.cuda.is_available() else "")
+    print(f"attnbook: preset={active_preset()} device={dev.type} seed={seed}{virtual}")
     return dev

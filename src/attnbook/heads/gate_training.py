@@ -73,9 +73,10 @@ def train_gates(
         was = gates.training
         gates.eval()
         with torch.no_grad():
-            g = {n: t.detach().clone() for n, t in gates().items()}
+            g = {n: t.detach().cpu() for n, t in gates().items()}
         gates.train(was)
-        snapshots.append({"step": step, "gates": g, "p_open": gates.expected_open()})
+        p_open = {n: t.detach().cpu() for n, t in gates.expected_open().items()}
+        snapshots.append({"step": step, "gates": g, "p_open": p_open})  # records on the CPU
 
     snapshot(0)
 

@@ -181,7 +181,7 @@ def _concat_linear(*layers: torch.nn.Linear) -> torch.nn.Linear:
     projection), with their weights."""
     w = torch.cat([lay.weight.detach() for lay in layers])
     b = torch.cat([lay.bias.detach() for lay in layers])
-    out = torch.nn.Linear(w.shape[1], w.shape[0]).to(w.dtype)
+    out = torch.nn.Linear(w.shape[1], w.shape[0], device=w.device, dtype=w.dtype)
     with torch.no_grad():
         out.weight.copy_(w)
         out.bias.copy_(b)
@@ -285,7 +285,7 @@ def _forward_sentence(model, src: torch.Tensor, tgt_in: torch.Tensor):
         x = x1 + f
     memory = model.enc_norm(x)
     y = model._embed(tgt_in[None])[0]
-    causal = torch.ones(len(tgt_in), len(tgt_in), dtype=torch.bool).tril()
+    causal = torch.ones(len(tgt_in), len(tgt_in), dtype=torch.bool, device=tgt_in.device).tril()
     for layer in model.decoder:
         s = layer.self_attn(layer.norm1(y)[None], attn_mask=causal)[0][0]
         y1 = y + s
@@ -299,9 +299,11 @@ def _forward_sentence(model, src: torch.Tensor, tgt_in: torch.Tensor):
 
 def sentence_relevance(model, src_ids, tgt_ids):
     """Both lenses at once, one propagation: ``(heads, source, target)`` as :func:`sentence_head_relevance`
-    and :func:`token_relevance` return them (eval mode, no autograd; the model's mode is restored)."""
-    src = torch.as_tensor(list(src_ids), dtype=torch.long)
-    tgt = torch.as_tensor(list(tgt_ids), dtype=torch.long)
+    and :func:`token_relevance` return them (eval mode, no autograd; the model's mode is restored). Computes on
+    the model's device; returns CPU tensors."""
+    dev = model.embed.weight.device
+    src = torch.as_tensor(list(src_ids), dtype=torch.long, device=dev)
+    tgt = torch.as_tensor(list(tgt_ids), dtype=torch.long, device=dev)
     if src.ndim != 1 or tgt.ndim != 1 or len(src) < 1 or len(tgt) < 2:
         raise ValueError("expected 1-d id sequences: a non-empty source and a target with bos and eos")
     if (src == model.cfg.pad_id).any() or (tgt == model.cfg.pad_id).any():
@@ -339,12 +341,14 @@ def _sentence_head_relevance(model, src, tgt_in):
     emb = model.embed.weight.detach()
     top = (u @ emb.T).argmax(-1)
     t_out = transition((emb[top] * u)[:, None, :])[:, 0, :]  # (m, d): the top-1 logit has no bias
-    R = torch.zeros(m, m, u.shape[1], dtype=u.dtype)
-    R[torch.arange(m), torch.arange(m)] = t_out
-    R = relprop_norm(rescale(torch.ones(m, 1, 1, dtype=u.dtype), R, dims=2), y_top, model.dec_norm)
+    like = dict(dtype=u.dtype, device=u.device)
+    R = torch.zeros(m, m, u.shape[1], **like)
+    diagonal = torch.arange(m, device=u.device)
+    R[diagonal, diagonal] = t_out
+    R = relprop_norm(rescale(torch.ones(m, 1, 1, **like), R, dims=2), y_top, model.dec_norm)
     out: dict[str, list] = {k: [] for k in ATTENTION_KINDS}
-    R_enc = torch.zeros(m, *memory.shape, dtype=u.dtype)
-    enc_scale = torch.zeros(m, 1, 1, dtype=u.dtype)
+    R_enc = torch.zeros(m, *memory.shape, **like)
+    enc_scale = torch.zeros(m, 1, 1, **like)
     for layer, (y, s, y1, c, y2, f) in zip(reversed(model.decoder), reversed(dec)):
         R, _ = _residual(R, y2, f, layer.norm3, _relprop_ff(layer.ff, layer.norm3(y2).detach()))
         cross: list = []
@@ -369,9 +373,9 @@ def _sentence_head_relevance(model, src, tgt_in):
                          lambda r: (relprop_mha(r, layer.self_attn, layer.norm1(x).detach(), None, None,
                                                 own)[0], None))
         out["enc_self"].insert(0, own[0])
-    heads = {k: torch.stack(v, dim=1).float() for k, v in out.items()}
-    R_tgt = R_tgt_emb.abs().sum(-1).float()
-    return heads, R.abs().sum(-1).float(), R_tgt
+    heads = {k: torch.stack(v, dim=1).float().cpu() for k, v in out.items()}
+    R_tgt = R_tgt_emb.abs().sum(-1).float().cpu()
+    return heads, R.abs().sum(-1).float().cpu(), R_tgt
 
 
 def layer_shares(relevance: torch.Tensor) -> torch.Tensor:

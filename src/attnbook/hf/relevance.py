@@ -73,14 +73,14 @@ def embedding_relevance(h: torch.Tensor) -> torch.Tensor:
     R_e = lrp.transition((e * e / e.norm())[None, :])[0]  # (d,)
     R_e = R_e / (R_e.abs().sum() + lrp.EPS)
     R = R_e[None, :] * lrp.transition((h / h.shape[0]).T).T  # (n, d)
-    return lrp.rescale(torch.ones(1, 1, 1, dtype=h.dtype), R[None], dims=2)
+    return lrp.rescale(torch.ones(1, 1, 1, dtype=h.dtype, device=h.device), R[None], dims=2)
 
 
 def sentence_head_relevance(model: nn.Module, input_ids) -> tuple[torch.Tensor, torch.Tensor]:
     """LRP relevance of every head ``(layers, heads)`` to the sentence embedding of one unpadded sentence
     (1-d ids, special tokens included, as the tokenizer writes them), and the relevance ``(n,)`` that
     reaches the token embeddings (its absolute values sum to 1: relevance is conserved). Eval mode, the
-    model's mode restored."""
+    model's mode restored. Computes on the model's device; returns CPU tensors."""
     ids = torch.as_tensor(input_ids, dtype=torch.long)
     if ids.ndim != 1 or len(ids) < 2:
         raise ValueError(f"expected one sentence as a 1-d id sequence of at least 2 tokens, got shape "
@@ -102,7 +102,7 @@ def sentence_head_relevance(model: nn.Module, input_ids) -> tuple[torch.Tensor, 
                 per_layer.insert(0, heads[0][0])
     finally:
         model.train(was_training)
-    return torch.stack(per_layer).float(), R[0].abs().sum(-1).float()
+    return torch.stack(per_layer).float().cpu(), R[0].abs().sum(-1).float().cpu()
 
 
 def live_gap(model: nn.Module, tokenizer, texts, first_verses, max_length: int = 128) -> float:
