@@ -71,11 +71,14 @@ NBVAL := $(BIN)/python -m pytest -q --nbval-lax --nbval-current-env --nbval-cell
 # the other's core): on 2 cores that takes about as long as one run with two threads.
 NBVAL_ENV := OMP_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
 
+# Each run also puts half the chapters on the virtual CUDA device (book/conftest.py, README "Devices"): the
+# native run the odd chapters, the second run the even ones, so that every chapter runs there once.
 nbval: venv
 	@mkdir -p _build
 	@echo "nbval under the native CPU code path and, side by side, under $(SECOND_CODE_PATH)"
-	@env $(NBVAL_ENV) timeout 3600 $(NBVAL) > _build/nbval-native.log 2>&1 & native=$$!; \
-	env $(NBVAL_ENV) $(SECOND_CODE_PATH) timeout 3600 $(NBVAL) > _build/nbval-second.log 2>&1; second=$$?; \
+	@env $(NBVAL_ENV) ATTNBOOK_VIRTUAL_CUDA_CHAPTERS=odd timeout 3600 $(NBVAL) > _build/nbval-native.log 2>&1 & native=$$!; \
+	env $(NBVAL_ENV) $(SECOND_CODE_PATH) ATTNBOOK_VIRTUAL_CUDA_CHAPTERS=even timeout 3600 $(NBVAL) \
+		> _build/nbval-second.log 2>&1; second=$$?; \
 	wait $$native; first=$$?; \
 	echo "== nbval, native code path (exit $$first)"; cat _build/nbval-native.log; \
 	echo "== nbval, $(SECOND_CODE_PATH) (exit $$second)"; cat _build/nbval-second.log; \

@@ -78,7 +78,7 @@ def test_comparison_rules(rule, value, verdict):
     c = compare("slope", value, paper=3.0, source="Sec. 1", reason="measured reason", **rule)
     assert (c.kind, c.verdict, c.paper, c.paper_note) == ("comparison", verdict, 3.0, "Sec. 1")
     assert c.holds, "a comparison records its verdict; it never fails the run because it differs"
-    assert c.reason == ("measured reason" if verdict == "differs" else "")
+    assert c.reason == ("" if verdict == "reproduces" else "measured reason")
     assert c.line().startswith(f"comparison {verdict}: slope: book")
 
 

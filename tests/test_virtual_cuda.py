@@ -186,3 +186,39 @@ def test_autograd_crosses_devices_as_on_cuda():
         g_mask, g_w = torch.autograd.grad(loss, [mask, w])
         assert type(g_mask) is torch.Tensor and g_mask.tolist() == [0.0, 1.0, 2.0]
         assert g_w.device.type == "cuda"
+
+
+def test_torch_func_transforms_run_on_the_virtual_device_without_false_alarms():
+    """``torch.func`` drops the tag inside its transforms (module docstring): a tagged input mixed with a
+    transformed tensor is not taken for a device error; the result equals the CPU's."""
+    from torch.func import jacrev
+
+    x = torch.randn(4, 3, dtype=torch.float64)
+    w = torch.randn(3, 2, dtype=torch.float64)
+    want = jacrev(lambda m: (x @ m).tanh())(w)
+    with virtual_cuda() as dev:
+        xd = x.to(dev)
+        got = jacrev(lambda m: (xd @ m).tanh())(w.to(dev))
+    torch.testing.assert_close(got.cpu() if got.device.type == "cuda" else got, want)
+
+
+def test_make_nbval_puts_every_chapter_on_the_virtual_device_once():
+    """book/conftest.py's split: the native run takes the odd chapters, the second run the even ones."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("book_conftest", root / "book" / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    chapters = sorted(p.name for p in (root / "book").glob("part*/*.ipynb"))
+    assert len(chapters) >= 11
+    for name in chapters:
+        assert conftest.on_virtual_cuda(name, "odd") != conftest.on_virtual_cuda(name, "even"), name
+        assert not conftest.on_virtual_cuda(name, None)
+    assert conftest.on_virtual_cuda("06_circle_task.ipynb", "even")
+    assert not conftest.on_virtual_cuda("reproduction.ipynb", "odd")
+    with pytest.raises(ValueError, match="odd' or 'even"):
+        conftest.on_virtual_cuda("01_a.ipynb", "all")
+    assert "ATTNBOOK_VIRTUAL_CUDA_CHAPTERS=odd" in (root / "Makefile").read_text()
+    assert "ATTNBOOK_VIRTUAL_CUDA_CHAPTERS=even" in (root / "Makefile").read_text()

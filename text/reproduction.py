@@ -81,13 +81,11 @@ display(Markdown(reproduction.markdown_table(rows)))
 # %% tags=["nbval-check-output"]
 with_claims = {r.notebook for r in rows}
 failing = [r.name for r in rows if not r.holds]
-unexplained = [r.name for r in rows if r.verdict == "differs" and not r.reason]
-unknown = [
-    r.name
-    for r in rows
-    if (r.kind, r.verdict)
-    not in {("check", "holds"), ("comparison", "reproduces"), ("comparison", "differs")}
-]
+unexplained = [r.name for r in rows if r.verdict == "differs"
+               and r.reason in ("", attnbook.claims.NOT_MEASURED)]
+known = {("check", "holds"), ("comparison", "reproduces"), ("comparison", "differs"),
+         ("comparison", "undecided")}
+unknown = [r.name for r in rows if (r.kind, r.verdict) not in known]
 [
     attnbook.check(
         "chapters with at least one claim",

@@ -336,7 +336,7 @@ def markdown_table(rows: Iterable[Row]) -> str:
         chapter = f"**{r.chapter}**" if r.notebook != previous else ""
         previous = r.notebook
         mark = {"holds": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}.get(r.verdict, "✗")
-        verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if r.verdict == "differs" and r.reason else "")
+        verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if r.verdict in ("differs", "undecided") and r.reason else "")
         name = r.name + (f" *(precomputed: `{r.precomputed}`)*" if r.precomputed else "")
         out.append(
             "| " + " | ".join(

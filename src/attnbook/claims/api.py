@@ -98,7 +98,8 @@ class Claim:
         if self.verdict == DIFFERS and self.reason:
             reason = f"; differs: {NOT_MEASURED}" if self.reason == NOT_MEASURED else f"; differs because {self.reason}"
         elif self.verdict == UNDECIDED:
-            reason = "; undecided: the interval straddles the rule's threshold"
+            reason = "; undecided: the interval straddles the rule's threshold" + (
+                f" ({self.reason})" if self.reason else "")
         pre = f"; precomputed by `{self.precomputed}`" if self.precomputed else ""
         return f"{self.kind} {self.verdict}: {self.name}: book {value} [{self.condition}]{paper}{note}{reason}{pre}"
 
@@ -233,9 +234,9 @@ def compare(
       paper reports as positive; :func:`attnbook.stats.bootstrap_mean_difference` makes intervals).
 
     The verdict is computed, never raised: ``"reproduces"``, ``"differs"`` or ``"undecided"``. ``reason``
-    explains a *differs*: compute it from measured values when the claim is made, so that it is true at every
-    preset (a callable ``reason(value)`` is called only when the verdict is *differs*); without one the claim
-    says :data:`NOT_MEASURED`. ``band``, ``precomputed``: as in :func:`check`.
+    explains a *differs* (and says what was measured for an *undecided*): compute it from measured values when
+    the claim is made, so that it is true at every preset (a callable ``reason(value)`` is called only when the
+    verdict is not *reproduces*); a *differs* without one says :data:`NOT_MEASURED`. ``band``, ``precomputed``: as in :func:`check`.
     """
     if not name:
         raise ValueError("a claim needs a name")
@@ -285,10 +286,10 @@ def compare(
         rule = "this book's interval contains the paper's value"
         agrees = lo <= paper <= hi
     verdict = REPRODUCES if agrees else UNDECIDED if undecided else DIFFERS
-    if verdict == DIFFERS:
-        reason = (reason(value) if callable(reason) else reason) or NOT_MEASURED
-    else:
+    if verdict == REPRODUCES:
         reason = ""
+    else:  # what was measured: why it differs, or what leaves it undecided (the spread of the seeds, say)
+        reason = (reason(value) if callable(reason) else reason) or (NOT_MEASURED if verdict == DIFFERS else "")
     claim = Claim(
         name=name,
         value=_round(value, digits),

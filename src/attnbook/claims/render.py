@@ -27,7 +27,7 @@ def html_table(claims: Sequence) -> str:
         if c.paper_note:
             paper += f" <small>({escape(c.paper_note)})</small>"
         verdict = f"{_MARK.get(c.verdict, '')} {c.verdict}"
-        if c.verdict == "differs" and c.reason:
+        if c.verdict in ("differs", "undecided") and c.reason:
             verdict += f"<br><small>{escape(c.reason)}</small>"
         name = escape(c.name)
         if c.precomputed:

@@ -135,6 +135,11 @@ def _target(args: tuple, kwargs: dict) -> str | None:
     return None
 
 
+def _wrapped(t: torch.Tensor) -> bool:
+    """A tensor inside a ``torch.func`` transform: its device tag is lost, so it is not taken for a CPU one."""
+    return torch._C._functorch.is_functorch_wrapped_tensor(t)
+
+
 def _check_devices(func, args: tuple, kwargs: dict) -> None:
     leaves, _ = tree_flatten((args, kwargs))
     tensors = [t for t in leaves if isinstance(t, torch.Tensor)]
@@ -143,7 +148,7 @@ def _check_devices(func, args: tuple, kwargs: dict) -> None:
             return
         tensors = [args[0]] + [t for t in tensors[1:] if isinstance(t, VirtualCudaTensor)]
     tagged = any(isinstance(t, VirtualCudaTensor) for t in tensors)
-    cpu = [t for t in tensors if not isinstance(t, VirtualCudaTensor) and t.dim() > 0]
+    cpu = [t for t in tensors if not isinstance(t, VirtualCudaTensor) and t.dim() > 0 and not _wrapped(t)]
     if tagged and cpu:
         name = getattr(func, "__qualname__", getattr(func, "__name__", str(func)))
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
