@@ -147,13 +147,16 @@ class MultiHeadSelfAttention(nn.Module):
                 )
         q, k, v = self._split(self.q(x)), self._split(self.k(context)), self._split(self.v(context))
         attn = None
-        if return_attention:
+        # the explicit product also under torch.func.vmap (batched ensembles, attnbook.rank.tasks.circle_ensemble),
+        # which has no batching rule for the fused kernel and would run it model by model
+        if return_attention or torch._C._functorch.is_batchedtensor(q):
             scores = (q @ k.transpose(-2, -1)) * self.scale
             if attn_mask is not None:
                 scores = scores.masked_fill(~attn_mask, float("-inf"))
             attn = scores.softmax(dim=-1)
             dropped = F.dropout(attn, self.dropout, self.training) if self.dropout else attn
             heads = dropped @ v
+            attn = attn if return_attention else None
         else:
             heads = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, scale=self.scale,
                                                    dropout_p=self.dropout if self.training else 0.0)
