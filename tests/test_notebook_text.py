@@ -102,14 +102,14 @@ DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
 #: chapters whose prose still types numbers the chapter prints, with how many (issue 35: every such number comes
 #: from the run through attnbook.claims.prose.glue). The list may only shrink; a chapter leaves it at zero.
 TYPED_OUTPUTS = {
-    "01_pure_attention_loses_rank": 1, "05_pretrained_transformers": 1, "07_path_effectiveness": 6,
-    "09_unequal_gradients_and_adam": 16, "10_translation_model_and_head_roles": 22, "11_pruning_heads": 89,
 }
 
 
 def prose_decimals(markdown: str) -> list[str]:
-    """The decimals typed in a Markdown cell's running text (code, glue roles and link targets left out)."""
+    """The decimals typed in a Markdown cell's running text (code, math, glue roles and link targets left out:
+    a worked example's arithmetic is the same at every preset)."""
     text = re.sub(r"```.*?```", " ", markdown, flags=re.S)
+    text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", text, flags=re.S)
     text = re.sub(r"\{glue:[a-z]+\}`[^`]*`", " ", text)
     text = re.sub(r"`[^`]*`", " ", text)
     text = re.sub(r"\]\([^)]*\)", "]", text)
@@ -154,7 +154,8 @@ def test_prose_does_not_type_a_number_the_chapter_prints(path):
 
 
 def test_the_typed_output_detector():
-    md = "The slope is 0.25 ({glue:text}`s:.2f`), see `x = 0.75` and [a](http://x.org/1.5), version 2.13.0."
+    md = ("The slope is 0.25 ({glue:text}`s:.2f`), see `x = 0.75` and [a](http://x.org/1.5), version 2.13.0, "
+          "$\\sqrt{42} \\approx 6.48$.")
     assert prose_decimals(md) == ["0.25"]
     cells = [{"cell_type": "code", "source": "", "outputs": [
         {"output_type": "stream", "text": "slope 0.25, 3.5\n"},
