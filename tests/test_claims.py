@@ -199,3 +199,29 @@ def test_not_available_says_why_when_no_command_can_make_the_file():
 
     missing = runs.find("circle_seeds16", "paper")
     assert missing.command == "" and "defined at quick only" in not_available("s", missing).condition
+
+
+@pytest.mark.parametrize("kw, value, verdict", [
+    (dict(reaches=0.05), 0.989, "reproduces"),  # better than the paper: still the level it reports (ch 7's hull)
+    (dict(reaches=0.05), 0.86, "reproduces"), (dict(reaches=0.05), 0.84, "differs"),
+    (dict(reaches=0.05, lower_is_better=True), 0.80, "reproduces"),
+    (dict(reaches=0.05, lower_is_better=True), 0.96, "differs"),
+    (dict(reaches=0.05, interval=(0.86, 0.99)), 0.9, "reproduces"),
+    (dict(reaches=0.05, interval=(0.80, 0.95)), 0.9, "undecided"),
+    (dict(reaches=0.05, interval=(0.70, 0.84)), 0.8, "differs"),
+])
+def test_a_level_reached_is_one_sided(kw, value, verdict):
+    c = compare("hull accuracy", value, paper=0.9, source="Fig. 4", reason="measured", **kw)
+    assert c.verdict == verdict
+    assert ("at most" if kw.get("lower_is_better") else "at least") in c.condition
+
+
+def test_reaches_is_one_rule_among_the_others():
+    with pytest.raises(ValueError, match="exactly one agreement rule"):
+        compare("x", 1.0, paper=1.0, source="s", reaches=0.1, tol=0.1)
+    with pytest.raises(ValueError, match="exactly one agreement rule"):
+        compare("x", 1.0, paper=1.0, source="s", reaches=0.1, same_side_of=0.5, interval=(0.5, 1.5))
+    with pytest.raises(ValueError, match="goes with reaches"):
+        compare("x", 1.0, paper=1.0, source="s", tol=0.1, lower_is_better=True)
+    with pytest.raises(ValueError, match="non-negative"):
+        compare("x", 1.0, paper=1.0, source="s", reaches=-0.1)

@@ -26,7 +26,7 @@ except ImportError:
 # * load a real transformer with `transformers` and perform the paper's surgery on it with forward hooks,
 #   turning it into a SAN, a SAN with MLPs, a SAN with skip connections, or leaving it whole;
 # * measure the relative residual layer by layer on natural-language inputs of a fixed length;
-# * see that without skip connections a real pretrained model collapses to rank one within four layers, MLPs
+# * see that without skip connections a real pretrained model collapses to rank one within {glue:text}`ch05_san_layer:d` layers, MLPs
 #   or not, and that random BERT, ALBERT and XLNet collapse after a single layer;
 # * see where the skip connections keep the tokens apart, where they do not, and why one of the paper's
 #   curves depends on a detail of its code;
@@ -41,6 +41,7 @@ from IPython.display import Markdown, display
 import attnbook
 from attnbook import hf
 from attnbook.claims import papers
+from attnbook.claims.prose import glue
 from attnbook.core.norms import collapse_order
 from attnbook.hf import depth_figures
 from attnbook.hf.measuring import bound_margins, first_layer_below
@@ -204,11 +205,11 @@ Markdown(depth_figures.last_layer_table(pretrained_curves, init_curves, PAPER))
 # ## What holds, in numbers
 #
 # **Without skip connections the tokens collapse.** In pretrained MiniLM the pure SAN is at $r_l < 0.01$ by
-# layer 4; adding the pretrained MLPs (with their own skips) delays it by one layer at the level
-# $r_l < 0.05$ (a check below), and both are below 0.01 at layer 4.
+# layer {glue:text}`ch05_san_layer:d`; adding the pretrained MLPs (with their own skips) delays it by {glue:text}`ch05_mlp_delay:d` layer at the level
+# $r_l < 0.05$ (a check below), and both are below 0.01 at layer {glue:text}`ch05_both_layer:d`.
 # The paper saw pretrained BERT-base at about zero by layers 4 to 5, and there the MLPs *speed* collapse up
 # by a layer (the authors' figure files): a comparison below records that this book differs on that point. At initialisation, a single layer of any of
-# the three models brings $r_l$ from about 0.6 (1.0 for XLNet) to 0.02 or less, and the next layers to zero
+# the three models brings $r_l$ from about {glue:text}`ch05_bert_r0:.1f` ({glue:text}`ch05_xlnet_r0:.1f` for XLNet) to {glue:text}`ch05_init_r1:.2f` or less, and the next layers to zero
 # within float32 precision. That is not evidence for the doubly exponential bound of
 # [chapter 4](04_deep_bounds.ipynb): the bound speaks about inputs already close to rank one ($a\,r_0^2 < 1$ for
 # its constant $a$), and these embeddings start far from it; the one-layer collapse is the near-uniform
@@ -226,6 +227,15 @@ FILES = papers.number("dong2021", "figure_files_bert_collapse_layers")
 def at_round_off(x):  # float32 round-off (~1e-7) shown to 3 decimals, as 0 on any CPU
     return round(float(x), 3)
 
+
+# %% tags=["remove-input"]
+glue("ch05_san_layer", first_collapsed)
+glue("ch05_mlp_delay", int(mlp_delay))
+glue("ch05_both_layer",
+     max(first_layer_below(mini[v], 0.01) for v in ("SAN", "SAN+MLP")))
+glue("ch05_mini_skip", float(mini["SAN+skip"][-1].mean()))
+glue("ch05_mini_full", float(mini["Transformer"][-1].mean()))
+glue("ch05_mini_r0", float(mini["SAN"][0].mean()));
 
 # %% tags=["nbval-check-output"]
 [
@@ -274,6 +284,15 @@ collapsed_init = max(c[v][-1].max() for c in init_curves.values()
                      source=FIG2),
 ]
 
+# %% tags=["remove-input"]
+# at initialisation: r_0 of BERT and XLNet, the largest mean r_1 of SAN and SAN+MLP,
+# ALBERT's skip-only r_12
+glue("ch05_bert_r0", float(bert0["SAN"][0].mean()))
+glue("ch05_xlnet_r0", float(xlnet0["SAN"][0].mean()))
+glue("ch05_init_r1", max(float(c[v][1].mean()) for c in init_curves.values()
+                         for v in ("SAN", "SAN+MLP")))
+glue("ch05_albert_skip", float(albert0["SAN+skip"][-1].mean()));
+
 # %% [markdown]
 # ## Where the theorem applies
 #
@@ -312,13 +331,17 @@ mini_order = collapse_order(torch.tensor(mini["SAN"].T), lo=1e-5)
                             "0.5 tells 3 from 2)"),
 ]
 
+# %% tags=["remove-input"]
+glue("ch05_excess", float(first_layer_excess))
+glue("ch05_order", float(mini_order["order"]));
+
 
 # %% [markdown]
-# Every model receives, at its first layer, a residual two or more orders of magnitude above the threshold of
+# Every model receives, at its first layer, a residual at least {glue:text}`ch05_excess:.0f` times the threshold of
 # that layer's weights, and the step becomes a contraction by the bound only once the relative residual of the
 # input is already below $10^{-4}$: the collapse in these models happens where the theorem says nothing, and
 # the theorem applies to what is left of it. The *shape* of MiniLM's pure-SAN curve is nevertheless close to
-# the theorem's: over the layers where it is measurable, each layer raises the residual to a power between 2.5 and 3
+# the theorem's: over the layers where it is measurable, each layer raises the residual to a power of about {glue:text}`ch05_order:.1f`
 # (the number of correct digits of "rank one" multiplies by that much per layer), near the bound's $r^3$, while
 # its constant is far smaller than the bound's.
 
@@ -347,7 +370,7 @@ CLOSE = [("bert-base-cased", "SAN+skip"), ("bert-base-cased", "Transformer"),
 # ## Skips are not a guarantee: ALBERT, and a detail of the paper's code
 #
 # One curve disagrees: ALBERT-base at initialisation with skip connections and no MLP falls steadily to
-# about 0.07 by layer 12 in this book, while the paper's figure ends at 0.26. The difference is in the
+# about {glue:text}`ch05_albert_skip:.2f` by layer 12 in this book, while the paper's figure ends at 0.26. The difference is in the
 # surgery. To remove ALBERT's feed-forward block, the paper's code replaced its two linear maps by
 # identities, but ALBERT's layer also applies the activation and a LayerNorm around its own skip,
 # $X' = \operatorname{LN}(\operatorname{GELU}(a) + a)$ with $a$ the attention sub-block's output, and those
@@ -380,7 +403,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 ]
 
 # %% [markdown]
-# So the paper's 0.26 is real, and so is the book's 0.07: the leftover token-wise block
+# So the paper's 0.26 is real, and so is the book's {glue:text}`ch05_albert_skip:.2f`: the leftover token-wise block
 # $\operatorname{LN}(\operatorname{GELU}(a) + a)$ adds a second skip per layer, which slows the decay. The
 # lesson is the one the paper's theory states: a skip connection makes it *possible* to avoid collapse (the
 # identity path is always there), it does not force the residual to stay large. One shared random ALBERT
@@ -392,8 +415,8 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 #
 # The pretrained models differ most with skip connections. In the paper, pretrained BERT-base with skips
 # but without MLPs falls to 0.07 at layer 12 (0.2 at layer 6), and the full transformer sits around 0.31 at
-# the last layer. Pretrained MiniLM stays high: about 0.75 with skips and no MLPs, about 0.87 for the full
-# model (after a dip in the middle layers), and its embeddings start higher (0.92 against BERT's 0.69).
+# the last layer. Pretrained MiniLM stays high: about {glue:text}`ch05_mini_skip:.2f` with skips and no MLPs, about {glue:text}`ch05_mini_full:.2f` for the full
+# model (after a dip in the middle layers), and its embeddings start higher ({glue:text}`ch05_mini_r0:.2f` against BERT's 0.69).
 
 # %% tags=["nbval-check-output"]
 OTHER_MODEL = ("a different pretrained model (6 layers, distilled, fine-tuned on "
@@ -423,7 +446,7 @@ BERT_12 = "BERT-base at layer 12, Fig. 2"
 # sentence pairs {cite:p}`reimers2019sbert`, a training objective that rewards keeping the tokens of
 # different sentences apart. And the inputs differ: Bible verses, not Wikipedia biographies. What does
 # carry over is the paper's main point: remove the skip connections and the pretrained model's tokens
-# become identical within four layers, with or without its trained MLPs. On Colab, where the hub is
+# become identical within {glue:text}`ch05_san_layer:d` layers, with or without its trained MLPs. On Colab, where the hub is
 # reachable, the cells above also run the paper's own three pretrained models, and the figure gains their
 # panels.
 #
@@ -482,11 +505,11 @@ m_rank1, b_rank1 = rank1.values()
 #
 # * The paper's surgery is a few hooks: remove the skip around attention (keep its LayerNorm), remove the
 #   feed-forward block, or both, and measure $r_l$ per layer.
-# * Without skip connections, real transformers collapse: pretrained MiniLM by layer 4 (the paper: BERT-base
+# * Without skip connections, real transformers collapse: pretrained MiniLM by layer {glue:text}`ch05_san_layer:d` (the paper: BERT-base
 #   by layers 4 to 5), random BERT, ALBERT and XLNet after one layer. Trained MLPs do not prevent it.
 # * Skip connections keep the random models' tokens apart (BERT-base and XLNet-base within 0.1 of the
 #   paper's values), but they are no guarantee: a shared ALBERT layer with only attention and a skip decays
-#   to 0.07, and the paper's 0.26 comes from a token-wise block its surgery left in place.
+#   to {glue:text}`ch05_albert_skip:.2f`, and the paper's 0.26 comes from a token-wise block its surgery left in place.
 # * Pretrained MiniLM keeps its tokens much further apart than the paper's pretrained BERT-base when skips
 #   are present; the collapse without skips is the same.
 # * Products of real attention matrices along paths approach rank one with the path length.

@@ -35,6 +35,7 @@ import torch
 
 import attnbook
 from attnbook.claims import papers
+from attnbook.claims.prose import glue
 from attnbook.core.train import train
 from attnbook.rank import paths, tasks
 from attnbook.rank.tasks import effectiveness_figures
@@ -87,6 +88,10 @@ print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 # the `quick` preset the hull model is 48 wide (the paper's 84 at `paper`) and the memorization model 64 wide
 # on 200 verses of at most 24 tokens with [CLS] and [SEP] (the paper's: 250 wide on 500 sentences of 128), so that the
 # chapter runs in its time budget; the sort model has the paper's size at both presets.
+#
+# The rule for each full model's accuracy, stated before the result: the paper reports the level its model
+# reached, so the comparison is one-sided. The book reproduces it when its model reaches the paper's accuracy to
+# within 0.05; a model that does better does not differ.
 
 # %%
 TASKS = ("sort", "hull", "memorization")
@@ -122,7 +127,7 @@ DIFFERS = {
         full[name] / CEILING[name], at_least=TRAINED_ENOUGH[name])
       for name in TASKS],
     *[attnbook.compare(f"paths: full-model accuracy, {name}", full[name],
-                       paper=PAPER_FULL[name], tol=0.05,
+                       paper=PAPER_FULL[name], reaches=0.05,
                        source="Fig. 4, the full model's reference line",
                        reason=DIFFERS.get(name, ""))
       for name in TASKS],
@@ -266,9 +271,17 @@ shares = {  # floors: chance, and the probe's own accuracy at length 0
     for label, share in shares.items()
 ]
 
+# %% tags=["remove-input"]
+glue("ch07_probe_sort", float(probe_short["sort"]))
+glue("ch07_own_sort", float(best_short["sort"]))
+glue("ch07_share_own", float(shares["model's classifier"]))
+glue("ch07_share_probe", float(shares["refitted probe"]))
+glue("ch07_hull_probe", any_length)
+glue("ch07_majority", float(MAJORITY));
+
 # %% [markdown]
 # The paper's majority line for the hull, 0.54, is not the one its own generator gives. Ten points uniform in
-# a square have about four hull vertices on average, so always answering "inside" is right about 60% of the
+# a square have about four hull vertices on average, so always answering "inside" is right about {glue:text}`ch07_gen_majority:.0%` of the
 # time; the book's evaluation set gives the value printed above. On 20,000 fresh point sets:
 
 # %% tags=["nbval-check-output"]
@@ -285,6 +298,9 @@ attnbook.compare(
     reason=f"always answering 'inside' is right {generator_majority:.1%} of the time "
     "under the generator the paper describes (about 4 of 10 points are hull vertices)",
 )
+
+# %% tags=["remove-input"]
+glue("ch07_gen_majority", float(generator_majority));
 
 # %% tags=["nbval-check-output"]
 MORE_PATHS = papers.number("dong2021", "path_effectiveness_more_paths_help")
@@ -304,6 +320,10 @@ def not_decided(r):
                      source=MORE_PATHS.where, reason=not_decided(more[name]))
     for name in TASKS
 ]
+
+# %% tags=["remove-input"]
+for name in TASKS:  # 20 minus 5 paths at lengths 1-2
+    glue(f"ch07_more_{name}", float(more[name]["value"]))
 
 # %% [markdown]
 # ## How fast can it be trained?
@@ -336,22 +356,29 @@ BENCH = bench["meta"]["command"]
                    hull_ratio, at_least=3, digits=2, precomputed=BENCH),
     *[attnbook.compare(
         f"paths: {task}, full-model accuracy after the paper's recipe (70 epochs)",
-        rows[task, "paper"]["final_acc"], paper=PAPER_FULL[task], tol=0.05,
+        rows[task, "paper"]["final_acc"], paper=PAPER_FULL[task], reaches=0.05,
         source="Fig. 4, the full model's reference line",
         reason=f"its {rows[task, 'paper']['steps_done']} steps end at "
         f"{rows[task, 'paper']['final_acc']:.2f}", precomputed=BENCH)
       for task in ("sort", "hull")],
 ]
 
+# %% tags=["remove-input"]
+glue("ch07_hull_target", PAPER_FULL["hull"])  # the paper's accuracy, the target
+glue("ch07_hull_paper_s", rows["hull", "paper"]["cpu_seconds_to_target"])
+glue("ch07_hull_ratio", hull_ratio)
+glue("ch07_sort_paper_acc", rows["sort", "paper"]["final_acc"])
+glue("ch07_sort_book_steps", int(rows["sort", "book"]["steps_to_target"]));
+
 # %% [markdown]
 # ## Summary
 #
 # - A path-restricted forward pass keeps, of all the $(H+1)^L$ paths through a network with skip connections, only a few sampled ones of one length, each a chain of single heads with LayerNorms (eq. {eq}`eq-path-step`).
-# - On sorting and memorization, paths of length 1 and 2 alone keep part of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found. How much the short paths keep depends on the readout: the full model's classifier, which the paper's protocol uses, never saw a sum of a few paths; a linear probe refitted to each path length reads much more from them (sorting 0.86 at length 1 against 0.55). On memorization the best short path keeps 37% of the full model's gain over chance with the model's classifier, and 48% of the gain above the probe's own length-0 accuracy with the probe, against about 86% in the paper.
-# - Twenty paths beat five by a few points on sorting and memorization, but the sampled repeats do not decide it (their intervals contain 0), and on the hull there is no gain.
-# - On the convex hull the official model (points embedded by an MLP, `--ffn2`) is accurate as a whole, but its sampled paths stay at the majority line with its own classifier; with a refitted probe the best path length is a little above it (0.63 against 0.59). The paper's majority line, 0.54, is not its own generator's (0.596).
+# - On sorting and memorization, paths of length 1 and 2 alone keep part of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found. How much the short paths keep depends on the readout: the full model's classifier, which the paper's protocol uses, never saw a sum of a few paths; a linear probe refitted to each path length reads much more from them (sorting {glue:text}`ch07_probe_sort:.2f` for the best short path against {glue:text}`ch07_own_sort:.2f`). On memorization the best short path keeps {glue:text}`ch07_share_own:.0%` of the full model's gain over chance with the model's classifier, and {glue:text}`ch07_share_probe:.0%` of the gain above the probe's own length-0 accuracy with the probe, against about 86% in the paper.
+# - Twenty paths instead of five change the accuracy of the short paths by {glue:text}`ch07_more_sort:+.2f` on sorting, {glue:text}`ch07_more_memorization:+.2f` on memorization and {glue:text}`ch07_more_hull:+.2f` on the hull, but the sampled repeats do not decide it (their intervals contain 0).
+# - On the convex hull the official model (points embedded by an MLP, `--ffn2`) is accurate as a whole, but its sampled paths stay at the majority line with its own classifier; with a refitted probe the best path length is a little above it ({glue:text}`ch07_hull_probe:.2f` against {glue:text}`ch07_majority:.2f`). The paper's majority line, 0.54, is not its own generator's ({glue:text}`ch07_gen_majority:.3f`).
 # - Memorization without position embeddings, as in the official code, has a ceiling below 1 (repeated words in a sentence cannot be told apart); the book's model reaches it.
-# - Run to its 70 epochs, the paper's recipe (Adam at $10^{-5}$, fixed order; for the hull with weight decay and a step schedule) reaches the hull's 0.90 after 142 CPU seconds, 24 times the book's recipe, and on sorting it ends at 0.52, far below the paper's 0.98, which AdamW with warm-up, cosine decay, clipping and fresh data reaches in 175 steps (table above).
+# - Run to its 70 epochs, the paper's recipe (Adam at $10^{-5}$, fixed order; for the hull with weight decay and a step schedule) reaches the hull's {glue:text}`ch07_hull_target:.2f` after {glue:text}`ch07_hull_paper_s:.0f` CPU seconds, {glue:text}`ch07_hull_ratio:.0f` times the book's recipe, and on sorting it ends at {glue:text}`ch07_sort_paper_acc:.2f`, far below the paper's 0.98, which AdamW with warm-up, cosine decay, clipping and fresh data reaches in {glue:text}`ch07_sort_book_steps:d` steps (table above).
 #
 # ## Exercises
 #

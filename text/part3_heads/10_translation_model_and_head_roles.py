@@ -43,6 +43,7 @@ from IPython.display import Markdown, display
 import attnbook
 from attnbook import hf, stats
 from attnbook.claims import papers
+from attnbook.claims.prose import glue
 from attnbook.heads import role_figures as rf
 from attnbook.heads import roles as hd
 from attnbook.heads import translation as tr
@@ -77,9 +78,12 @@ print("BPE:", tok.encode(en).tokens[:16], "...")
 leaked = tr.shared_text_count(dev_pairs + test_pairs, train_pairs)
 attnbook.check("dev and test verses whose text occurs in train", leaked, at_most=0)
 
+# %% tags=["remove-input"]
+glue("ch10_train_pairs", len(train_pairs))
+
 # %% [markdown]
 # The language is archaic on both sides ("thou", "hath"; "crió", "á"), verses are long (a median of 30
-# source tokens) and formulaic. That makes the task both easier (repetitive) and harder (little data: 29k
+# source tokens) and formulaic. That makes the task both easier (repetitive) and harder (little data: {glue:text}`ch10_train_pairs:,d`
 # pairs against WMT's millions) than the paper's.
 #
 # ## The model and how it was trained
@@ -104,7 +108,7 @@ attnbook.check("dev and test verses whose text occurs in train", leaked, at_most
 #
 # The encoder has the paper's 48 heads (6 layers of 8) at width 128; the decoder has 3 layers. The recipe
 # follows what works for small parallel corpora (fairseq's IWSLT recipe and the low-resource studies
-# summarised in the project's notes): dropout and attention dropout, label smoothing 0.1, token-based
+# summarised in the project's notes): dropout and attention dropout, label smoothing {glue:text}`ch10_label_smoothing:.1f`, token-based
 # batches, linear warm-up then cosine decay, dev BLEU measured as it trains, and the average of the last
 # five evaluated checkpoints. Where it departs from the paper (width 128 instead of 512, a 3-layer decoder,
 # pre-LN) the reason is the CPU: the model must converge on one thread in about two hours. The chapter
@@ -123,6 +127,7 @@ print(f"trained for {meta['train_steps']} steps ({meta['epochs']:.1f} epochs) in
       f"{meta['train_wall_seconds'] / 60:.0f} min on {meta['threads']} thread(s) of "
       f"{meta['machine']}")
 print("recipe:", meta["recipe"])
+glue("ch10_label_smoothing", float(meta["recipe"]["label_smoothing"]))
 print("command:", meta["command"], "| shipped weights: average of",
       meta["averaged_checkpoints"], "checkpoints")
 
@@ -152,8 +157,8 @@ attnbook.check("gate: dev BLEU gained over the last fifth of training", gain,
 #
 # We translate held-out test verses and score them with sacreBLEU {cite:p}`post2018call` on detokenised
 # text, with its bootstrap 95% interval. The official code of {cite:t}`voita2019analyzing` decodes with
-# beam search (beam 4, length penalty 0.6, the GNMT penalty $((5 + m)/6)^{0.6}$ for a hypothesis of $m$
-# tokens); greedy decoding takes the most likely token at each step. The chapter decodes the first test
+# beam search (beam 4, length penalty $\alpha$ = {glue:text}`ch10_length_penalty:.1f`, the GNMT penalty $((5 + m)/6)^{\alpha}$ for a
+# hypothesis of $m$ tokens); greedy decoding takes the most likely token at each step. The chapter decodes the first test
 # verses live and reads the whole test split's scores from the shipped evaluation
 # (`python scripts/run.py translation_eval`), which it checks against the live greedy score on the same verses.
 
@@ -164,8 +169,9 @@ src_n, refs_n = [e for e, _ in test_n], [s for _, s in test_n]
 greedy = tr.translate(model, src_n, max_len=cfg.max_len)
 live = stats.bleu_interval(greedy, refs_n)
 beam_n = sizes["n_beam"]
+LENGTH_PENALTY = glue("ch10_length_penalty", 0.6)  # the official code's
 beam = tr.translate(
-    model, src_n[:beam_n], max_len=cfg.max_len, beam=4, length_penalty=0.6
+    model, src_n[:beam_n], max_len=cfg.max_len, beam=4, length_penalty=LENGTH_PENALTY
 )
 beam_bleu = stats.bleu(beam, refs_n[:beam_n])
 greedy_same = stats.bleu(greedy[:beam_n], refs_n[:beam_n])
@@ -190,11 +196,20 @@ first_n = evaluation["greedy_first_n"]
                    at_least=10, digits=3, band=1.0),
 ]
 
+# %% tags=["remove-input"]
+glue("ch10_greedy_bleu", float(evaluation["greedy"]["bleu"]))
+glue("ch10_beam_bleu", float(evaluation["beam4"]["bleu"]))
+glue("ch10_copy_bleu", float(copy_bleu))
+glue("ch10_paper_bleu", float(VOITA["encoder_only_wmt"].value["bleu"][0]))
+glue("ch10_test_verses", int(evaluation["test_sentences"]))
+glue("ch10_greedy_loops", int(evaluation["greedy"]["looping_outputs"]))
+glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]))
+
 # %% [markdown]
-# On the whole test split the converged model scores about 30 BLEU with greedy decoding and about 31.5 with
+# On the whole test split the converged model scores {glue:text}`ch10_greedy_bleu:.1f` BLEU with greedy decoding and {glue:text}`ch10_beam_bleu:.1f` with
 # beam search (the intervals are printed above); the 1.3-epoch checkpoint of this chapter's first version
-# scored 15. Copying the English scores below 1: only names and numbers survive. The Bible is easier than WMT
-# news (formulaic, repetitive), so the number is not comparable with the paper's 29.6 on EN-RU; what matters
+# scored 15. Copying the English scores {glue:text}`ch10_copy_bleu:.1f`: only names and numbers survive. The Bible is easier than WMT
+# news (formulaic, repetitive), so the number is not comparable with the paper's {glue:text}`ch10_paper_bleu:.1f` on EN-RU; what matters
 # here is that the model has learned its task.
 
 # %% [markdown]
@@ -221,17 +236,22 @@ print(f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} "
                    tr.count_looping(greedy[:shown]), at_most=0),
 ]
 
+# %% tags=["remove-input"]
+glue("ch10_enc_drop", float(drop))
+
 # %% [markdown]
-# Switching off all 48 encoder self-attention heads now costs about 8 BLEU (the 1.3-epoch model lost 1.5):
-# the encoder's attention carries information the decoder uses, so its heads are worth analysing. A few
-# greedy outputs still repeat a phrase (counted above; beam search halves them on the whole test split).
+# Switching off all 48 encoder self-attention heads now costs {glue:text}`ch10_enc_drop:.1f` BLEU on the first test
+# verses (the 1.3-epoch model lost 1.5):
+# the encoder's attention carries information the decoder uses, so its heads are worth analysing. Some
+# greedy outputs still repeat a phrase (counted above; on the whole test split {glue:text}`ch10_greedy_loops:d` of the
+# {glue:text}`ch10_test_verses:d` with greedy decoding, {glue:text}`ch10_beam_loops:d` with beam search).
 
 # %%
 display(Markdown(rf.translations_table(test_n[:shown], greedy[:shown])))
 
 # %% [markdown]
 # The translations follow the source clause by clause and get most of the archaic frame right; the errors are
-# mostly in words the model has seen rarely. These are the translations of a small model on 29k pairs, so the
+# mostly in words the model has seen rarely. These are the translations of a small model on {glue:text}`ch10_train_pairs:,d` pairs, so the
 # analysis below is of a model that has learned its task but is far from the paper's WMT systems.
 #
 # ## Every head's statistics in one call
@@ -288,12 +308,23 @@ attnbook.compare(
     source=VOITA["most_confident_encoder_head"].where,
 )
 
+# %% tags=["remove-input"]
+summary = hd.confidence_summary(roles)
+glue("ch10_enc_chance", float(enc_chance))
+glue("ch10_most_confident", most)
+glue("ch10_dec_chance", float(summary["dec_self"]["chance"]))
+for kind in ATTENTION_KINDS:
+    glue(f"ch10_confident_{kind}", summary[kind]["confident"])
+    glue(f"ch10_heads_{kind}", summary[kind]["heads"])
+glue("ch10_sinks", sum(s["sinks"] for s in summary.values()))
+
 # %% [markdown]
-# Almost every encoder head is far more confident than uniform attention (chance about 0.03), and the most
-# confident ones put about 0.6 of their weight on one token on average. Causal attention's chance level is
-# much higher (the mean of $1/t$, about 0.12 on these verses), and by that yardstick only one decoder
-# self-attention head stands out. No head of the translation model parks more than half of its queries on
-# EOS; MiniLM, below, has many such sink heads.
+# {glue:text}`ch10_confident_enc_self:d` of the {glue:text}`ch10_heads_enc_self:d` encoder heads are more than five times as confident as uniform attention
+# (chance {glue:text}`ch10_enc_chance:.2f`), and the most confident puts {glue:text}`ch10_most_confident:.2f` of its weight on one token on average.
+# Causal attention's chance level is much higher (the mean of $1/t$, {glue:text}`ch10_dec_chance:.2f` on these verses), and by
+# that yardstick (five times chance) {glue:text}`ch10_confident_dec_self:d` of the {glue:text}`ch10_heads_dec_self:d` decoder self-attention heads stand out.
+# The translation model has {glue:text}`ch10_sinks:d` sink heads (heads that park more than half of their queries on EOS);
+# MiniLM, below, has {glue:text}`ch10_lm_sinks:d`.
 
 # %% [markdown]
 # ## Relevance
@@ -404,20 +435,39 @@ print(f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}
         precomputed=shipped_lrp["meta"]["command"]),
 ]
 
+# %% tags=["remove-input"]
+enc_rel = relevance["enc_self"]
+glue("ch10_lrp_split_min", float(min(lrp_split.values())))
+glue("ch10_live_gap", float(live_gap))
+glue("ch10_enc_rel_min", float(enc_rel.min()))
+glue("ch10_enc_rel_max", float(enc_rel.max()))
+glue("ch10_rho_enc", rho_enc)
+glue("ch10_layer1_rel_min", float(enc_rel[0].min()))
+glue("ch10_layer1_rel_max", float(enc_rel[0].max()))
+glue("ch10_layer1_more", cfg.n_heads - 1 - less_confident)
+glue("ch10_layer1_others", cfg.n_heads - 1)
+glue("ch10_source_share", float(shipped_lrp["source_share"]))
+glue("ch10_loo_half", n_rel // 2)
+for kind in ATTENTION_KINDS:
+    glue(f"ch10_loo_split_{kind}", float(loo["split"][kind]))
+    glue(f"ch10_loo_lrp_{kind}", float(loo["against"][kind]))
+
 # %% [markdown]
 # LRP ranks the heads of every kind reliably: two halves of the dev split give the same order (split-half
-# rank correlation 0.99 and above), and the live recomputation of the first verses agrees with the shipped
-# file to about $10^{-5}$. What it ranks is a fairly even division: within a layer the encoder's heads take 7%
-# to 31% of the relevance ({numref}`fig-ch10-3`), with a few heads of layers 2 and 3 standing out. By this
+# rank correlation {glue:text}`ch10_lrp_split_min:.2f` and above), and the live recomputation of the first verses agrees with the
+# shipped file to within {glue:text}`ch10_live_gap:.1e`. What it ranks is a fairly even division: within a layer the encoder's
+# heads take {glue:text}`ch10_enc_rel_min:.0%` to {glue:text}`ch10_enc_rel_max:.0%` of the relevance, with a few heads standing out
+# ({numref}`fig-ch10-3`). By this
 # lens the paper's first observation reproduces: the more confident encoder heads are the more relevant ones
-# (rank correlation 0.4). The second does not: the most relevant first-layer head is the *most* confident head
-# of its layer, not a relevant head without confidence; in this layer LRP relevance is nearly uniform (0.11 to
-# 0.14), so "the most relevant layer-1 head" is only weakly singled out. About two thirds of each top-1
-# logit's relevance reaches the source tokens and one third the target prefix.
+# (rank correlation {glue:text}`ch10_rho_enc:.2f`). The second does not: the most relevant first-layer head is more
+# confident than {glue:text}`ch10_layer1_more:d` of the other {glue:text}`ch10_layer1_others:d` heads of its layer, not a relevant head without confidence; in this
+# layer LRP relevance is nearly uniform ({glue:text}`ch10_layer1_rel_min:.2f` to {glue:text}`ch10_layer1_rel_max:.2f`), so "the most relevant layer-1 head" is only weakly singled out. {glue:text}`ch10_source_share:.0%` of each top-1 logit's
+# relevance reaches the source tokens and the rest the target prefix.
 #
-# The two lenses do not agree with each other. Leave-one-out relevance, on its 2 x 32 verses, is reliable for
-# the encoder-decoder heads (split-half 0.94) but not for the encoder's (0.32), and its ranking correlates
-# with LRP's only for the encoder-decoder heads (0.56; encoder 0.23, decoder self-attention about 0). They
+# The two lenses do not agree with each other. Leave-one-out relevance, on its 2 x {glue:text}`ch10_loo_half:d` verses, is reliable for
+# the encoder-decoder heads (split-half {glue:text}`ch10_loo_split_dec_cross:.2f`) but not for the encoder's
+# ({glue:text}`ch10_loo_split_enc_self:.2f`), and its ranking correlates with LRP's only for the encoder-decoder heads
+# ({glue:text}`ch10_loo_lrp_dec_cross:.2f`; encoder {glue:text}`ch10_loo_lrp_enc_self:.2f`, decoder self-attention {glue:text}`ch10_loo_lrp_dec_self:.2f`). They
 # measure different things: LRP divides the relevance the forward pass routes through each head, while
 # leave-one-out asks how much the prediction changes when a head is gone, which the rest of the network can
 # partly make up for. The paper's statements are about LRP, so the comparisons use it.
@@ -511,19 +561,28 @@ attnbook.compare(
     precomputed=meta_h4["command"],
 )
 
+# %% tags=["remove-input"]
+glue("ch10_best_prev", best_prev)
+glue("ch10_late_move", float(late[-1] - late[0]))
+glue("ch10_h4_prev", float(h4_enc["prev"].max()))
+glue("ch10_h4_next", float(h4_enc["next"].max()))
+glue("ch10_h4_bleu_gain",
+     float(meta_h4["test_bleu_greedy"] - meta["test_bleu_greedy"]))
+
 # %% [markdown]
-# Heads twice as wide translate better (about 2 BLEU more on the test split) and have stronger neighbour
-# heads: the best previous-token head rises from 0.58 to 0.65 of the tokens and a next-token head at 0.43
-# appears. None reaches 90%. Head width moves the shares the paper's way without reaching its line; the
-# other differences from the paper's set-up, far less data (29,000 verse pairs against millions of
+# Heads twice as wide translate better ({glue:text}`ch10_h4_bleu_gain:+.1f` BLEU, greedy, on the test split) and have stronger
+# neighbour heads: the best previous-token head rises from {glue:text}`ch10_best_prev:.2f` to {glue:text}`ch10_h4_prev:.2f` of the tokens and the
+# best next-token head reaches {glue:text}`ch10_h4_next:.2f`. None reaches 90%. Head width moves the shares the paper's way without reaching its line; the
+# other differences from the paper's set-up, far less data ({glue:text}`ch10_train_pairs:,d` verse pairs against millions of
 # sentences) and a narrower model (width 128 against 512), are not tested here.
 
 # %% [markdown]
-# The best encoder head points at the previous token for a little under 60% of the tokens: a strong
-# neighbour head, in a model where a uniform head would do so for 3%, but short of the paper's 90%
+# The best encoder head points at the previous token for {glue:text}`ch10_best_prev:.0%` of the tokens: a strong
+# neighbour head, in a model where a uniform head would do so for about {glue:text}`ch10_enc_chance:.0%`, but short of the paper's 90%
 # criterion, so by the paper's definition this model has no positional head. The role-emergence figure
-# below shows why more training of this recipe would not get there: the share stopped growing during the
-# last fifth of training. MiniLM has two heads above 0.97.
+# below shows why more training of this recipe would not get there: the best neighbour share moved by
+# {glue:text}`ch10_late_move:+.2f` over the last fifth of training. MiniLM has {glue:text}`ch10_lm_positional:d` heads over the line, the best at
+# {glue:text}`ch10_lm_pos:.2f`.
 
 # %% [markdown]
 # ## Syntactic heads
@@ -563,7 +622,7 @@ attnbook.compare(
 #
 # A **rare-token** head points to the rarest token of the sentence, whatever the query. The paper reports
 # it for the most relevant head of the first layer, on sentences whose rarest token is outside the 500 most
-# frequent (Sec. 5.3): it points there for 66% of the tokens (OpenSubtitles). We rank the source tokens by
+# frequent (in its section on rare tokens): it points there for 66% of the tokens (OpenSubtitles). We rank the source tokens by
 # their frequency in the training data, keep the verses that meet the paper's condition, and count how often
 # each head's largest weight falls on the rarest token; chance is $1/n$ for a verse of $n$ tokens.
 
@@ -585,9 +644,15 @@ print(f"best rare-token share: {float(rare.max()):.2f} (layer "
         f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"),
 ]
 
+# %% tags=["remove-input"]
+glue("ch10_rare_best", float(rare.max()))
+glue("ch10_rare_times", float(rare.max()) / float(chance))
+glue("ch10_rare_layer1", float(rare[0, top_layer1]))
+
 # %% [markdown]
-# The rarest token of a verse attracts attention (the best head points at it for about 10% of the tokens,
-# several times chance), but the most relevant first-layer head is not a rare-token head: the paper's 66% is
+# The rarest token of a verse attracts attention (the best head points at it for {glue:text}`ch10_rare_best:.0%` of the tokens,
+# {glue:text}`ch10_rare_times:.1f` times chance), but the most relevant first-layer head is not a rare-token head
+# ({glue:text}`ch10_rare_layer1:.0%` of the tokens): the paper's 66% is
 # not reproduced.
 
 # %% [markdown]
@@ -759,18 +824,38 @@ plt.show()
         precomputed=shipped_lm["meta"]["command"]),
 ]
 
+# %% tags=["remove-input"]
+glue("ch10_lm_split", float(lm_split))
+glue("ch10_lm_rho", lm_rho)
+glue("ch10_lm_rho_cmp", "weaker" if lm_rho < rho_enc else "stronger")
+glue("ch10_lm_heads", lm_rel.numel())
+glue("ch10_lm_sinks", int(lm_sink.sum()))
+glue("ch10_lm_sink_rel", float(lm_rel[lm_sink].mean()))
+glue("ch10_lm_other_rel", float(lm_rel[~lm_sink].mean()))
+glue("ch10_lm_pair_share", float(lm_vs["neighbour"].flatten()[lm_both].min()))
+glue("ch10_lm_layer1_more", lm_h - 1 - lm_less)
+glue("ch10_lm_layer1_others", lm_h - 1)
+glue("ch10_lm_rare_layer1", float(lm_roles["rare"][0, lm_top1]))
+glue("ch10_lm_rare_chance", float(lm_roles["rare_chance"]))
+glue("ch10_lm_rare_best", float(lm_roles["rare"].max()))
+glue("ch10_lm_rare_times",
+     float(lm_roles["rare"].max()) / float(lm_roles["rare_chance"]))
+glue("ch10_lm_pos", lm_pos)
+glue("ch10_lm_positional", int(marks["P"].sum()))
+
 # %% [markdown]
-# MiniLM's relevance ranking is as reliable as the translation model's (split-half rank correlation 0.98),
+# MiniLM's relevance ranking is as reliable as the translation model's (split-half rank correlation {glue:text}`ch10_lm_split:.2f`),
 # and what it ranks first is what the paper describes: the two most relevant heads of the whole encoder are
 # its two clean positional heads (layer 1 head 3 and layer 2 head 9, whose largest weight falls on a
-# neighbour for 97% of tokens; {numref}`fig-ch10-6`), and across the 72 heads the more confident are the
-# more relevant (rank correlation 0.30, weaker than in the translation encoder). The sink heads, 58 of the
-# 72, take a little less than their share of their layer's relevance on average (0.081 against 0.093 for
-# the others): parking attention on [CLS] or [SEP] is close to a no-op, as {cite:t}`clark2019what` argued for
+# neighbour for at least {glue:text}`ch10_lm_pair_share:.0%` of tokens; {numref}`fig-ch10-6`), and across the {glue:text}`ch10_lm_heads:d` heads the more confident are the
+# more relevant (rank correlation {glue:text}`ch10_lm_rho:.2f`, {glue:text}`ch10_lm_rho_cmp` than in the translation encoder). The sink heads,
+# {glue:text}`ch10_lm_sinks:d` of the {glue:text}`ch10_lm_heads:d`, take on average {glue:text}`ch10_lm_sink_rel:.3f` of their layer's relevance, the others
+# {glue:text}`ch10_lm_other_rel:.3f`: parking attention on [CLS] or [SEP] is close to a no-op, as {cite:t}`clark2019what` argued for
 # BERT, although LRP still routes some relevance through them. The paper's two first-layer observations do
-# not carry over: MiniLM's most relevant first-layer head is also its most confident one (the positional
-# head 3), and it does not point at the rarest token (3% of tokens, about chance); the best rare-token head
-# anywhere does so for 13% of tokens, five times chance but far from the paper's 66%.
+# not carry over: MiniLM's most relevant first-layer head (the positional head 3) is more confident than
+# {glue:text}`ch10_lm_layer1_more:d` of the other {glue:text}`ch10_lm_layer1_others:d` heads of its layer, and it does not point at the rarest token
+# ({glue:text}`ch10_lm_rare_layer1:.0%` of tokens, chance {glue:text}`ch10_lm_rare_chance:.1%`); the best rare-token head anywhere does so for
+# {glue:text}`ch10_lm_rare_best:.0%` of tokens, {glue:text}`ch10_lm_rare_times:.1f` times chance but far from the paper's 66%.
 
 # %% [markdown]
 # ## What reproduces, and what does not
@@ -799,13 +884,14 @@ display(Markdown(rf.reproduction_table(
 #   most positional (previous-token) heads, as the paper finds; but the most relevant first-layer head is
 #   also its most confident. Leave-one-out relevance, a second lens, agrees with LRP only for the
 #   encoder-decoder heads.
-# * The converged model (about 30 BLEU greedy, 31.5 with beam search) uses its encoder attention (8 BLEU
-#   without it). Its encoder develops a strong previous-token head (about 0.6 of tokens) during training,
+# * The converged model ({glue:text}`ch10_greedy_bleu:.1f` BLEU greedy, {glue:text}`ch10_beam_bleu:.1f` with beam search) uses its encoder
+#   attention (switching it off costs {glue:text}`ch10_enc_drop:.1f` BLEU). Its encoder develops a strong previous-token head
+#   ({glue:text}`ch10_best_prev:.2f` of tokens) during training,
 #   which stops short of the paper's 90% positional criterion; it has no syntactic head by the paper's 10-point
-#   rule and no rare-token head. A second run with heads twice as wide (4 per layer, width 32) translates better and raises the shares (0.65 previous, 0.43 next), still short of 90%.
+#   rule and no rare-token head. A second run with heads twice as wide (4 per layer, width 32) translates better and raises the shares ({glue:text}`ch10_h4_prev:.2f` previous, {glue:text}`ch10_h4_next:.2f` next), still short of 90%.
 # * The roles appear during training, and the figure of their emergence turns the earlier negative result
 #   (no roles in an under-trained model) into a result about learning.
-# * MiniLM, trained on far more text, has clean positional heads (0.97), a syntactic head by the paper's rule,
+# * MiniLM, trained on far more text, has clean positional heads ({glue:text}`ch10_lm_pos:.2f`), a syntactic head by the paper's rule,
 #   and many heads that park their weight on [CLS]/[SEP], as Clark et al. found in BERT: the detectors find
 #   what the paper describes when a model has it. By LRP relevance to its sentence embedding, its two most
 #   relevant heads are its two positional heads; its most relevant first-layer head is confident and is not a

@@ -41,13 +41,13 @@ except ImportError:
 # %% [markdown]
 # :::{note}
 # The translation sections prune the converged model of [chapter 10](10_translation_model_and_head_roles.ipynb)
-# (`converged_quick.safetensors`). Its gate sweeps and Michel et al.'s pruning curves take about 1.5 hours
-# on one CPU thread, so they are **precomputed** by named recipes (`attnbook.core.runs`, one command each,
+# (`converged_quick.safetensors`). Its gate sweeps and Michel et al.'s pruning curves take about an hour and a
+# half on one CPU thread, so they are **precomputed** by named recipes (`attnbook.core.runs`, one command each,
 # listed with every result) and shipped; the chapter recomputes one point of each live and checks it against
 # the file. Comparing the pruned models with the same shapes trained from scratch needs one full training per
-# shape and seed (2 h 15 min to 2 h 30 min each on one thread, 75 minutes to 2 h 30 min on two, depending on the
+# shape and seed ({glue:text}`ch11_train_min_1t_lo:.0f` to {glue:text}`ch11_train_min_1t_hi:.0f` minutes each on one thread, {glue:text}`ch11_train_min_2t_lo:.0f` to {glue:text}`ch11_train_min_2t_hi:.0f` on two, depending on the
 # machine): the grid of three shapes and two seeds is **precomputed** and shipped the same way, and so are the pruned
-# models trained on to convergence, 40 to 60 minutes each on two threads (see the last section).
+# models trained on to convergence, {glue:text}`ch11_on_min_lo:.0f` to {glue:text}`ch11_on_min_hi:.0f` minutes each on two threads (see the last section).
 # :::
 
 # %%
@@ -60,6 +60,7 @@ from attnbook.heads import gates
 from attnbook.heads import importance as pruning
 from attnbook.heads import pruning_figures as figs
 from attnbook import hf
+from attnbook.claims.prose import glue
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pruning_heads")
@@ -152,7 +153,8 @@ attnbook.check(
 # the official code; `reduction="sum"` gives the plain sum of the formula, which is larger by a factor of the number of
 # gated layers. Larger $\lambda$ closes more gates. `gates.HeadGates` starts open by default ($\log\alpha = 3$,
 # $P(g \ne 0) = 0.98$); the official code instead draws $\log\alpha$ with its default glorot-uniform
-# initialiser, $\mathcal U(-0.61, 0.61)$ for 8 heads ($P(g \ne 0)$ between 0.54 and 0.80), which
+# initialiser, $\mathcal U(-a, a)$ with $a = \sqrt{3/8} \approx$ {glue:text}`ch11_glorot_bound:.2f` for 8 heads
+# ($P(g \ne 0)$ between {glue:text}`ch11_glorot_p_lo:.2f` and {glue:text}`ch11_glorot_p_hi:.2f`), which
 # `init_log_alpha="glorot"` reproduces and the translation sweeps below use.
 
 # %%
@@ -161,6 +163,12 @@ with torch.no_grad():
     print("L_C (mean over 6 layers of each layer's sum):",
           round(float(hg.penalty()), 3), "| plain sum over 24 heads:",
           round(float(hg.penalty("sum")), 3))
+
+# %% tags=["remove-input"]
+bound = float(np.sqrt(3 / 8))  # glorot-uniform bound of a [1, 8, 1, 1] variable
+glue("ch11_glorot_bound", bound)
+glue("ch11_glorot_p_lo", float(gates.prob_nonzero(torch.tensor(-bound))))
+glue("ch11_glorot_p_hi", float(gates.prob_nonzero(torch.tensor(bound))));
 
 # %% [markdown]
 # ## Gates on a real pretrained model
@@ -275,6 +283,10 @@ for r, s in zip(michel, rand):
     print(f"{r['n_kept']:3d} heads kept: similarity importance {r['score']:.3f}, "
           f"random order {s:.3f}")
 
+# %% tags=["remove-input"]
+glue("ch11_minilm_n_batches", len(batches))
+glue("ch11_minilm_batch", B);
+
 # %% [markdown]
 # ## Gates on MiniLM
 #
@@ -330,8 +342,8 @@ plt.show()
 
 # %% [markdown]
 # Two things stand out in {numref}`fig-ch11-3`. First, Michel et al.'s importance (here HuggingFace's whole-batch estimator, re-scored
-# after every step, on one batch of 16 sentences) beats a single random order only modestly, and with one
-# random order the gap has no interval: with one small batch the estimate is noisy, and it measures the
+# after every step, on {glue:text}`ch11_minilm_n_batches:d` batch(es) of {glue:text}`ch11_minilm_batch:d` sentences) beats a single random order only modestly, and with one
+# random order the gap has no interval: the estimate from a few batches is noisy, and it measures the
 # sensitivity of the *contrastive* loss, not of the embedding distance we report. Second, the gates keep the
 # embeddings much closer at the same number of heads. That comparison favours the gates: they are trained on
 # the very quantity we measure, while importance pruning removes heads without any retraining. Their
@@ -433,7 +445,9 @@ stream = tr.BatchStream(tr.load_pairs("train"), max_len=96, seed=s["seed"] + 1,
                         max_tokens=s["max_tokens"])
 keys = ("lr", "gate_lr", "init_log_alpha", "label_smoothing", "record_every", "clip",
         "seed")
-kw = dict(kinds=["enc_self"], lam=0.05, steps=20, device=dev, **{k: s[k] for k in keys})
+# the shipped sweep ran on the CPU: its first 20 steps are rerun there, whatever the reader's
+# device, so that the noise streams (gate samples, dropout) are the ones the file saw
+kw = dict(kinds=["enc_self"], lam=0.05, steps=20, device="cpu", **{k: s[k] for k in keys})
 _, _, hist = gate_training.gate_translation_model(mt_model, stream, **kw)
 live_p = hist["snapshots"][1]["p_open"]["enc_self"].numpy()
 shipped_p = np.array(live_run["snapshots"][1]["p_open"]["enc_self"])
@@ -482,7 +496,7 @@ for st in settle:
 # of the main run; gates that start open ($\log\alpha = 3$, $P(g \ne 0) = 0.98$) keep those heads and a
 # few more, because they had not finished closing (their largest change of $P(g \ne 0)$ over the last 60
 # steps is the largest of all runs). A smaller gate learning rate changes nothing here; starting the gates open changes how far they have
-# closed after 300 steps (7 heads instead of 3, overlap 0.43), not which heads the glorot-initialised gates
+# closed after 300 steps ({glue:text}`ch11_open_kept:d` heads instead of {glue:text}`ch11_main01_kept:d`, overlap {glue:text}`ch11_open_overlap:.2f`), not which heads the glorot-initialised gates
 # keep.
 
 # %%
@@ -509,6 +523,12 @@ print(f"lambda=0.1, heads kept: main run {int(base.sum())}, gates starting open 
       f"{open_start['n_kept']}")
 print(f"lambda=0.05, heads kept: 300 steps {main_runs[0.05]['n_kept']}, 600 steps "
       f"{long_run['n_kept']}")
+
+# %% tags=["remove-input"]
+glue("ch11_open_kept", open_start["n_kept"])
+glue("ch11_main01_kept", int(base.sum()))
+glue("ch11_open_overlap", next(st["same_as_main"] for st in settle
+                                if st["spec"] == open_start["spec"]));
 
 # %% tags=["nbval-check-output"]
 [
@@ -560,6 +580,19 @@ for n in at:
     print(f"{n} heads: BLEU change {book_drop[n]:+.2f} (paper, interpolated: "
           f"{paper_at[n]:+.2f})")
 
+# %% tags=["remove-input"]
+fewest = min(main_runs.values(), key=lambda r: r["n_kept"])
+glue("ch11_enc_fewest_drop", full_mt["bleu_greedy"] - fewest["bleu_greedy"])
+glue("ch11_enc_drop_no_ft", drop_no_enc)
+glue("ch11_enc01_drop", full_mt["bleu_greedy"] - main_runs[0.1]["bleu_greedy"])
+beam_gain = [b - gr for (_, gr), (_, b) in zip(gate_curve, beam_curve)]
+glue("ch11_beam_gain_lo", min(beam_gain))
+glue("ch11_beam_gain_hi", max(beam_gain))
+ft_gain = {n: b - dict(no_ft)[n] for n, b in gate_curve[1:]}  # fine-tuned minus not
+glue("ch11_ft_gain_most_kept", max(ft_gain))
+glue("ch11_ft_gain_most", ft_gain[max(ft_gain)])
+glue("ch11_ft_gain_fewest", ft_gain[min(ft_gain)]);
+
 # %% tags=["hide-input"]
 figs.encoder_bleu_curves(full_mt, gate_curve, beam_curve, no_ft, michel_curves,
                          paper_curve)
@@ -578,18 +611,18 @@ plt.show()
 
 # %% [markdown]
 # The curve has the paper's shape: most encoder heads go at almost no cost, the last few matter, and with no
-# encoder self-attention at all BLEU falls by about 5.5 points even after fine-tuning (8.3 without it:
+# encoder self-attention at all BLEU falls by {glue:text}`ch11_enc_fewest_drop:.1f` points even after fine-tuning ({glue:text}`ch11_enc_drop_no_ft:.1f` without it:
 # [chapter 10](10_translation_model_and_head_roles.ipynb)'s gate). It is steeper than the paper's between 10 and 2 heads; the claims above give the
-# measured reasons. Beam search adds 1.4 to 2.0 BLEU at every point and leaves the curve as it is. Michel et
+# measured reasons. Beam search adds {glue:text}`ch11_beam_gain_lo:.1f` to {glue:text}`ch11_beam_gain_hi:.1f` BLEU at every point and leaves the curve as it is. Michel et
 # al.'s masks without fine-tuning, and the gates' own masks without fine-tuning, show how much of the
-# gates' advantage is retraining: fine-tuning adds from a quarter of a BLEU point with 22 heads to almost
-# three with none, while on the unchanged model the two selections are close (measured at the same shapes
+# gates' advantage is retraining: fine-tuning adds from {glue:text}`ch11_ft_gain_most:.2f` BLEU with {glue:text}`ch11_ft_gain_most_kept:d` heads to
+# {glue:text}`ch11_ft_gain_fewest:.1f` with none, while on the unchanged model the two selections are close (measured at the same shapes
 # below).
 
 # %% [markdown]
 # **Which heads survive, and what do they do?** {cite:t}`voita2019analyzing` found that the heads pruned last
 # are the specialised ones. We measure [chapter 10](10_translation_model_and_head_roles.ipynb)'s roles of
-# every encoder head live, on the same 200 dev verses: the share of tokens whose largest weight is on the
+# every encoder head live, on the same {glue:text}`ch11_n_role_verses:d` dev verses: the share of tokens whose largest weight is on the
 # previous or next token (positional) and on the verse's rarest token (rare-token), and mark the heads each
 # $\lambda$ keeps. The agreement rule: the heads kept by the run that keeps closest to 10 heads have a larger mean
 # role share than the heads it prunes (the sign of the difference is the paper's) ({numref}`fig-ch11-5`).
@@ -616,6 +649,11 @@ print("the 5 most specialised heads:", [(i // 8, i % 8) for i in top])
 print("their strongest role share:", [round(float(role.flatten()[i]), 2) for i in top])
 print("kept at that lambda:", [bool(kept10.flatten()[i]) for i in top])
 
+# %% tags=["remove-input"]
+glue("ch11_n_role_verses", len(verses.src_ids))
+glue("ch11_kept01_role_lo", float(role[kept01].min()))
+glue("ch11_kept01_role_hi", float(role[kept01].max()));
+
 # %% tags=["hide-input"]
 panels = {"previous/next-token share": positional,
           "rarest-token share": enc_roles["rare"]}
@@ -637,7 +675,7 @@ attnbook.compare(
 # The three heads that survive longest, (1, 1), (1, 4) and (2, 6), are the three most specialised heads of
 # the encoder by [chapter 10](10_translation_model_and_head_roles.ipynb)'s measures, and the only ones the gates keep at $\lambda = 0.1$: the paper's
 # finding that the specialised heads do the heavy lifting, on a different language pair and a much smaller
-# model. They are specialised only relatively: their strongest role covers 21% to 58% of the tokens
+# model. They are specialised only relatively: their strongest role covers {glue:text}`ch11_kept01_role_lo:.0%` to {glue:text}`ch11_kept01_role_hi:.0%` of the tokens
 # (printed above), below the 90% of [chapter 10](10_translation_model_and_head_roles.ipynb)'s positional-head criterion, which no head of this
 # encoder meets.
 
@@ -724,6 +762,17 @@ for n, (r, book, paper) in all_at.items():
     print(f"precomputed; {n} of {book_total} heads ({n / book_total:.0%}): BLEU change "
           f"{book:+.2f} (beam 4); paper at that share {paper:+.2f}")
 
+# %% tags=["remove-input"]
+half_n, fewest_all = near["run"]["n_kept"], min(all_at)
+glue("ch11_all_half_drop", -all_at[half_n][1])
+glue("ch11_all_fewest", fewest_all)
+glue("ch11_all_fewest_drop", -all_at[fewest_all][1])
+glue("ch11_paper_fewest", sum(all_kinds.value["kept"][-1]))
+glue("ch11_paper_fewest_drop", paper_full - all_kinds.value["bleu_pruned"][-1])
+for who in ("book", "paper"):  # share of each kind kept at about half of all heads
+    for k, v in near[who].items():
+        glue(f"ch11_near_{who}_{k}", v)
+
 # %% tags=["nbval-check-output"]
 [
     attnbook.compare(
@@ -739,11 +788,11 @@ for n, (r, book, paper) in all_at.items():
 # The order and the layer pattern reproduce; the cost does not. The layer slopes have the paper's sign at
 # every $\lambda$ that prunes the kind (printed above), but below $\lambda = 0.5$ encoder-decoder attention loses
 # a single head, in its lowest layer, so its pattern rests on that one sweep point. The order is also sharper than the paper's
-# (hollow markers in {numref}`fig-ch11-6`, printed above): with about half of all heads the book keeps 17% of
-# its encoder heads and 96% of its encoder-decoder heads, the paper 29% and 62%, with its two decoder kinds
-# level (65% and 62%) where ours keep 83% and 96%. The paper's model keeps its BLEU with half
-# of its 144 heads and loses 0.7 with 26; ours loses 1.5 BLEU with half of its 96 and over
-# 6 with 22, at every shape more than the rule allows ({numref}`fig-ch11-7` sets the paper's changes, added to
+# (hollow markers in {numref}`fig-ch11-6`, printed above): with about half of all heads the book keeps {glue:text}`ch11_near_book_enc_self:.0%` of
+# its encoder heads and {glue:text}`ch11_near_book_dec_cross:.0%` of its encoder-decoder heads, the paper {glue:text}`ch11_near_paper_enc_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`, with its two decoder kinds
+# level ({glue:text}`ch11_near_paper_dec_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`) where ours keep {glue:text}`ch11_near_book_dec_self:.0%` and {glue:text}`ch11_near_book_dec_cross:.0%`. The paper's model keeps its BLEU with half
+# of its 144 heads and loses {glue:text}`ch11_paper_fewest_drop:.1f` with {glue:text}`ch11_paper_fewest:d`; ours loses {glue:text}`ch11_all_half_drop:.1f` BLEU with half of its 96 and
+# {glue:text}`ch11_all_fewest_drop:.1f` with {glue:text}`ch11_all_fewest:d`, at every shape more than the rule allows ({numref}`fig-ch11-7` sets the paper's changes, added to
 # our unpruned model, beside our curves). Two measured differences stand behind it (the
 # reasons above): our heads are 16-dimensional, so each carries a larger share of a smaller model, and 300
 # steps of fine-tuning win back only half or less of what the masks cost, where the paper fine-tunes until
@@ -812,6 +861,19 @@ print(f"fine-tuning wins back {min(recovered):.0%} to {max(recovered):.0%} of wh
       f"masks cost (median {np.median(recovered):.0%}, {len(recovered)} masks)")
 
 
+# %% tags=["remove-input"]
+half = {arm: next(r["bleu"] for r in arms[arm] if r["n_kept"] == book_total // 2)
+        for arm in ("all_per_token", "all_whole_batch")}
+glue("ch11_per_token_half", half["all_per_token"])
+glue("ch11_whole_batch_half", half["all_whole_batch"])
+unnorm = selection_gap("all_per_token_unnormalised", no_ft_all)
+glue("ch11_unnorm_gap_lo", min(unnorm.values()))
+glue("ch11_unnorm_gap_hi", max(unnorm.values()))
+glue("ch11_recovered_lo", min(recovered))
+glue("ch11_recovered_hi", max(recovered))
+glue("ch11_recovered_median", float(np.median(recovered)))
+glue("ch11_split_half", michel_mt["split_half"]["all"]);
+
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
@@ -830,15 +892,15 @@ print(f"fine-tuning wins back {min(recovered):.0%} to {max(recovered):.0%} of wh
 # perfectly, and it gives the paper's number, about a fifth of the heads pruned before BLEU drops by half a
 # point. The whole-batch estimator ranks the heads differently (the rank correlation printed above): it
 # takes the absolute value after a head's positive and negative effects on different tokens have cancelled.
-# On all 96 heads that makes it much worse (22.7 against 25.7 BLEU with half the heads kept); on the encoder
+# On all 96 heads that makes it much worse ({glue:text}`ch11_whole_batch_half:.1f` against {glue:text}`ch11_per_token_half:.1f` BLEU with half the heads kept); on the encoder
 # alone the two are level, each ahead at some sizes ({numref}`fig-ch11-4`). Without the layer-wise normalisation the ranking is free to empty a whole kind, and it does:
 # it removes encoder self-attention first, the kind the gates also prune first, and it loses less BLEU
 # than the normalised ranking, which must take heads from every layer. On selection alone (neither fine-tuned),
 # the gates' masks are ahead of the authors' normalised ranking at every shape of the all-kinds sweep, by
-# more the fewer heads are kept, and only just ahead of the unnormalised ranking (by 0.01 to about 0.5
+# more the fewer heads are kept, and only just ahead of the unnormalised ranking (by {glue:text}`ch11_unnorm_gap_lo:.2f` to {glue:text}`ch11_unnorm_gap_hi:.2f`
 # BLEU; the differences printed above;
 # Michel's curve is interpolated between its 10% steps, and neither has an interval). Fine-tuning then wins
-# back between a quarter and four fifths of what the masks cost, about half at most shapes (printed above).
+# back between {glue:text}`ch11_recovered_lo:.0%` and {glue:text}`ch11_recovered_hi:.0%` of what the masks cost, {glue:text}`ch11_recovered_median:.0%` at the median (printed above).
 
 # %% [markdown]
 # **The same fine-tuning for both.** The comparison above gives the gates their fine-tuning and Michel et
@@ -864,6 +926,19 @@ display(Markdown(table))
 print(f"precomputed by {MFT_CMD} (complete: {michel_ft['complete']}); test BLEU, "
       "greedy, with sacreBLEU's 95% intervals")
 
+# %% tags=["remove-input"]
+mft = {r["n_kept"]: r for r in michel_ft["rows"]}
+for n, r in mft.items():  # gate masks minus Michel's masks, neither fine-tuned
+    glue(f"ch11_sel_gap_{n}", dict(no_ft)[n] - r["bleu_not_fine_tuned"]["bleu"])
+behind_ft = [r["gate_bleu_greedy"] - r["bleu_fine_tuned"]["bleu"]
+             for r in mft.values()]  # Michel fine-tuned, below the gates
+behind = [r["gate_bleu_greedy"] - r["bleu_not_fine_tuned"]["bleu"]
+          for r in mft.values()]  # Michel not fine-tuned, below the gates
+glue("ch11_mft_behind_lo", min(behind_ft))
+glue("ch11_mft_behind_hi", max(behind_ft))
+glue("ch11_mnoft_behind_lo", min(behind))
+glue("ch11_mnoft_behind_hi", max(behind));
+
 # %% tags=["nbval-check-output"]
 attnbook.check(
     "Michel masks of the fine-tuned arm recomputed from the shipped importance "
@@ -872,9 +947,10 @@ attnbook.check(
 
 # %% [markdown]
 # Without fine-tuning for either, the two selections at the same shapes are level at 8 heads and the
-# gates' ahead at 3 and 22 (by about 1 and 0.3 BLEU; the second and third columns). Given the same
-# fine-tuning as the gates, Michel et al.'s masks come within 0.2 to 0.6 BLEU of the gates' fine-tuned
-# models at all three shapes (the gates still ahead at each), after starting 0.6 to 2.2 BLEU below them
+# gates' ahead at 3 and 22 (the gates' masks minus Michel et al.'s: {glue:text}`ch11_sel_gap_3:+.2f`,
+# {glue:text}`ch11_sel_gap_8:+.2f` and {glue:text}`ch11_sel_gap_22:+.2f` BLEU at 3, 8 and 22 heads; the second and third columns). Given the same
+# fine-tuning as the gates, Michel et al.'s masks come within {glue:text}`ch11_mft_behind_lo:.1f` to {glue:text}`ch11_mft_behind_hi:.1f` BLEU of the gates' fine-tuned
+# models at all three shapes (the gates still ahead at each), after starting {glue:text}`ch11_mnoft_behind_lo:.1f` to {glue:text}`ch11_mnoft_behind_hi:.1f` BLEU below them
 # without it. Most of the gap between the two methods was the retraining, not the selection.
 # What remains is smaller than either model's own sacreBLEU interval (about one BLEU point either way), which
 # is not a test of the difference: that needs the two models' translations of the same verses.
@@ -902,6 +978,10 @@ for n, d in paired.items():
 rescored_ft = max(abs(stats.bleu(r["hypotheses_beam_fine_tuned"], refs_ft)
                       - r["bleu_beam_fine_tuned"]["bleu"]) for r in michel_ft["rows"])
 
+# %% tags=["remove-input"]
+for n, d in paired.items():  # the gates' lead over Michel's masks, both fine-tuned
+    glue(f"ch11_paired_gap_{n}", -d["delta"])
+
 # %% tags=["nbval-check-output"]
 attnbook.check(
     "Michel fine-tuned arm: beam BLEU recomputed from the shipped hypotheses, "
@@ -910,8 +990,8 @@ attnbook.check(
 
 # %% [markdown]
 # With 3 and 8 encoder heads the gates' fine-tuned model is better than Michel et al.'s masks given the
-# same fine-tuning, by about two thirds of a BLEU point, and the paired interval lies wholly on the gates'
-# side at both; with 22 heads the difference is a sixth of a point and its interval reaches 0. So the
+# same fine-tuning, by {glue:text}`ch11_paired_gap_3:.2f` and {glue:text}`ch11_paired_gap_8:.2f` BLEU, and the paired interval lies wholly on the gates'
+# side at both; with 22 heads the difference is {glue:text}`ch11_paired_gap_22:.2f` and its interval reaches 0. So the
 # retraining explains most of the gap, and the gates' choice of heads explains a measurable part of it only
 # when few heads are kept. Neither paper compares the two methods, so this has no verdict against
 # a paper; it is labelled precomputed, and the check above ties the shipped translations to the shipped
@@ -935,9 +1015,14 @@ for k in kinds:
     print(f"{k}, only the best head of one layer kept:",
           [(b["best"], round(b["best_bleu"] - dev_full, 2)) for b in best])
 
+# %% tags=["remove-input"]
+glue("ch11_single_share", float(np.mean(np.abs(changes) <= 0.5)))
+enc_best = michel_mt["best_head_per_layer"]["enc_self"]
+glue("ch11_enc_best_worst", max(dev_full - b["best_bleu"] for b in enc_best));
+
 # %% [markdown]
-# Three quarters of the heads can be removed alone with at most half a BLEU point lost, and every encoder
-# layer can be cut to its single best head for under one point. The heads that matter most, one at a time,
+# {glue:text}`ch11_single_share:.0%` of the heads can be removed alone with at most half a BLEU point lost, and every encoder
+# layer can be cut to its single best head for at most {glue:text}`ch11_enc_best_worst:.2f` BLEU. The heads that matter most, one at a time,
 # are in the encoder-decoder attention: keeping only one head of its last layer costs the most of all, the
 # kind Michel et al. also found most sensitive to pruning. These are single scores on 200 verses with no
 # interval (Michel et al. test each ablated model against the full one), so the small changes, of either
@@ -948,15 +1033,15 @@ for k in kinds:
 # ## Pruned versus trained from scratch
 #
 # {cite:t}`voita2019analyzing` also train each pruned shape from scratch and find the pruned model better
-# (Table 3, all three kinds pruned: 29.62 against 29.47 BLEU with 14/31/30 heads, and 28.90 against 28.41 for
-# the smallest shape, 5/9/12). The recipe `scratch_converged` asks the same of the encoder shapes the gates of
+# (Table 3, all three kinds pruned: {glue:text}`ch11_paper_pruned_big:.2f` against {glue:text}`ch11_paper_scratch_big:.2f` BLEU with 14/31/30 heads, and
+# {glue:text}`ch11_paper_pruned_small:.2f` against {glue:text}`ch11_paper_scratch_small:.2f` for the smallest shape, 5/9/12). The recipe `scratch_converged` asks the same of the encoder shapes the gates of
 # `encoder_gates_converged` left (3, 8 and 22 of 48 heads): each shape is trained from scratch with
 # [chapter 10](10_translation_model_and_head_roles.ipynb)'s own recipe (the same training loop, early stopping
 # and checkpoint averaging, the average kept only where it scores better on dev), its mask fixed for the whole training, with seeds 0 and 1; and the pruned model of
 # the same shape is rebuilt with the sweep's settings. Both arms are decoded with beam 4 on the same test
 # verses, so the difference gets a paired bootstrap interval (Koehn's test, as sacreBLEU's `--paired-bs` runs
 # it: sentences resampled jointly, BLEU from sacreBLEU's sentence statistics; `stats.paired_bleu_difference`).
-# One training takes 2 h 15 min to 2 h 30 min on one thread of this CPU and 75 minutes to 2 h 30 min on two
+# One training takes {glue:text}`ch11_train_min_1t_lo:.0f` to {glue:text}`ch11_train_min_1t_hi:.0f` minutes on one thread of this CPU and {glue:text}`ch11_train_min_2t_lo:.0f` to {glue:text}`ch11_train_min_2t_hi:.0f` on two
 # (the project's machines differ; the cell below prints each training's time from the file); the grid runs seed
 # 0's three shapes first, then seed 1's, and the file says whether it is complete.
 #
@@ -994,6 +1079,33 @@ print("minutes of training: " + "; ".join(
 paper_gap = all_kinds.value["bleu_scratch"][-1] - all_kinds.value["bleu_pruned"][-1]
 gap_source = all_kinds.where + " (the smallest shape)"
 
+# %% tags=["remove-input"]
+for name, i in (("big", 0), ("small", -1)):  # the paper's Table 3
+    glue(f"ch11_paper_pruned_{name}", all_kinds.value["bleu_pruned"][i])
+    glue(f"ch11_paper_scratch_{name}", all_kinds.value["bleu_scratch"][i])
+glue("ch11_paper_gap", -paper_gap)
+for t, (lo, hi) in minutes.items():  # minutes of one training from scratch
+    glue(f"ch11_train_min_{t}t_lo", lo)
+    glue(f"ch11_train_min_{t}t_hi", hi)
+sc = {r["kept"]: r for r in scratch_rows}
+unpruned_beam = scratch["unpruned"]["bleu_beam"]
+glue("ch11_unpruned_beam", unpruned_beam)
+for n, r in sc.items():
+    glue(f"ch11_sc_mean_{n}", r["across_seeds"]["delta"])
+    glue(f"ch11_sc_spread_{n}", r["across_seeds"]["spread"])
+    for sd in r["scratch"]:
+        glue(f"ch11_sc_{n}_seed{sd['seed']}", sd["delta"])
+by_seed = {}  # from scratch minus the unpruned model, by seed
+for r in scratch_rows:
+    for sd in r["scratch"]:
+        by_seed.setdefault(sd["seed"], []).append(sd["bleu_beam"] - unpruned_beam)
+for seed, d in by_seed.items():
+    glue(f"ch11_sc_vs_full_lo_seed{seed}", min(d))
+    glue(f"ch11_sc_vs_full_hi_seed{seed}", max(d))
+pruned_loss = [unpruned_beam - r["pruned_beam"] for r in scratch_rows]
+glue("ch11_pruned_loss_lo", min(pruned_loss))
+glue("ch11_pruned_loss_hi", max(pruned_loss));
+
 # %% tags=["nbval-check-output"]
 [
     attnbook.check("share of rebuilt pruned models with the shipped sweep's masks",
@@ -1009,17 +1121,21 @@ gap_source = all_kinds.where + " (the smallest shape)"
 # %% [markdown]
 # On all three shapes (3, 8 and 22 of 48 encoder heads, seed 0) the model trained from scratch is
 # *better* than the pruned one: by more than its paired interval allows to be noise at 3 and 8 heads, and by
-# half a point at 22, where the interval just reaches 0. The second seed shows how much of that the seed
-# decides: trained from scratch with seed 1 the 3-head shape is only 0.31 BLEU better than the pruned model
-# (interval -0.35 to +0.86), against 1.38 with seed 0, and the 8-head shape 0.06 (interval -0.50 to +0.69),
-# against 0.74: a spread of 0.7 to 1.1 BLEU between two trainings of the same shape, as large as the
-# differences themselves. At 22 heads the two seeds agree to a hundredth (+0.50 each, both intervals just
-# reaching 0). Over both seeds, from scratch is the better on average at every shape (+0.85 at 3 heads,
-# +0.40 at 8, +0.50 at 22), but at no shape at every seed by more than noise: the claims above are *undecided*:
-# the paper's pruned model is the better, and the book shows neither that nor the opposite at every seed. Seed 0's models trained from scratch are all
-# within 0.4 BLEU of the unpruned model's 31.55 (the 22-head one above it), seed 1's 1.1 (3 heads) and 0.8 (8 heads) below it
-# and its 22-head one 0.4 above it,
-# while the pruned ones lose 0.1 to 1.5 (table above): the paper's Table 3 has the pruned model ahead. The gap shrinks as more heads are kept, as the pruned
+# {glue:text}`ch11_sc_22_seed0:.2f` BLEU at 22, where the interval just reaches 0. The second seed shows how much of that
+# the seed decides (the table above gives every difference with its interval): trained from scratch with seed 1
+# the 3-head shape is only {glue:text}`ch11_sc_3_seed1:.2f` BLEU better than the pruned model, against
+# {glue:text}`ch11_sc_3_seed0:.2f` with seed 0, and the 8-head shape {glue:text}`ch11_sc_8_seed1:.2f`, against
+# {glue:text}`ch11_sc_8_seed0:.2f`, both with intervals reaching 0: a spread of {glue:text}`ch11_sc_spread_3:.2f` and
+# {glue:text}`ch11_sc_spread_8:.2f` BLEU between two trainings of the same shape, as large as the differences themselves.
+# At 22 heads the two seeds agree to {glue:text}`ch11_sc_spread_22:.2f` BLEU (both intervals just reaching 0). Over both
+# seeds, from scratch is the better on average at every shape (the means are the claims above), but at no shape
+# at every seed by more than noise: the claims above are *undecided*: the paper's pruned model is the better,
+# and the book shows neither that nor the opposite at every seed. Against the unpruned model's
+# {glue:text}`ch11_unpruned_beam:.2f` (beam 4), seed 0's models trained from scratch differ by
+# {glue:text}`ch11_sc_vs_full_lo_seed0:+.2f` to {glue:text}`ch11_sc_vs_full_hi_seed0:+.2f` BLEU (the 22-head one above it) and seed
+# 1's by {glue:text}`ch11_sc_vs_full_lo_seed1:+.2f` to {glue:text}`ch11_sc_vs_full_hi_seed1:+.2f`, while the pruned ones lose
+# {glue:text}`ch11_pruned_loss_lo:.1f` to {glue:text}`ch11_pruned_loss_hi:.1f` (table above): the paper's Table 3 has the pruned
+# model ahead. The gap shrinks as more heads are kept, as the pruned
 # model loses less. Two things differ from the paper's setting and
 # may explain it. The paper prunes all three kinds at once and its smallest shape keeps 26 heads; ours keep
 # 3 to 22 encoder heads and leave the decoder whole, so the from-scratch model keeps every decoder head to make up
@@ -1122,38 +1238,70 @@ def bounds(d):
       for g in pruned_gains],
 ]
 
+# %% tags=["remove-input"]
+for r in on_rows:  # scratch minus trained on, mean over seeds
+    glue(f"ch11_on_mean_{r['kept']}", r["across_seeds"]["delta"])
+    glue(f"ch11_on_lead_{r['kept']}", -r["across_seeds"]["delta"])
+for gn in gains:  # the control is row 48
+    n = gn["kept"] or 48
+    glue(f"ch11_gain_{n}", gn["gain"]["delta"])
+    glue(f"ch11_gain_low_{n}", gn["gain"]["low"])
+    glue(f"ch11_gain_high_{n}", gn["gain"]["high"])
+    if gn["kept"]:
+        glue(f"ch11_beyond_{n}", gn["beyond_control"]["delta"])
+        glue(f"ch11_cost_{n}", -gn["cost"]["delta"])
+costs = [-gn["cost"]["delta"] for gn in pruned_gains]
+glue("ch11_cost_lo", min(costs))
+glue("ch11_cost_hi", max(costs))
+glue("ch11_control_before", control_gain["before"])
+glue("ch11_control_after", control_gain["after"])
+glue("ch11_control_minutes", control_gain["minutes"])
+glue("ch11_on_min_lo", min(gn["minutes"] for gn in pruned_gains))
+glue("ch11_on_min_hi", max(gn["minutes"] for gn in pruned_gains))
+for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoint
+    glue(f"ch11_dev_avg_{r['kept']}", r["dev_bleu_averaged"])
+    glue(f"ch11_dev_last_{r['kept']}", r["dev_bleu_last"])
+
 # %% [markdown]
-# Training on gains at every shape, and the more heads were pruned the more it gains: 1.48 BLEU at 3 heads and
-# 1.16 at 8 (intervals +1.03 to +1.91 and +0.71 to +1.58, well beyond noise), 0.36 at 22 (-0.01 to +0.75, at
-# the edge of noise). Against the models trained from scratch, at 3 heads the pruned model is ahead by 0.10 of
-# seed 0's (interval -0.66 to +0.49, noise) and by 1.18 of seed 1's (-1.76 to -0.54); at 8 heads by 0.42 (-0.99
-# to +0.13, noise) and 1.09 (-1.70 to -0.49); at 22 heads it is 0.14 behind both (-0.42 to +0.74 and -0.46 to
-# +0.74, noise). On average over the seeds the pruned models are ahead by 0.64 and 0.76 BLEU at the two small
-# shapes, the paper's direction and size (0.49), and level at 22 heads. By the rule stated before the result
+# Training on gains at every shape, and the more heads were pruned the more it gains (the first table above):
+# {glue:text}`ch11_gain_3:.2f` BLEU at 3 heads and {glue:text}`ch11_gain_8:.2f` at 8, well beyond noise, {glue:text}`ch11_gain_22:.2f` at 22,
+# at the edge of noise (its interval starts at {glue:text}`ch11_gain_low_22:+.2f`). Against the models trained from
+# scratch (the second table), at 3 and 8 heads the pruned model is ahead of both seeds' models, within noise
+# against seed 0's and beyond it against seed 1's; at 22 heads it is behind both, within noise. On average over
+# the seeds the pruned models are ahead by {glue:text}`ch11_on_lead_3:.2f` and {glue:text}`ch11_on_lead_8:.2f` BLEU at the two
+# small shapes, the paper's direction and size ({glue:text}`ch11_paper_gap:.2f`), and level at 22 heads
+# ({glue:text}`ch11_on_mean_22:+.2f`). By the rule stated before the result
 # every verdict is *undecided*: at each shape one seed's interval reaches 0. At the small shapes the seed of the
 # from-scratch model decides whether the pruned model's lead is beyond noise; at 22 heads the two arms are level
-# at both seeds. The from-scratch arm's average leads of 0.85, 0.40 and 0.50 over the 300-step pruned models
-# become -0.64, -0.76 and +0.14: the short fine-tuning, not the pruning, was what held the pruned arm back.
+# at both seeds. The from-scratch arm's average leads of {glue:text}`ch11_sc_mean_3:.2f`, {glue:text}`ch11_sc_mean_8:.2f` and
+# {glue:text}`ch11_sc_mean_22:.2f` over the 300-step pruned models become {glue:text}`ch11_on_mean_3:+.2f`,
+# {glue:text}`ch11_on_mean_8:+.2f` and {glue:text}`ch11_on_mean_22:+.2f`: the short fine-tuning, not the pruning, was what held
+# the pruned arm back.
 #
 # The control changes how much of this the pruning can claim. The unpruned model, trained on in the same way,
-# gains 0.78 BLEU itself (interval +0.39 to +1.15; 31.55 to 32.33), so the converged model was not at its best:
+# gains {glue:text}`ch11_gain_48:.2f` BLEU itself (interval {glue:text}`ch11_gain_low_48:+.2f` to {glue:text}`ch11_gain_high_48:+.2f`;
+# {glue:text}`ch11_control_before:.2f` to {glue:text}`ch11_control_after:.2f`), so the converged model was not at its best:
 # its recipe ends on a 6300-step budget with the learning rate decayed, and [chapter 10](10_translation_model_and_head_roles.ipynb)'s gate (dev BLEU flat over
-# the last fifth of training) holds for that schedule, while a second decay from a lower rate still finds 0.8
-# BLEU. Beyond the control's gain, adapting to the mask is worth 0.71 BLEU at 3 heads (+0.19 to +1.24, beyond
-# noise), 0.38 at 8 (-0.16 to +0.94, noise) and -0.42 at 22 (-0.88 to +0.04, noise): only the 3-head model
-# gained clearly more than more training alone gives. Two consequences. Pruning is not free: trained on equally,
-# the pruned models are 0.74, 0.50 and 0.54 BLEU below the unpruned model's 32.33, where against the unpruned
-# model as shipped they looked level. And the trained-on pruned arm's lead over from scratch (0.64 and 0.76 on
-# average) is no larger than what the same extra training gives the unpruned model (0.78); the from-scratch
+# the last fifth of training) holds for that schedule, while a second decay from a lower rate still finds {glue:text}`ch11_gain_48:.1f`
+# BLEU. Beyond the control's gain, adapting to the mask is worth {glue:text}`ch11_beyond_3:.2f` BLEU at 3 heads,
+# {glue:text}`ch11_beyond_8:.2f` at 8 and {glue:text}`ch11_beyond_22:.2f` at 22 (intervals in the first table: beyond noise at 3
+# heads, noise at 8 and 22): only the 3-head model gained clearly more than more training alone gives. Two
+# consequences. Pruning is not free: trained on equally, the pruned models are {glue:text}`ch11_cost_3:.2f`,
+# {glue:text}`ch11_cost_8:.2f` and {glue:text}`ch11_cost_22:.2f` BLEU below the unpruned model's {glue:text}`ch11_control_after:.2f`, where
+# against the unpruned model as shipped they looked level. And the trained-on pruned arm's lead over from scratch
+# ({glue:text}`ch11_on_lead_3:.2f` and {glue:text}`ch11_on_lead_8:.2f` on average) is no larger than what the same extra training
+# gives the unpruned model ({glue:text}`ch11_gain_48:.2f`); the from-scratch
 # models also ran out their 6300-step budget rather than stopping early, so they too might gain from training
 # on. The book's data therefore cannot credit the lead to pruning rather than to more training, which is the
 # confound the paper's design shares (its pruned models start from a converged model as well).
 #
-# Early stopping ended the training on after 4200 steps (8.7 epochs) at 3 heads, 2800 (5.8 epochs) at 8 and 22,
-# and 5250 (10.8 epochs) for the control, where both from-scratch trainings ran their full 6300 steps. The
-# averaged checkpoints were kept at 22 heads (dev BLEU 32.18 against the last checkpoint's 32.05) and for the
-# control (32.63 against 32.45), the last checkpoint at 3 and 8 heads (32.52 against 32.19, 31.49 against
-# 30.97). The control's 88 minutes include about 9 minutes slowed by a test run that shared the two cores.
+# Early stopping ended every training on before its budget (its steps, epochs and minutes are in the first table
+# above), where both from-scratch trainings ran their full 6300 steps. The averaged checkpoints were kept at 22
+# heads (dev BLEU {glue:text}`ch11_dev_avg_22:.2f` against the last checkpoint's {glue:text}`ch11_dev_last_22:.2f`) and for the
+# control ({glue:text}`ch11_dev_avg_48:.2f` against {glue:text}`ch11_dev_last_48:.2f`), the last checkpoint at 3 and 8 heads
+# ({glue:text}`ch11_dev_last_3:.2f` against {glue:text}`ch11_dev_avg_3:.2f`, {glue:text}`ch11_dev_last_8:.2f` against
+# {glue:text}`ch11_dev_avg_8:.2f`). The control's {glue:text}`ch11_control_minutes:.0f` minutes include about 9 minutes slowed by a
+# test run that shared the two cores.
 
 # %% [markdown]
 # ## Summary
@@ -1166,32 +1314,32 @@ def bounds(d):
 #   exactly (it equals removing the head's columns of $W_O$) and passes gradients; on MiniLM, gates trained on
 #   the embedding distance keep the embeddings much closer than importance pruning at the same number of heads.
 # * On the converged EN-ES model of [chapter 10](10_translation_model_and_head_roles.ipynb), encoder-only
-#   gates keep BLEU within a fraction of a point with 22 of 48 heads and within about 1.5 BLEU with 3, the
+#   gates keep BLEU within a fraction of a point with 22 of 48 heads and within about {glue:text}`ch11_enc01_drop:.1f` BLEU with {glue:text}`ch11_main01_kept:d`, the
 #   paper's shape with a steeper end. A smaller gate learning rate keeps the same heads, gates started open
 #   keep a superset of them (they close more slowly), and the kept sets are nested across $\lambda$.
 # * The heads that survive longest are the most specialised ones of [chapter 10](10_translation_model_and_head_roles.ipynb) (those with the largest
 #   previous- or next-token share, though none reaches [chapter 10](10_translation_model_and_head_roles.ipynb)'s 90% criterion), as the paper found.
 # * With gates on all three kinds, encoder self-attention is pruned first and encoder-decoder attention last,
 #   and decoder self-attention loses its upper layers first, as in the paper; but the cost in BLEU is far
-#   larger than the paper's (1.5 BLEU with about half the heads, where the paper loses none).
+#   larger than the paper's ({glue:text}`ch11_all_half_drop:.1f` BLEU with about half the heads, where the paper loses none).
 # * Michel et al.'s importance, computed as their code does, gives a reliable ranking (split-half rank
-#   correlation 0.99) and the paper's result that about a fifth of the heads can go without fine-tuning; the
+#   correlation {glue:text}`ch11_split_half:.2f`) and the paper's result that about a fifth of the heads can go without fine-tuning; the
 #   whole-batch estimator of HuggingFace's example ranks heads differently, and much worse on all 96 heads.
 #   Retraining matters more than selection: on the unchanged model the gates' masks are ahead of importance
 #   pruning on all kinds but level with it on the encoder at 8 heads, and fine-tuning wins back about half of
-#   what the masks cost.
+#   what the masks cost ({glue:text}`ch11_recovered_median:.0%` at the median).
 # * Trained from scratch with the converged model's recipe, the three pruned shapes (3, 8 and 22 encoder
 #   heads, seed 0) are better than the pruned models, at 3 and 8 heads by more than their paired
 #   bootstrap intervals allow: the opposite of Voita et al.'s Table 3. The second seed is better by only
-#   0.31 at 3 heads and 0.06 at 8 (intervals reaching 0), and by the same 0.50 at 22: the seed moves the
-#   difference by 0.7 to 1.1 BLEU at the small shapes, so over both seeds from scratch is ahead on average
+#   {glue:text}`ch11_sc_3_seed1:.2f` at 3 heads and {glue:text}`ch11_sc_8_seed1:.2f` at 8 (intervals reaching 0), and by {glue:text}`ch11_sc_22_seed1:.2f` at 22 (seed 0: {glue:text}`ch11_sc_22_seed0:.2f`): the seed moves
+#   the difference by {glue:text}`ch11_sc_spread_8:.2f` and {glue:text}`ch11_sc_spread_3:.2f` BLEU at 8 and 3 heads, so over both seeds from scratch is ahead on average
 #   at every shape but not at every seed by more than noise. The pruned arm had only 300 steps of
-#   fine-tuning. Trained on to convergence (recipe `pruned_converged`), the pruned models gain 1.5, 1.2 and
-#   0.4 BLEU at 3, 8 and 22 heads and are ahead of from scratch by 0.64 and 0.76 on average over the two seeds
+#   fine-tuning. Trained on to convergence (recipe `pruned_converged`), the pruned models gain {glue:text}`ch11_gain_3:.1f`, {glue:text}`ch11_gain_8:.1f` and
+#   {glue:text}`ch11_gain_22:.1f` BLEU at 3, 8 and 22 heads and are ahead of from scratch by {glue:text}`ch11_on_lead_3:.2f` and {glue:text}`ch11_on_lead_8:.2f` on average over the two seeds
 #   at the small shapes, the paper's direction and size, and level at 22; at every shape one seed's interval
 #   reaches 0. The short fine-tuning, not pruning, held the pruned models back. But the unpruned model, trained
-#   on the same way (the control), gains 0.78 BLEU too: beyond it, adapting to the mask is worth 0.71 at 3 heads
-#   and is noise at 8 and 22, the pruned models stay 0.5 to 0.7 BLEU below the trained-on unpruned model, and
+#   on the same way (the control), gains {glue:text}`ch11_gain_48:.2f` BLEU too: beyond it, adapting to the mask is worth {glue:text}`ch11_beyond_3:.2f` at 3 heads
+#   and is noise at 8 and 22, the pruned models stay {glue:text}`ch11_cost_lo:.1f` to {glue:text}`ch11_cost_hi:.1f` BLEU below the trained-on unpruned model, and
 #   the pruned arm's lead over from scratch is no larger than what more training alone gives.
 # * Given the gates' fine-tuning, Michel et al.'s masks come within a fraction of a BLEU point of the gates' at
 #   3, 8 and 22 encoder heads (the gates ahead at each): the difference between the methods is mostly the

@@ -212,6 +212,8 @@ def compare(
     rel_tol: Optional[float] = None,
     same_side_of: Optional[float] = None,
     interval: Optional[Sequence[float]] = None,
+    reaches: Optional[float] = None,
+    lower_is_better: bool = False,
     reason: str | Callable[[float], str] = "",
     band: Optional[float] = None,
     precomputed: str = "",
@@ -228,6 +230,10 @@ def compare(
       (strictly above it, or not): a direction, "an effect exists", "more than chance";
     * ``interval``: this book's confidence interval ``(lo, hi)`` for the quantity; reproduces when it
       contains ``paper`` (``value`` is the point estimate);
+    * ``reaches``: a level the paper reports reaching (an accuracy, a share), one-sided: reproduces when
+      ``value >= paper - reaches`` (``lower_is_better=True``: ``value <= paper + reaches``, for an error or a
+      loss), so that doing better than the paper never counts as differing; with ``interval``, reproduces when
+      the whole interval reaches the level, differs when none of it does, and is *undecided* otherwise;
     * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
       threshold, differs when it lies wholly on the other side, and is *undecided* when it straddles the
       threshold: a direction counts only when the seeds decide it (for example a delay, or a gain, that the
@@ -246,13 +252,15 @@ def compare(
     paper = _number(name, "paper", paper)
     if not math.isfinite(value) or not math.isfinite(paper):
         raise ValueError(f"claim {name!r}: value and paper must be finite, got {value!r} and {paper!r}")
-    rules = [r for r in (tol, rel_tol, same_side_of, interval) if r is not None]
-    decisive = same_side_of is not None and interval is not None and tol is None and rel_tol is None
-    if len(rules) != 1 and not decisive:
+    rules = [r for r in (tol, rel_tol, same_side_of, interval, reaches) if r is not None]
+    decisive = (same_side_of is not None or reaches is not None) and interval is not None and len(rules) == 2
+    if (len(rules) != 1 and not decisive) or (same_side_of is not None and reaches is not None):
         raise ValueError(
-            f"claim {name!r}: give exactly one agreement rule (tol, rel_tol, same_side_of or interval; or "
-            f"same_side_of with interval), got {len(rules)}"
+            f"claim {name!r}: give exactly one agreement rule (tol, rel_tol, same_side_of, reaches or interval; "
+            f"or same_side_of or reaches with interval), got {len(rules)}"
         )
+    if lower_is_better and reaches is None:
+        raise ValueError(f"claim {name!r}: lower_is_better goes with reaches")
     rounded_interval = None
     if tol is not None:
         tol = _number(name, "tol", tol)
@@ -273,7 +281,22 @@ def compare(
             raise ValueError(f"claim {name!r}: the interval ({lo}, {hi}) must contain the value {value}")
         rounded_interval = (_round(lo, digits), _round(hi, digits))
     undecided = False
-    if decisive:
+    if reaches is not None:
+        margin = _number(name, "reaches", reaches)
+        if margin < 0:
+            raise ValueError(f"claim {name!r}: reaches must be a non-negative margin")
+        level = paper + margin if lower_is_better else paper - margin
+        side = "at most" if lower_is_better else "at least"
+        ok = (lambda x: x <= level) if lower_is_better else (lambda x: x >= level)
+        if interval is not None:
+            rule = f"this book's whole interval {side} the paper's level {level:g} (the paper's value " \
+                   f"{'+' if lower_is_better else '-'} {margin:g})"
+            agrees, undecided = ok(lo) and ok(hi), ok(lo) != ok(hi)
+        else:
+            rule = f"{side} the paper's level {level:g} (the paper's value {'+' if lower_is_better else '-'} " \
+                   f"{margin:g}): reaching it is what the paper reports"
+            agrees = ok(value)
+    elif decisive:
         t = _number(name, "same_side_of", same_side_of)
         rule = f"this book's whole interval on the same side of {t:g} as the paper's value"
         agrees = (lo > t) == (paper > t) and (hi > t) == (paper > t)
