@@ -79,3 +79,34 @@ def test_seed_sweep_summarises_every_variant_width_and_seed():
     assert merge["collapse_step"] == 1 and merge["final_gap"] == 0.0
     assert still["traj"].shape == (61, 2, 2)
     assert "traj" not in circle.summarise_run(_Still(), X, Y, 60)
+
+
+def test_the_trained_gate_can_fail_and_counts_the_runs_it_fails():
+    """Chapter 6's gate (issue 36: a gate that can fail): a run whose one-step error is above the gate's share of
+    staying put's is kept among every run, left out of the gated ones, and counted."""
+    from attnbook.rank.tasks import circle as C
+
+    records = [dict(d_model=32, variant="SAN", mse_over_stay_put=0.1),
+               dict(d_model=32, variant="SAN", mse_over_stay_put=0.9),
+               dict(d_model=128, variant="SAN+MLP", mse_over_stay_put=C.GATE)]
+    every, gated, failed = C.gated_runs(records)
+    assert failed == 1
+    assert len(every[32, "SAN"]) == 2 and len(gated[32, "SAN"]) == 1
+    assert len(gated[128, "SAN+MLP"]) == 1  # at the gate: passes (at most)
+    assert C.gated_runs(records, gate=0.05)[2] == 3
+
+
+def test_collapse_delay_counts_never_as_after_the_rollout():
+    from attnbook.rank.tasks import circle as C
+
+    assert C.censored_steps([3, None], rollout_steps=10) == [3, 11]
+    d = C.collapse_delay([None, None, None], [1, 1, 1], rollout_steps=10)
+    assert d["value"] == 10 and d["interval"] == (10, 10)
+
+
+def test_status_flips_counts_seeds_that_merge_on_one_side_only():
+    from attnbook.rank.tasks import circle as C
+
+    shipped = {(32, "SAN"): [{"collapse_step": 5}, {"collapse_step": None}]}
+    assert C.status_flips({(32, "SAN"): [7, None]}, shipped) == 0
+    assert C.status_flips({(32, "SAN"): [None, 4]}, shipped) == 2
