@@ -1142,7 +1142,7 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 # for its thin encoder. And the pruned model had only the gate sweep's 300 steps of fine-tuning after its
 # heads were removed, while the from-scratch model trains to convergence with the shape it is evaluated in.
 # Two seeds per shape are not a verdict about pruning either way: the seeds' spread is as large as the
-# differences, and a third seed per arm (the issue's design where a GPU is lent; none was) would say more about
+# differences, and a third seed per arm (a few hours more on a CPU, minutes on a GPU) would say more about
 # where the mean lies. The second explanation can be tested directly: recipe `pruned_converged`
 # (`python scripts/run.py pruned_converged`, resumable) trains each pruned model on, its mask fixed, with
 # the from-scratch arm's recipe until early stopping ends it, and `sweeps.scratch_versus_pruned(..., pruned_arm=)`
@@ -1300,8 +1300,8 @@ for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoi
 # heads (dev BLEU {glue:text}`ch11_dev_avg_22:.2f` against the last checkpoint's {glue:text}`ch11_dev_last_22:.2f`) and for the
 # control ({glue:text}`ch11_dev_avg_48:.2f` against {glue:text}`ch11_dev_last_48:.2f`), the last checkpoint at 3 and 8 heads
 # ({glue:text}`ch11_dev_last_3:.2f` against {glue:text}`ch11_dev_avg_3:.2f`, {glue:text}`ch11_dev_last_8:.2f` against
-# {glue:text}`ch11_dev_avg_8:.2f`). The control's {glue:text}`ch11_control_minutes:.0f` minutes include about 9 minutes slowed by a
-# test run that shared the two cores.
+# {glue:text}`ch11_dev_avg_8:.2f`). The control's training took {glue:text}`ch11_control_minutes:.0f` minutes, about 9 of them slowed by other
+# work on the same two cores (wall-clock times on a shared machine are not a benchmark).
 
 # %% [markdown]
 # ## Summary
