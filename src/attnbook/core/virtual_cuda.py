@@ -39,8 +39,7 @@ CUDA = torch.device("cuda", 0)
 
 #: functions that accept tensors of both devices on real CUDA
 _CROSS_DEVICE = {torch.Tensor.copy_, torch.Tensor.to, torch.Tensor.__setitem__, torch.Tensor.set_,
-                 torch.Tensor.cpu, torch.Tensor.cuda, torch.Tensor.data.__set__,
-                 torch._has_compatible_shallow_copy_type, torch.autograd.grad}
+                 torch.Tensor.cuda, torch.Tensor.data.__set__, torch._has_compatible_shallow_copy_type}
 _INDEXING = {torch.Tensor.__getitem__, torch.Tensor.index_select, torch.index_select}
 
 
@@ -115,10 +114,7 @@ class VirtualCudaTensor(torch.Tensor):
         if target == "cpu":  # e.g. zeros_like(t, device="cpu")
             with torch._C.DisableTorchFunctionSubclass():
                 return func(*_untag_all(args), **kwargs)
-        out = super().__torch_function__(func, types, args, kwargs)
-        if func is torch.Tensor.__getitem__ or func is torch.Tensor.tolist or func is torch.Tensor.item:
-            return out
-        return out
+        return super().__torch_function__(func, types, args, kwargs)
 
 
 def _is_device(x: Any) -> bool:

@@ -265,10 +265,11 @@ def first_layer_below(curves: np.ndarray, level: float) -> int:
     """The first layer ``l`` at which the mean over inputs of ``curves`` (an (L + 1, n_sequences) array of
     :func:`residual_by_layer`) is below ``level`` (chapter "Rank collapse in pretrained transformers": the
     layer where the tokens have collapsed). Raises ValueError when no layer is below ``level``."""
-    below = np.asarray(curves).mean(1) < level
-    if not below.any():
+    mean = torch.as_tensor(np.asarray(curves).mean(1))
+    layer = deep_bound.first_layer_below(mean, level)
+    if layer == len(mean):
         raise ValueError(f"no layer has a mean relative residual below {level}")
-    return int(np.argmax(below))
+    return layer
 
 
 def bound_margins(cases: Mapping[str, Mapping[str, np.ndarray]]) -> tuple[float, float]:
