@@ -4,9 +4,11 @@
     .venv/bin/python scripts/circle_runs.py control   # attention removed, every seed, both widths (~1 minute)
     .venv/bin/python scripts/circle_runs.py seeds16   # SAN, SAN+skip, SAN+MLP with 16 seeds (~6 minutes)
 
-Every model is trained with the book's recipe (``circle.fit``, the chapter's own training, sizes of the
-``circle`` preset) on one CPU thread, and summarised as the chapter reads it (``circle.summarise_run``: the
-one-step error over staying put, the collapse step, the final token gap and the spread of the rollout).
+Every model is trained with the book's recipe (the chapter's own training, sizes of the ``circle`` preset): the
+seeds of one width and variant as one batched model (``circle_ensemble.ensemble_sweep``, the models ``circle.fit``
+trains, to float rounding), on one CPU thread or with ``--device cuda``, and summarised as the chapter reads
+it (``circle.summarise_run``: the one-step error over staying put, the collapse step, the final token gap and
+the spread of the rollout).
 ``control`` is the circle model with attention removed (``CircleNet(attention=False)``: every head gated
 to zero, a token-wise map with the same parameters); ``seeds16`` repeats the chapter's own sweep over 16
 seeds, enough to tell the collapse fractions apart. Each writes
@@ -32,6 +34,7 @@ import torch  # noqa: E402
 import attnbook  # noqa: E402
 from attnbook.core import runs  # noqa: E402
 from attnbook.rank.tasks import circle  # noqa: E402
+from attnbook.rank.tasks.circle_ensemble import ensemble_sweep  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
 
 
@@ -41,6 +44,7 @@ def main() -> None:
     ap.add_argument("run", choices=("control", "seeds16"))
     ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--device", default="cpu", help="where the ensembles train (cuda on a GPU machine)")
     args = ap.parse_args()
     torch.set_num_threads(1)  # as the chapter: small models, one thread
     run_name = f"circle_{args.run}"
@@ -48,21 +52,21 @@ def main() -> None:
     variants, n_seeds = cfg["variants"], cfg["n_seeds"]
     X, Y = circle.circle_dataset(cfg["n_points"])
     results, t0 = [], time.time()
-    for d in cfg["widths"]:
-        for name, variant in variants.items():
-            for seed in range(n_seeds):
-                model, _ = circle.fit(d, seed, steps=cfg["steps"], lr=cfg["lr"], batch=cfg["batch"],
-                                      n_points=cfg["n_points"], n_heads=cfg["n_heads"], **variant)
-                run = {"d_model": d, "variant": name, "seed": seed,
-                       **circle.summarise_run(model, X, Y, cfg["rollout"])}
-                results.append(run)
-                print(run, flush=True)
+    sweep = ensemble_sweep(cfg["widths"], variants, n_seeds, X, Y, cfg["rollout"], keep_trajectory=False,
+                           steps=cfg["steps"], lr=cfg["lr"], batch=cfg["batch"], n_points=cfg["n_points"],
+                           n_heads=cfg["n_heads"], device=args.device)
+    for (d, name), records in sweep.items():
+        for seed, summary in enumerate(records):
+            run = {"d_model": d, "variant": name, "seed": seed, **summary}
+            results.append(run)
+            print(run, flush=True)
     record = {
         "what": runs.run(run_name).what,
         "recipe": cfg,
         "runs": results,
         "seconds": round(time.time() - t0, 1),
         "threads": 1,
+        "device": args.device,
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, {platform.machine()}",
         "torch": torch.__version__,
         "meta": runs.record(run_name, args.preset, sys.argv),

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnbook.rank.tasks import circle
-from attnbook.rank.tasks.circle_ensemble import fit_ensemble
+from attnbook.rank.tasks.circle_ensemble import ensemble_sweep, fit_ensemble
 
 KW = dict(steps=25, lr=3e-3, batch=8, n_points=40, device="cpu")
 
@@ -39,3 +39,22 @@ def test_bad_seeds_are_refused():
         fit_ensemble(16, [1, 1], **KW)
     with pytest.raises(ValueError, match="distinct"):
         fit_ensemble(16, [], **KW)
+
+
+def test_the_ensemble_sweep_gives_the_records_of_the_seed_sweep():
+    """Same keys, seeds in order, and each record the one circle.fit's model gives (a swapped seed order or a
+    variant dropped from the options would fail)."""
+    variants = {"SAN": {}, "SAN+skip": {"skip": True}}
+    X, Y = circle.circle_dataset(KW["n_points"])
+    fit_kw = {k: v for k, v in KW.items()}
+    batched = ensemble_sweep([8, 16], variants, 2, X, Y, 60, n_heads=2, **fit_kw)
+    alone = circle.seed_sweep(lambda d, v, seed: circle.fit(d, seed, n_heads=2, **fit_kw, **variants[v]),
+                              [8, 16], list(variants), 2, X, Y, 60)
+    assert list(batched) == list(alone)
+    for key in alone:
+        for b, a in zip(batched[key], alone[key]):
+            assert b["mse_over_stay_put"] == pytest.approx(a["mse_over_stay_put"], rel=1e-3)
+            assert b["final_gap"] == pytest.approx(a["final_gap"], rel=1e-3, abs=1e-5)
+            torch.testing.assert_close(b["traj"], a["traj"], rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match="n_seeds"):
+        ensemble_sweep([8], variants, 0, X, Y, 20, **fit_kw)

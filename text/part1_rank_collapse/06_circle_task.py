@@ -33,6 +33,7 @@ import torch
 import matplotlib.pyplot as plt
 from attnbook.claims import papers
 from attnbook.rank.tasks import circle, circle_figures
+from attnbook.rank.tasks.circle_ensemble import ensemble_sweep
 
 dev = attnbook.setup(seed=0)
 cfg = attnbook.preset("circle")
@@ -172,12 +173,16 @@ print("gap at t = 0, 50, 100, 300:", np.round(g[[0, 50, 100, -1]], 3),
 #
 # One trained model is one draw: whether its tokens merge depends strongly on the seed. So we train every
 # variant ($d \in \{32, 128\}$; SAN, SAN+skip, SAN+MLP) with the book's recipe from several seeds and roll
-# each out from the same start.
+# each out from the same start. The models of one width and variant train side by side, as one
+# batched model (`torch.func.vmap` over stacked parameters): the same models as one by one, and on a
+# GPU the only way these tiny models keep it busy.
 
 # %%
-# every record: one-step MSE / stay put, collapse step, final gap, spread, trajectory
-runs = circle.seed_sweep(fit_book, cfg["widths"], VARIANTS, cfg["n_seeds"], X, Y,
-                         cfg["rollout"])
+# every record: one-step MSE / stay put, collapse step, final gap, spread, trajectory.
+# The seeds of one width and variant train together as one batched model: the
+# models fit_book trains, to float rounding, in one pass per step
+runs = ensemble_sweep(cfg["widths"], VARIANTS, cfg["n_seeds"], X, Y, cfg["rollout"],
+                      steps=cfg["steps"], lr=cfg["lr"], batch=cfg["batch"], **SIZE)
 live_steps = circle.collapse_steps(runs)  # None: the tokens never merge
 print(circle.merge_report(live_steps))
 

@@ -272,7 +272,7 @@ RUNS: dict[str, Run] = {r.name: r for r in [
     Run("circle_seeds16", "The circle task", "scripts/circle_runs.py", "circle/seeds16_{preset}.json",
         {"quick": _circle("quick", {"SAN": {}, "SAN+skip": {"skip": True}, "SAN+MLP": {"mlp": True}}, 16)},
         "the chapter's sweep (SAN, SAN+skip, SAN+MLP at both widths) over 16 seeds, the book's recipe (at paper "
-        "the chapter's own sweep has 16 seeds)", args=("seeds16",), minutes=8),
+        "the chapter's own sweep has 16 seeds)", args=("seeds16",), minutes=4),
     Run("optimiser_sweep", "Unequal gradients", "scripts/sweep_optimisers.py", "signal/optimiser_sweep_{preset}.json",
         {p: _optimiser_sweep(p) for p in _EVERY},
         "reversal task, post-LN depth-L stack: final accuracy of every (arm, learning rate, seed); training logs "

@@ -16,7 +16,7 @@ so a stacked parameter is updated as the separate ones would be). The learning-r
 from __future__ import annotations
 
 import copy
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import torch
 from torch.func import functional_call, stack_module_state, vmap
@@ -24,7 +24,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from attnbook.core.presets import device as default_device
 from attnbook.core.presets import seed_everything
 from attnbook.core.train import lr_factor
-from attnbook.rank.tasks.circle import CircleNet, circle_dataset
+from attnbook.rank.tasks.circle import CircleNet, circle_dataset, summarise_run
 
 
 def fit_ensemble(d_model: int, seeds: Sequence[int], *, steps: int, lr: float, batch: int, n_points: int = 1000,
@@ -57,7 +57,8 @@ def fit_ensemble(d_model: int, seeds: Sequence[int], *, steps: int, lr: float, b
     losses_of = vmap(one_loss)
     opt = torch.optim.AdamW(list(params.values()), lr=lr, weight_decay=0.0)
     warmup_steps = int(round(warmup * steps)) if warmup < 1 else int(warmup)
-    history: dict = {"loss": []}
+    history: dict = {}
+    per_step = []
     X, Y = X.to(dev), Y.to(dev)
     for step in range(steps):
         for group in opt.param_groups:
@@ -72,9 +73,24 @@ def fit_ensemble(d_model: int, seeds: Sequence[int], *, steps: int, lr: float, b
         for g in grads:
             g.mul_(scale.view(-1, *[1] * (g.ndim - 1)))
         opt.step()
-        history["loss"].append(losses.detach().cpu().tolist())
+        per_step.append(losses.detach())  # kept on the device: one copy to the CPU at the end, not one per step
+    history["loss"] = torch.stack(per_step).cpu().tolist()
     trained = []
     for i, model in enumerate(models):
         model.load_state_dict({k: v[i].detach().cpu() for k, v in params.items()}, strict=False)
         trained.append(model.eval())
     return trained, history
+
+
+def ensemble_sweep(widths: Sequence[int], variants: Mapping[str, Mapping], n_seeds: int, X: torch.Tensor,
+                   Y: torch.Tensor, rollout_steps: int, keep_trajectory: bool = True, **fit_kw) -> dict:
+    """Chapter "The circle task"'s sweep with one batched ensemble per width and variant: the records
+    :func:`~attnbook.rank.tasks.circle.seed_sweep` returns for ``fit(d, variant, seed)`` = ``circle.fit``, as
+    ``{(d, variant name): [record per seed 0 .. n_seeds - 1]}`` (:func:`~attnbook.rank.tasks.circle.summarise_run`
+    of each model on ``X, Y``). ``variants``: name -> ``CircleNet`` options; ``fit_kw``: :func:`fit_ensemble`'s
+    training settings (``steps``, ``lr``, ``batch``, ``n_points``, ``n_heads``, ``device``)."""
+    if n_seeds < 1:
+        raise ValueError(f"n_seeds must be at least 1, got {n_seeds}")
+    return {(d, name): [summarise_run(m, X, Y, rollout_steps, keep_trajectory=keep_trajectory)
+                        for m in fit_ensemble(d, range(n_seeds), **fit_kw, **variant)[0]]
+            for d in widths for name, variant in variants.items()}
