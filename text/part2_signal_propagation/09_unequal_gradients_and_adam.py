@@ -25,10 +25,11 @@ except ImportError:
 # **In this chapter you will**
 #
 # * derive the Frobenius norms of the Jacobians $\partial S/\partial W_V$ and $\partial S/\partial W_Q$ under
-#   uniform attention (the book's own derivation: the review states only that the query/key gradient is
-#   cubic and the value gradient linear in the width) and check them by simulation;
+#   uniform attention (the book's own derivation: the paper's summaries state only that the query/key
+#   gradient is cubic and the value gradient linear in the width) and check them by simulation;
 # * measure their scaling with the input norm, the sequence length and the width (log-log slopes);
-# * find the temperature that balances them, and compare it with the value $\tau = 8.5$ the review quotes;
+# * find the temperature that balances them, and ask whether it can pin down the $\tau = 8.5$ that a
+#   summary of the paper quotes;
 # * train a deep post-LN transformer on sequence reversal with SGD and Adam, with and without residual
 #   scaling and temperature.
 
@@ -106,7 +107,7 @@ print(dict(sizes))
 #
 # At $\tau = 1$ they read $\|\partial S/\partial W_V\|_F^2 = n d_v \|\bar x\|^2$ and
 # $\mathbb E\|\partial S/\partial W_Q\|_F^2 = (\sigma_v^2\sigma_k^2 d_v / n^2)\, \|X\|_F^2 \|X^\top(I - \mathbf 1\mathbf 1^\top/n) X\|_F^2$.
-# These closed forms are this book's derivation, not quotations: the review only says that the query/key
+# These closed forms are this book's derivation, not quotations: a summary of the paper only says that the query/key
 # gradient grows like the cube of the width and the value gradient linearly, which they reproduce. The check: uniform attention holds *exactly* when $W_Q = 0$ (all scores
 # are zero), so we evaluate the $W_Q$-Jacobian at $W_Q = 0$ over many draws of $W_K, W_V$ (and the
 # $W_K$-Jacobian at $W_K = 0$), and compare the Monte-Carlo mean with {eq}`ch09-jq`.
@@ -155,7 +156,7 @@ for key in "qkv":
 # \end{gathered}
 # $$ (ch09-normalised)
 #
-# the review's "$d^3 (1-\rho)^2 (n-1)/n$ versus $d (1 + (n-1)\rho)$". At fixed weight variances, the query
+# the "$d^3 (1-\rho)^2 (n-1)/n$ versus $d (1 + (n-1)\rho)$" of that summary. At fixed weight variances, the query
 # norm grows like $d^3$ and the value norm like $d$; the value norm grows linearly in $n$ when $\rho > 0$
 # while the query norm saturates; and correlation ($\rho \to 1$) kills the query norm, which is [chapter 8](08_collapse_kills_qk_gradients.ipynb)
 # again. We measure the powers by log-log slopes: against the input scale with exact uniform attention and with
@@ -188,6 +189,7 @@ local = {
     "far": prop.log_log_slope(large_scales[-2:], q_large[-2:]),  # s = 2.8 to 4
 }
 print({k: round(v, 2) for k, v in local.items()})
+glue("ch09_ln_slope", local["LN"])
 
 # %% tags=["nbval-check-output"]
 [
@@ -198,8 +200,8 @@ print({k: round(v, 2) for k, v in local.items()})
     attnbook.check("sequence length: largest |simulation / formula - 1|", length_dev,
                    at_most=0.25),
     attnbook.check(
-        "random W_Q, s from 0.8 to 1 (LayerNorm scale): local slope of |dS/dW_Q|^2",
-        local["LN"], close_to=6, tol=0.3),
+        "random W_Q, s from 0.8 to 1 (LayerNorm scale): local slope of |dS/dW_Q|^2 "
+        "(not yet bent below 6)", local["LN"], at_least=5.7, digits=2),
     attnbook.check(
         "random W_Q, s from 2.8 to 4: local slope of |dS/dW_Q|^2 (the s^6 law bends)",
         local["far"], at_most=5.5),
@@ -210,9 +212,11 @@ print({k: round(v, 2) for k, v in local.items()})
 # norms are homogeneous functions of $X$ of degrees 6 and 2, and small scales make random attention nearly
 # uniform. Those slopes are therefore unit tests of the library (`tests/test_propagation.py`), not claims here.
 # The checks above test what could fail: the width powers 3 and 1 of the derived formula, its length
-# dependence within the Monte-Carlo error, and the input-scale law where nothing forces it. With real random queries the $s^6$ law
-# still holds at LayerNorm scale ($s = 1$, where $\|x_i\|^2 \approx d$): with $\sigma^2 = 1/d$ the scores
-# are then of order one and attention is still close to uniform. Past it the scores, which grow like $s^2$,
+# dependence within the Monte-Carlo error, and the input-scale law where nothing forces it. With real random queries the query norm
+# still grows at least like $s^6$ at LayerNorm scale ($s = 1$, where $\|x_i\|^2 \approx d$): with
+# $\sigma^2 = 1/d$ the scores are then of order one and attention has not sharpened yet. Its local slope there
+# is {glue:text}`ch09_ln_slope:.1f` at this preset's sizes, not exactly 6: as attention starts to leave the uniform,
+# the query norm first grows faster (the check asks only that the law has not bent below 6). Past it the scores, which grow like $s^2$,
 # sharpen attention and the law bends (the dotted curves of {numref}`fig-ch09-1`, top): the local slope of
 # the query norm falls clearly below 6 between $s = 2.8$ and $4$ (the last check), and the value norm grows
 # faster than $s^2$ for a while, because $AX$ moves away from the mean token towards single tokens.
@@ -238,7 +242,7 @@ print({k: round(v, 2) for k, v in local.items()})
 
 # %% tags=["hide-input"]
 NOCI = papers.numbers("noci2022")  # the paper's numbers, each with where it was read
-TAU_REVIEW = NOCI["balancing_temperature"]  # the review's tau
+TAU_QUOTED = NOCI["balancing_temperature"]  # 8.5: quoted by a summary, not the paper
 Xn = prop.tokens_with_cosine(n, d, rho, gen)
 tau_formula = prop.balancing_temperature(Xn, sig, sig)
 taus = [0.2, 0.28, 0.4, 0.57, 0.8, 1.13, 1.6]
@@ -251,37 +255,30 @@ print(
     f"as a logit multiplier 1/tau*: {1 / tau_formula:.2f} and {1 / tau_sim:.2f}"
 )
 
-jacobian_figures.temperature_balance(taus, ratios, tau_formula, TAU_REVIEW.value)
+jacobian_figures.temperature_balance(taus, ratios, tau_formula, TAU_QUOTED.value)
 plt.show()
 
 # %% tags=["nbval-check-output"]
 [
     attnbook.check("balancing temperature, simulation / formula", tau_sim / tau_formula,
                    at_least=0.5, at_most=1.5),
-    attnbook.compare(
-        "balancing inverse temperature 1/tau (a multiplier of the logits), book's "
-        "setting", 1 / tau_sim, paper=TAU_REVIEW.value, rel_tol=0.25,
-        source=f"the review's tau = {TAU_REVIEW.value:g}, read as a multiplier of the "
-               "logits (it does not say which)",
-        reason="the balancing value depends on the width, the length and the token "
-               "cosine (formula above); the book's small setting is not the paper's "
-               "IWSLT model"),
 ]
 
 # %% [markdown]
-# ### Which temperature is 8.5?
+# ### Can the formula tell which temperature is 8.5?
 #
-# The review quotes $\tau = 8.5$ without saying whether it divides the logits or multiplies them.
-# {eq}`ch09-tau-star` can tell the two readings apart once the paper's setting is put into it. Noci et al.
-# train on IWSLT with fairseq, which initialises the query, key and value projections with Xavier-uniform
-# weights of gain $1/\sqrt2$, so $\sigma^2 = 1/(2d)$ (`prop.xavier_uniform_std`) and
+# A summary of the paper (the Korean-language review this book started from) reports that a softmax with
+# temperature $\tau = 8.5$ balances the two gradient norms. The book has not found that number in the paper's
+# text, and the summary does not say whether $\tau$ divides the logits or multiplies them. So 8.5 is not a
+# paper value here and the book does not compare with it; it asks what {eq}`ch09-tau-star` can say about it.
+# Noci et al. train on IWSLT with fairseq, which initialises the query, key and value projections with
+# Xavier-uniform weights of gain $1/\sqrt2$, so $\sigma^2 = 1/(2d)$ (`prop.xavier_uniform_std`) and
 # $\sigma_k^2\sigma_v^2 d^2 = 1/4$; the tokens entering attention are LayerNorm-scale ($\|x\|^2 = d$); IWSLT
-# sentences have $n \approx 25$-$30$ tokens. The token cosine is not given by the paper: we assume
-# $\rho = 0.3$ and show how the answer moves with it. Note first that with $\sigma_k^2\sigma_v^2 d^2 = 1/4$,
-# {eq}`ch09-tau-star` gives $\tau_* \le 1/2$ for every $n$ and $\rho$: a temperature that *divides* the logits
-# by 8.5 would shrink query/key gradients that are already the smaller ones. Read as a *multiplier* of the
-# logits, $8.5$ is a candidate for $1/\tau_*$. That reading is the hypothesis tested here, not a fact read
-# from the paper.
+# sentences have $n \approx 25$-$30$ tokens. With $\sigma_k^2\sigma_v^2 d^2 = 1/4$, {eq}`ch09-tau-star` gives
+# $\tau_* \le 1/2$ for every $n$ and $\rho$: a temperature that *divides* the logits by 8.5 would shrink
+# query/key gradients that are already the smaller ones. Read as a *multiplier* of the logits, 8.5 is a
+# candidate for $1/\tau_*$, but $1/\tau_*$ depends on the token cosine $\rho$, which the paper does not give.
+# The check below measures how much.
 
 # %%
 fairseq_sigma = prop.xavier_uniform_std(512, 512, gain=2**-0.5)
@@ -297,7 +294,7 @@ print("1/tau* with fairseq's initialisation at d = 512 (rows: cosine; columns: n
 for cosine in (0.2, 0.3, 0.4):
     print(f"  rho = {cosine}:",
           [round(fairseq_multiplier(m, cosine), 2) for m in (25, 27, 30)])
-multiplier = fairseq_multiplier(27, 0.3)
+by_cosine = {cosine: fairseq_multiplier(27, cosine) for cosine in (0.2, 0.3, 0.4)}
 multiplier_range = (fairseq_multiplier(25, 0.3), fairseq_multiplier(30, 0.3))
 near_uniform = ratios[-1] / (tau_formula / taus[-1]) ** 2
 print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention near "
@@ -305,13 +302,10 @@ print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention nea
 
 # %% tags=["nbval-check-output"]
 [
-    attnbook.compare(
-        "balancing logit multiplier 1/tau*, the paper's setting (fairseq init, "
-        "d = 512, rho = 0.3, n = 25-30)", multiplier, paper=TAU_REVIEW.value,
-        interval=multiplier_range, digits=2,
-        source=f"the review's tau = {TAU_REVIEW.value:g}, read as a multiplier of the "
-               "logits (a hypothesis: the review does not say which)",
-        reason=f"the range over IWSLT lengths does not contain {TAU_REVIEW.value:g}"),
+    attnbook.check(
+        "balancing logit multiplier 1/tau*, fairseq init, d = 512, n = 27: token cosine "
+        "0.4 over 0.2 (the formula does not pin one value)",
+        by_cosine[0.4] / by_cosine[0.2], at_least=1.5, digits=2),
     attnbook.check(
         "Q/V ratio, simulation / formula where attention is near uniform (largest tau)",
         near_uniform, at_least=0.8, at_most=1.25, digits=2),
@@ -320,18 +314,19 @@ print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention nea
 # %% tags=["remove-input"]
 glue("ch09_mult_lo", float(multiplier_range[0]))
 glue("ch09_mult_hi", float(multiplier_range[1]))
-glue("ch09_mult_rho_lo", float(fairseq_multiplier(27, 0.2)))  # n = 27
-glue("ch09_mult_rho_hi", float(fairseq_multiplier(27, 0.4)))
+glue("ch09_mult_rho_lo", float(by_cosine[0.2]))  # n = 27
+glue("ch09_mult_rho_hi", float(by_cosine[0.4]))
 glue("ch09_tau_formula", float(tau_formula))
 glue("ch09_mult_formula", 1 / float(tau_formula))
 glue("ch09_tau_sim", float(tau_sim))
 glue("ch09_sim_side", "lower" if tau_sim < tau_formula else "higher");
 
 # %% [markdown]
-# In the paper's setting {eq}`ch09-tau-star` puts the balancing logit multiplier at {glue:text}`ch09_mult_lo:.1f`-{glue:text}`ch09_mult_hi:.1f` over IWSLT's
-# sentence lengths: the review's 8.5, *if* 8.5 multiplies the logits. The agreement rests on the assumed
-# cosine: at $\rho = 0.2$ or $0.4$ the multiplier is about {glue:text}`ch09_mult_rho_lo:.0f` or {glue:text}`ch09_mult_rho_hi:.0f` (the table above), so this is a consistency
-# check of the inverse-temperature reading, not a measurement of the paper's value. In the book's own,
+# With an assumed token cosine of 0.3, {eq}`ch09-tau-star` puts the balancing logit multiplier in the paper's
+# setting at {glue:text}`ch09_mult_lo:.1f`-{glue:text}`ch09_mult_hi:.1f` over IWSLT's sentence lengths, near the quoted 8.5 read as a multiplier. But the cosine
+# is assumed: at $\rho = 0.2$ or $0.4$ the multiplier is about {glue:text}`ch09_mult_rho_lo:.0f` or {glue:text}`ch09_mult_rho_hi:.0f` (the table above), and the tokens of a
+# trained model have a different cosine at every layer. The formula is consistent with 8.5 as an inverse
+# temperature and cannot confirm it: the value stays undetermined. In the book's own,
 # smaller setting ($\sigma^2 = 1/d$, $n$ and $\rho$ of the preset) the balance lies at $\tau_* \approx$ {glue:text}`ch09_tau_formula:.2f` by
 # the formula (a logit multiplier of about {glue:text}`ch09_mult_formula:.1f`). The simulation with real random queries finds {glue:text}`ch09_tau_sim:.2f`, {glue:text}`ch09_sim_side` than the formula,
 # because at small temperatures attention is no longer uniform, which is the formula's assumption: where
@@ -378,6 +373,9 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 acc = {k: r["acc"] for k, r in results.items()}
+# Adam on the unscaled model: one seed decides nothing (the sweep below has seeds);
+# one decimal, which the CPU code paths agree on
+glue("ch09_adam_live", round(acc["adam", False, 1.0], 1))
 # trained accuracies move by up to 0.03 between CPU code paths (AVX-512 vs AVX2):
 # their band is 0.05
 [
@@ -389,15 +387,14 @@ acc = {k: r["acc"] for k, r in results.items()}
         at_least=0.9, band=0.05),
     attnbook.check("SGD, alpha=1/sqrt(L), tau=tau*: accuracy",
         acc["sgd", True, tau_model], at_least=0.9, band=0.05),
-    attnbook.check("Adam, alpha=1, tau=1: accuracy (seed 0 trains the unscaled model)",
-        acc["adam", False, 1.0], at_least=0.9, band=0.05),
 ]
 
 # %% [markdown]
 # What this single run shows: plain SGD does not train the unscaled deep post-LN model at this learning rate
 # (its deep layers' query/key gradients are far below the value gradients,
 # [chapter 8](08_collapse_kills_qk_gradients.ipynb)), and a temperature alone does not change that;
-# residual scaling $\alpha = 1/\sqrt L$ lets SGD solve the task; Adam trains the unscaled model too. But it is
+# residual scaling $\alpha = 1/\sqrt L$ lets SGD solve the task; Adam's run on the unscaled model reached an
+# accuracy of {glue:text}`ch09_adam_live:.1f`. But it is
 # one seed and one learning rate per optimiser, which cannot carry "SGD *cannot* train it" or "Adam can".
 #
 # ### A sweep that can decide
@@ -590,14 +587,15 @@ glue("ch09_alpha_s_hi", max(alphas[True]));
 #
 # * Under uniform attention, $\|\partial S/\partial W_V\|_F^2 = n d_v\|\bar x\|^2$ and
 #   $\mathbb E\|\partial S/\partial W_Q\|_F^2 = \sigma_k^2\sigma_v^2 d_v \|X\|_F^2 \|X^\top\Pi X\|_F^2/(n^2\tau^2)$,
-#   the book's derivation (the review states only their cubic and linear growth with the width); simulation
+#   the book's derivation (the paper's summaries state only their cubic and linear growth with the width); simulation
 #   confirms both.
 # * The query/key norm scales with the 6th power of the input scale and the cube of the width; the value
 #   norm with the square and the first power; correlation between tokens shrinks the former only.
 # * A softmax temperature rescales the query/key gradients by $1/\tau^2$; in the book's setting the balance
-#   is at $\tau_* < 1$; in the paper's setting (fairseq's initialisation, IWSLT lengths, an assumed token
-#   cosine 0.3) the balancing *logit multiplier* is {glue:text}`ch09_mult_lo:.1f`-{glue:text}`ch09_mult_hi:.1f`, consistent with the review's 8.5 read as an
-#   inverse temperature.
+#   is at $\tau_* < 1$; in the paper's setting (fairseq's initialisation, IWSLT lengths) the balancing
+#   *logit multiplier* depends on the token cosine, which the paper does not give ({glue:text}`ch09_mult_rho_lo:.0f` to {glue:text}`ch09_mult_rho_hi:.0f` for
+#   cosines 0.2 to 0.4): consistent with the 8.5 a summary of the paper quotes, read as an inverse
+#   temperature, but not a confirmation of it.
 # * On a deep post-LN model, $\alpha = 1/\sqrt L$ lets SGD train at every seed; without it SGD fails at every
 #   learning rate, and Adam succeeds for {glue:text}`ch09_adam_learned:.0f` of {glue:text}`ch09_n_seeds:.0f` seeds: a sweep over learning rates and seeds, not one
 #   run, decides which claims hold. Success follows the output token cosine falling, not the gradient
@@ -608,7 +606,7 @@ glue("ch09_alpha_s_hi", max(alphas[True]));
 #
 # ## Exercises
 #
-# 1. Under each reading of the review's 8.5, what would the paper's setting need? As a logit multiplier:
+# 1. Under each reading of the quoted 8.5, what would the paper's setting need? As a logit multiplier:
 #    use {eq}`ch09-tau-star` to find the token cosine $\rho$ at which $1/\tau_* = 8.5$ exactly for $n = 27$
 #    and fairseq's initialisation. As a divisor: find the input scale $s$ (tokens of norm $s\sqrt d$) at which
 #    $\tau_* = 8.5$. Which is plausible for the LayerNorm-scale inputs of a Transformer?

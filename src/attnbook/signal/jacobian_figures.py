@@ -78,18 +78,20 @@ def scaling_laws(scales: Sequence[float], by_scale: Mapping[str, Sequence[dict]]
 
 
 def temperature_balance(taus: Sequence[float], ratios: Sequence[float], tau_formula: float,
-                        review_tau: float) -> plt.Figure:
+                        quoted_tau: float) -> plt.Figure:
     """The simulated query/value norm ratio against the temperature, the uniform-attention formula
-    ``(tau*/tau)^2`` through the formula's balancing temperature ``tau_formula``, and the review's
-    ``review_tau`` read both ways (dividing the logits, and multiplying them: ``1/review_tau``)."""
+    ``(tau*/tau)^2`` through the formula's balancing temperature ``tau_formula``, and the temperature
+    ``quoted_tau`` that a summary of the paper quotes (not a number printed in the paper) read both ways
+    (dividing the logits, and multiplying them: ``1/quoted_tau``)."""
     fig, ax = plt.subplots(figsize=(6.4, 6.0), layout="constrained")
     ax.plot(taus, ratios, "o-", color="#d62728", label="simulation (random $W_Q$)")
     grid = torch.logspace(math.log10(0.15), math.log10(10), 50)
     ax.plot(grid, (tau_formula / grid) ** 2, "-", color="0.2", lw=1.2, label="formula, uniform attention")
     ax.axhline(1.0, color="0.6", lw=1)
-    plotting.paper_line(ax, review_tau, f"review's tau = {review_tau:g}", horizontal=False)
-    ax.axvline(1 / review_tau, color="0.35", ls=":", lw=1.3,
-               label=f"1/{review_tau:g} (tau as a logit multiplier)")
+    ax.axvline(quoted_tau, color="0.35", ls="--", lw=1.3,
+               label=f"quoted tau = {quoted_tau:g} (a summary of the paper, not the paper)")
+    ax.axvline(1 / quoted_tau, color="0.35", ls=":", lw=1.3,
+               label=f"1/{quoted_tau:g} (the quoted tau as a logit multiplier)")
     ax.set(
         xscale="log",
         yscale="log",
