@@ -594,7 +594,7 @@ glue("ch09_alpha_s_hi", max(alphas[True]));
 # * A softmax temperature rescales the query/key gradients by $1/\tau^2$; in the book's setting the balance
 #   is at $\tau_* < 1$; in the paper's setting (fairseq's initialisation, IWSLT lengths) the balancing
 #   *logit multiplier* depends on the token cosine, which the paper does not give ({glue:text}`ch09_mult_rho_lo:.0f` to {glue:text}`ch09_mult_rho_hi:.0f` for
-#   cosines 0.2 to 0.4): consistent with the 8.5 a summary of the paper quotes, read as an inverse
+#   token cosines $\rho = 0.2$ to $0.4$): consistent with the 8.5 a summary of the paper quotes, read as an inverse
 #   temperature, but not a confirmation of it.
 # * On a deep post-LN model, $\alpha = 1/\sqrt L$ lets SGD train at every seed; without it SGD fails at every
 #   learning rate, and Adam succeeds for {glue:text}`ch09_adam_learned:.0f` of {glue:text}`ch09_n_seeds:.0f` seeds: a sweep over learning rates and seeds, not one
