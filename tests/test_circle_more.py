@@ -110,3 +110,20 @@ def test_status_flips_counts_seeds_that_merge_on_one_side_only():
     shipped = {(32, "SAN"): [{"collapse_step": 5}, {"collapse_step": None}]}
     assert C.status_flips({(32, "SAN"): [7, None]}, shipped) == 0
     assert C.status_flips({(32, "SAN"): [None, 4]}, shipped) == 2
+
+
+def test_tracking_steps_counts_the_steps_before_the_rollout_leaves_the_circle():
+    n = 1000
+    p = circle.circle_points(n)
+    t = torch.arange(31)
+    truth = torch.stack([p[t], p[t + n // 2 - 1]], 1)
+    assert circle.tracking_steps(truth, n) == 30  # the exact orbit: followed throughout
+    off = truth.clone()
+    off[12:, 1] += 0.05 * circle.RADIUS  # half the tolerance: still following
+    assert circle.tracking_steps(off, n) == 30
+    off[12:, 1] += 0.1 * circle.RADIUS  # now past it from step 12 on
+    assert circle.tracking_steps(off, n) == 11
+    stuck = truth[:1].expand(31, 2, 2)  # staying put leaves the orbit once a step moves far enough
+    assert 0 < circle.tracking_steps(stuck, n) < 30
+    with pytest.raises(ValueError, match="shape"):
+        circle.tracking_steps(truth[:, :1], n)

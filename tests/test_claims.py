@@ -225,3 +225,40 @@ def test_reaches_is_one_rule_among_the_others():
         compare("x", 1.0, paper=1.0, source="s", tol=0.1, lower_is_better=True)
     with pytest.raises(ValueError, match="non-negative"):
         compare("x", 1.0, paper=1.0, source="s", reaches=-0.1)
+
+
+@pytest.mark.parametrize("value, chance, p, verdict", [
+    (0.4, 0.0, 0.01, "reproduces"),   # above chance, significant
+    (0.4, 0.0, 0.2, "undecided"),     # above chance, the test cannot tell it from chance
+    (-0.1, 0.0, 0.7, "differs"),      # not above chance
+    (0.0, 0.0, 0.5, "differs"),       # at chance is not above it
+])
+def test_a_qualitative_statement_is_decided_against_chance(value, chance, p, verdict):
+    c = claims.compare("rho", value, paper=1, above_chance=(chance, p), source="Sec. 4", reason="measured")
+    assert c.verdict == verdict
+    assert "one-sided p < 0.05" in c.condition
+
+
+def test_above_chance_needs_a_direction_and_a_probability():
+    with pytest.raises(ValueError, match="paper=1"):
+        claims.compare("rho", 0.4, paper=0.5, above_chance=(0.0, 0.01), source="Sec. 4")
+    with pytest.raises(ValueError, match="p must be in"):
+        claims.compare("rho", 0.4, paper=1, above_chance=(0.0, 1.5), source="Sec. 4")
+
+
+def test_an_analogue_names_its_model_and_keeps_its_verdict():
+    c = claims.compare("share", 0.9, paper=0.9, tol=0.1, source="Sec. 5", analogue="MiniLM")
+    assert (c.kind, c.verdict) == (claims.ANALOGUE, "reproduces")
+    assert c.paper_note == "analogue on MiniLM, not the paper's model; Sec. 5"
+
+
+def test_a_gate_that_fails_is_recorded_not_raised():
+    ok = claims.gate("gain of training on", 0.2, at_most=0.5, guards="the head analyses")
+    bad = claims.gate("gain of training on", 1.1, at_most=0.5, guards="the head analyses")
+    assert (ok.kind, ok.verdict, ok.holds, ok.reason) == ("gate", "passes", True, "")
+    assert (bad.kind, bad.verdict, bad.holds) == ("gate", "fails", False)
+    assert bad.reason == "failed: the head analyses" and "failed: the head analyses" in bad.line()
+    with pytest.raises(ValueError, match="guards"):
+        claims.gate("gain", 0.2, at_most=0.5, guards="")
+    with pytest.raises(ValueError, match="condition"):
+        claims.gate("gain", 0.2, guards="x")

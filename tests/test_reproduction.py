@@ -65,6 +65,13 @@ def test_claim_output_is_collected(tmp_path):
             "| ✓ reproduces | – |") in table
 
 
+def test_every_row_names_its_chapter_the_first_in_bold(tmp_path):
+    a, b = claims.check("first", 1.0, at_most=2), claims.check("second", 1.0, at_most=2)
+    table = reproduction.markdown_table(reproduction.collect(fake_book(tmp_path, {"01_a": [claim_output(a),
+                                                                                             claim_output(b)]})))
+    assert "| **1. Chapter 01_a** | check | first |" in table and "| 1. Chapter 01_a | check | second |" in table
+
+
 def test_book_order_display_data_and_string_records(tmp_path):
     a = claims.check("first", 1.0, at_most=2)
     b = claims.compare("second", 2.0, paper=2.5, tol=1, source="read off Fig. 1")
@@ -89,7 +96,7 @@ def test_failing_record_is_reported_as_failing(tmp_path):
     rows = reproduction.collect(root)
     assert [r.holds for r in rows] == [True, False]
     assert rows[1].status == "fails" and not rows[1].all_hold
-    assert "|  | check | too big | 10 | <= 1 |  | ✗ fails | – |" in reproduction.markdown_table(rows)
+    assert "| 1. Chapter 01_a | check | too big | 10 | <= 1 |  | ✗ fails | – |" in reproduction.markdown_table(rows)
     assert "**2** must-hold checks, **1** of which hold" in reproduction.summary(rows, root)
 
 
@@ -301,11 +308,27 @@ def test_per_paper_summary_counts_verdicts_by_paper():
                    paper_note="", value=1.0, condition="", holds=holds, kind=kind, verdict=verdict)
 
     rows = [row(1, "check", "holds"), row(1, "comparison", "reproduces"), row(2, "comparison", "differs"),
+            row(3, "comparison", "undecided"), row(5, "analogue", "reproduces"), row(5, "analogue", "differs"),
             row(8, "check", "fails", holds=False)]
     lines = per_paper_summary(rows).splitlines()
     dong, noci = lines[2], lines[3]
-    assert "| 1 (1) | 1 | 1 | 3, 4, 5, 6, 7 |" in dong
-    assert "| 1 (0) | 0 | 0 | 8, 9 |" in noci
+    # an analogue is neither a check nor a comparison: chapter 5 has no comparison
+    assert "| 1 (1) | 1 | 1 | 1 | 2 (1) | 4, 5, 6, 7 |" in dong
+    assert "| 1 (0) | 0 | 0 | 0 | 0 (0) | 8, 9 |" in noci
+
+
+def test_an_analogue_is_counted_apart_from_the_reproductions(tmp_path):
+    """A result on another model than the paper's agrees or not by the same rule, but the summary does not count
+    it among the comparisons that reproduce."""
+    same = claims.compare("slope", 3.0, paper=3.0, tol=0.1, source="Sec. 1")
+    other = claims.compare("slope on MiniLM", 3.0, paper=3.0, tol=0.1, source="Sec. 1", analogue="MiniLM")
+    assert (other.kind, other.verdict) == ("analogue", "reproduces")
+    assert other.paper_note.startswith("analogue on MiniLM, not the paper's model")
+    root = fake_book(tmp_path, {"01_a": [claim_output(same), claim_output(other)]})
+    summary = reproduction.summary(reproduction.collect(root), root)
+    assert "**0** must-hold checks" in summary
+    assert "**1** comparison with a paper, of which **1** reproduce" in summary
+    assert "**1** analogue (the same rule on another model than the paper's: **1** agree" in summary
 
 
 def build_folder(root: Path, tmp_path: Path, value: float) -> Path:
@@ -348,3 +371,15 @@ def test_a_missing_or_stale_build_copy_is_refused(tmp_path):
     os.utime(stale, (source.stat().st_mtime + 10,) * 2)
     with pytest.raises(ValueError, match="has not executed book/part/02_b"):
         reproduction.quick_source(root, environ=env)
+
+
+def test_gates_are_counted_apart_and_a_failed_one_shows_what_it_guards(tmp_path):
+    passed = claims.gate("trained enough", 0.2, at_most=0.5, guards="the analyses below")
+    failed = claims.gate("converged", 0.9, at_most=0.5, guards="the role analyses")
+    held = claims.check("BLEU", 14.0, at_least=10)
+    root = fake_book(tmp_path, {"01_a": [claim_output(passed), claim_output(failed), claim_output(held)]})
+    rows = reproduction.collect(root)
+    summary = reproduction.summary(rows, root)
+    assert "**1** must-hold check, **1** of which hold" in summary
+    assert "**2** gates (the evidence an analysis needs, recorded even when it fails), **1** of which fail" in summary
+    assert "| ✗ fails: failed: the role analyses |" in reproduction.markdown_table(rows)

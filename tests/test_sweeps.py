@@ -253,3 +253,15 @@ def test_changes_at_paper_shares_interpolates_the_paper_at_each_run_s_share():
     assert sorted(out) == [50, 75]  # 10 of 100 lies below the paper's smallest share
     assert out[75][1:] == (pytest.approx(-1.0), pytest.approx(-0.5)) and out[50][2] == pytest.approx(-1.0)
     assert out[75][0] is runs_[0]
+
+
+def test_continuation_gain_is_after_minus_before_on_the_control():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
+    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
+    control = {"n_eval": 3, "runs": [{"train_steps": 10, "epochs": 1.0, "hypotheses_beam": refs,
+                                      "before": {"hypotheses_beam": worse}}]}
+    gain = sweeps.continuation_gain(control, refs, n_bootstrap=50)
+    assert gain["delta"] == pytest.approx(stats.bleu(refs, refs) - stats.bleu(worse, refs))
+    assert gain["low"] <= gain["delta"] <= gain["high"] and gain["train_steps"] == 10
+    with pytest.raises(ValueError, match="evaluated on 3"):
+        sweeps.continuation_gain(control, refs[:2])

@@ -7,6 +7,8 @@
 * :func:`paired_bleu_difference`, :func:`paired_bleu_contrast`: Koehn's paired bootstrap of a difference of BLEUs
   and of a weighted sum of them (chapter "Pruning heads").
 * :func:`across_seeds`: one shape's paired differences over seeds, their mean, envelope and spread.
+* :func:`top_overlap_p`: the chance of a top-k overlap at least as large under random rankings (a qualitative
+  statement of a paper decided against chance: chapter "A translation model").
 
 BLEU goes through sacreBLEU's public API only (``BLEU.sentence_score`` for each sentence's n-gram statistics,
 ``BLEU.compute_bleu`` for a corpus score from summed statistics, ``sacrebleu.significance.estimate_ci``).
@@ -143,3 +145,16 @@ def across_seeds(per_seed: Sequence[Mapping]) -> dict:
     return {"n_seeds": len(deltas), "delta": sum(deltas) / len(deltas),
             "low": min(s["low"] for s in per_seed), "high": max(s["high"] for s in per_seed),
             "spread": max(deltas) - min(deltas)}
+
+
+def top_overlap_p(n_items: int, top: int, overlap: int) -> float:
+    """One-sided p-value of an overlap of ``overlap`` items between the ``top`` items of two rankings of
+    ``n_items`` (chapter "A translation model": are the most relevant heads the most positional ones?): the
+    probability that two independent random top-``top`` sets share at least ``overlap`` items, the upper tail of
+    the hypergeometric distribution."""
+    if not 1 <= top <= n_items or not 0 <= overlap <= top:
+        raise ValueError(f"need 1 <= top <= n_items and 0 <= overlap <= top, got n_items={n_items}, top={top}, "
+                         f"overlap={overlap}")
+    from scipy.stats import hypergeom
+
+    return float(hypergeom.sf(overlap - 1, n_items, top, top))

@@ -31,7 +31,7 @@ from typing import Any, Iterable, Optional, Union
 import nbformat
 import yaml
 
-from attnbook.claims import CHECK, COMPARISON, MIMETYPE
+from attnbook.claims import ANALOGUE, CHECK, COMPARISON, GATE, MIMETYPE
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
 PAGE = "book/reproduction"
@@ -333,10 +333,12 @@ def markdown_table(rows: Iterable[Row]) -> str:
             run = f"not in the {r.gpu} run"
         else:
             run = "–"
-        chapter = f"**{r.chapter}**" if r.notebook != previous else ""
+        # every row names its chapter (so that filtering and sorting keep it), the first of a group in bold
+        chapter = f"**{r.chapter}**" if r.notebook != previous else r.chapter
         previous = r.notebook
-        mark = {"holds": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}.get(r.verdict, "✗")
-        verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if r.verdict in ("differs", "undecided") and r.reason else "")
+        mark = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}.get(r.verdict, "✗")
+        explained = r.verdict in ("differs", "undecided") or (r.kind == GATE and r.verdict == "fails")
+        verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if explained and r.reason else "")
         name = r.name + (f" *(precomputed: `{r.precomputed}`)*" if r.precomputed else "")
         out.append(
             "| " + " | ".join(
@@ -352,18 +354,24 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     def n(k: int, word: str) -> str:
         return f"**{k}** {word}" + ("" if k == 1 else "s")
 
-    checks = [r for r in rows if r.kind != COMPARISON]
+    checks = [r for r in rows if r.kind not in (COMPARISON, ANALOGUE, GATE)]
     comparisons = [r for r in rows if r.kind == COMPARISON]
+    analogues = [r for r in rows if r.kind == ANALOGUE]
+    gates = [r for r in rows if r.kind == GATE]
     reproduce = sum(r.verdict == "reproduces" for r in comparisons)
     undecided = sum(r.verdict == "undecided" for r in comparisons)
     precomputed = sum(bool(r.precomputed) for r in rows)
     flips = sum(r.flips for r in rows)
     text = (
         f"{n(len(rows), 'claim')} in {n(len(chapters), 'chapter')}: {n(len(checks), 'must-hold check')}, "
-        f"**{sum(r.all_hold for r in checks)}** of which hold in every recorded run, and "
+        f"**{sum(r.all_hold for r in checks)}** of which hold in every recorded run; {n(len(gates), 'gate')} "
+        f"(the evidence an analysis needs, recorded even when it fails), **{sum(not r.holds for r in gates)}** "
+        "of which fail at `quick` (their chapters say what that means for the analyses they guard); and "
         f"{n(len(comparisons), 'comparison')} with a paper, of which **{reproduce}** reproduce, "
         f"**{len(comparisons) - reproduce - undecided}** differ (each with its reason) and **{undecided}** are "
-        "undecided (the book's interval straddles the rule's threshold). "
+        "undecided (the book's interval straddles the rule's threshold); "
+        f"{n(len(analogues), 'analogue')} (the same rule on another model than the paper's: "
+        f"**{sum(r.verdict == 'reproduces' for r in analogues)}** agree with the paper, not counted as reproductions). "
         f"**{precomputed}** claims are read from shipped files (*precomputed*, with the command that made them)."
     )
     runs = load_paper_runs(find_root() if root is None else root)
@@ -400,15 +408,18 @@ def per_paper_summary(rows: Iterable[Row]) -> str:
     """A Markdown table with one row per paper: its chapters, must-hold checks (holding), and comparisons
     that reproduce, differ, or the chapters with no comparison at all (not tested)."""
     rows = list(rows)
-    out = ["| paper | chapters | must-hold checks (hold) | comparisons: reproduce | differ | chapters with no comparison |",
-           "|---|---|---|---|---|---|"]
+    out = ["| paper | chapters | must-hold checks (hold) | comparisons: reproduce | differ | undecided | analogues "
+           "(agree) | chapters with no comparison |",
+           "|---|---|---|---|---|---|---|---|"]
     for paper, numbers in PAPERS.items():
         mine = [r for r in rows if _chapter_number(r) in numbers]
-        checks = [r for r in mine if r.kind != COMPARISON]
+        checks = [r for r in mine if r.kind not in (COMPARISON, ANALOGUE, GATE)]
         comps = [r for r in mine if r.kind == COMPARISON]
+        analogues = [r for r in mine if r.kind == ANALOGUE]
         untested = [n for n in numbers if not any(_chapter_number(r) == n for r in comps)]
         out.append(f"| {paper} | {numbers.start}-{numbers.stop - 1} | {len(checks)} "
                    f"({sum(r.all_hold for r in checks)}) | {sum(r.verdict == 'reproduces' for r in comps)} | "
-                   f"{sum(r.verdict == 'differs' for r in comps)} | "
+                   f"{sum(r.verdict == 'differs' for r in comps)} | {sum(r.verdict == 'undecided' for r in comps)} | "
+                   f"{len(analogues)} ({sum(r.verdict == 'reproduces' for r in analogues)}) | "
                    f"{', '.join(map(str, untested)) if untested else 'none'} |")
     return "\n".join(out)

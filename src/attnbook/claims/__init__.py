@@ -4,6 +4,7 @@ and the papers' printed numbers (:mod:`.papers`)."""
 
 from attnbook.claims import notebook as _notebook  # noqa: F401  (registers the list formatter in a kernel)
 from attnbook.claims.api import (
+    ANALOGUE,
     CHECK,
     COMPARISON,
     DEFAULT_REL_BAND,
@@ -12,19 +13,21 @@ from attnbook.claims.api import (
     NOT_MEASURED,
     REGISTRY,
     DIFFERS,
+    GATE,
     REPRODUCES,
     UNDECIDED,
     Claim,
     ClaimFailed,
     check,
     compare,
+    gate,
     not_available,
     when_available,
 )
 from attnbook.claims.bands import accept_claims_within_band, records_agree
 from attnbook.claims.render import html_table
 
-__all__ = ["CHECK", "COMPARISON", "DEFAULT_REL_BAND", "MIMETYPE", "REGISTRY", "Claim", "ClaimFailed", "check",
-           "compare", "not_available", "when_available", "NOT_AVAILABLE",
+__all__ = ["ANALOGUE", "CHECK", "COMPARISON", "DEFAULT_REL_BAND", "MIMETYPE", "REGISTRY", "Claim", "ClaimFailed", "check",
+           "compare", "gate", "GATE", "not_available", "when_available", "NOT_AVAILABLE",
            "NOT_MEASURED", "REPRODUCES", "DIFFERS", "UNDECIDED",
            "accept_claims_within_band", "records_agree", "html_table"]

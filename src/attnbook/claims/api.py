@@ -42,6 +42,11 @@ DEFAULT_REL_BAND = 0.02
 
 #: the two kinds of claim, as they appear in records
 CHECK, COMPARISON = "check", "comparison"
+#: a comparison whose book value is measured on another model than the paper's (a pretrained MiniLM where the
+#: paper measured BERT, say): its verdict is computed as a comparison's, but it is an analogue, not a reproduction
+ANALOGUE = "analogue"
+#: the evidence an analysis needs, recorded whether it passes or fails (:func:`gate`)
+GATE = "gate"
 
 #: the verdicts of a comparison (:func:`compare`)
 REPRODUCES, DIFFERS, UNDECIDED = "reproduces", "differs", "undecided"
@@ -97,6 +102,8 @@ class Claim:
         reason = ""
         if self.verdict == DIFFERS and self.reason:
             reason = f"; differs: {NOT_MEASURED}" if self.reason == NOT_MEASURED else f"; differs because {self.reason}"
+        elif self.kind == GATE and self.verdict == "fails":
+            reason = f"; {self.reason}"
         elif self.verdict == UNDECIDED:
             reason = "; undecided: the interval straddles the rule's threshold" + (
                 f" ({self.reason})" if self.reason else "")
@@ -158,32 +165,8 @@ def check(
     Raises ``ValueError`` when the claim itself is malformed (no condition, a target without a tolerance,
     a predicate without a description, a value that is not a number).
     """
-    if not name:
-        raise ValueError("a claim needs a name")
-    value = _number(name, "value", value)
-    if close_to is not None and tol is None:
-        raise ValueError(f"claim {name!r}: close_to={close_to} needs a tolerance tol")
-    if tol is not None and (close_to is None or tol < 0):
-        raise ValueError(f"claim {name!r}: tol must be non-negative and go with close_to")
-    if predicate is not None and not description:
-        raise ValueError(f"claim {name!r}: a predicate needs a description of what it tests")
-    if close_to is None and at_least is None and at_most is None and predicate is None:
-        raise ValueError(
-            f"claim {name!r}: give a condition (close_to+tol, at_least, at_most or predicate)"
-        )
-    parts, holds = [], math.isfinite(value)
-    if close_to is not None:
-        parts.append(f"within {tol:g} of {close_to:g}")
-        holds &= abs(value - close_to) <= tol
-    if at_least is not None:
-        parts.append(f">= {at_least:g}")
-        holds &= value >= at_least
-    if at_most is not None:
-        parts.append(f"<= {at_most:g}")
-        holds &= value <= at_most
-    if predicate is not None:
-        parts.append(description)
-        holds &= bool(predicate(value))
+    value = _validate(name, value, close_to, tol, at_least, at_most, predicate, description)
+    parts, holds = _conditions(value, close_to, tol, at_least, at_most, predicate, description)
     claim = Claim(
         name=name,
         value=_round(value, digits),
@@ -202,6 +185,81 @@ def check(
     return claim
 
 
+def _validate(name, value, close_to, tol, at_least, at_most, predicate, description) -> float:
+    if not name:
+        raise ValueError("a claim needs a name")
+    value = _number(name, "value", value)
+    if close_to is not None and tol is None:
+        raise ValueError(f"claim {name!r}: close_to={close_to} needs a tolerance tol")
+    if tol is not None and (close_to is None or tol < 0):
+        raise ValueError(f"claim {name!r}: tol must be non-negative and go with close_to")
+    if predicate is not None and not description:
+        raise ValueError(f"claim {name!r}: a predicate needs a description of what it tests")
+    if close_to is None and at_least is None and at_most is None and predicate is None:
+        raise ValueError(
+            f"claim {name!r}: give a condition (close_to+tol, at_least, at_most or predicate)"
+        )
+    return value
+
+
+def _conditions(value, close_to, tol, at_least, at_most, predicate, description) -> tuple[list, bool]:
+    """The stated conditions of a check or a gate, and whether ``value`` meets them all."""
+    parts, holds = [], math.isfinite(value)
+    if close_to is not None:
+        parts.append(f"within {tol:g} of {close_to:g}")
+        holds &= abs(value - close_to) <= tol
+    if at_least is not None:
+        parts.append(f">= {at_least:g}")
+        holds &= value >= at_least
+    if at_most is not None:
+        parts.append(f"<= {at_most:g}")
+        holds &= value <= at_most
+    if predicate is not None:
+        parts.append(description)
+        holds &= bool(predicate(value))
+    return parts, bool(holds)
+
+
+def gate(
+    name: str,
+    value: float,
+    *,
+    guards: str,
+    close_to: Optional[float] = None,
+    tol: Optional[float] = None,
+    at_least: Optional[float] = None,
+    at_most: Optional[float] = None,
+    band: Optional[float] = None,
+    precomputed: str = "",
+    chapter: str = "",
+    digits: int = 3,
+) -> Claim:
+    """A gate: the evidence an analysis needs (a model trained enough), with conditions as in :func:`check`.
+    Unlike a check, a gate that fails is recorded (verdict *fails*), not raised: the evidence is what it is, and
+    the chapter must then say what the failure means for the analyses the gate guards (``guards``, which the
+    claim shows) and carry it into their reasons (``claim.holds``). The reproduction page counts gates apart."""
+    if not guards:
+        raise ValueError(f"gate {name!r}: say which analyses the gate guards (guards=...)")
+    value = _validate(name, value, close_to, tol, at_least, at_most, None, None)
+    parts, holds = _conditions(value, close_to, tol, at_least, at_most, None, None)
+    claim = Claim(
+        name=name,
+        value=_round(value, digits),
+        condition=", ".join(parts),
+        kind=GATE,
+        verdict="passes" if holds else "fails",
+        reason="" if holds else f"failed: {guards}",
+        paper_note="",
+        band=_band(name, value, band, digits),
+        precomputed=precomputed,
+        chapter=chapter,
+        holds=holds,
+        digits=digits,
+    )
+    REGISTRY.append(claim)
+    return claim
+
+
 def compare(
     name: str,
     value: float,
@@ -214,11 +272,13 @@ def compare(
     interval: Optional[Sequence[float]] = None,
     reaches: Optional[float] = None,
     lower_is_better: bool = False,
+    above_chance: Optional[Sequence[float]] = None,
     reason: str | Callable[[float], str] = "",
     band: Optional[float] = None,
     precomputed: str = "",
     chapter: str = "",
     digits: int = 3,
+    analogue: str = "",
 ) -> Claim:
     """A comparison of this book's ``value`` with the ``paper``'s, under an agreement rule stated beforehand.
 
@@ -234,6 +294,11 @@ def compare(
       ``value >= paper - reaches`` (``lower_is_better=True``: ``value <= paper + reaches``, for an error or a
       loss), so that doing better than the paper never counts as differing; with ``interval``, reproduces when
       the whole interval reaches the level, differs when none of it does, and is *undecided* otherwise;
+    * ``above_chance``: ``(chance, p)``, for a qualitative statement of the paper ("the most confident heads
+      are the most relevant"), coded ``paper=1`` (the effect exists): ``value`` is the book's statistic,
+      ``chance`` its value under no effect and ``p`` the one-sided p-value of a stated test against chance (name
+      the test in the claim); reproduces when ``value`` is above chance with ``p < 0.05``, differs when it is
+      not above chance, and is *undecided* when it is above chance but ``p >= 0.05``;
     * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
       threshold, differs when it lies wholly on the other side, and is *undecided* when it straddles the
       threshold: a direction counts only when the seeds decide it (for example a delay, or a gain, that the
@@ -243,6 +308,10 @@ def compare(
     explains a *differs* (and says what was measured for an *undecided*): compute it from measured values when
     the claim is made, so that it is true at every preset (a callable ``reason(value)`` is called only when the
     verdict is not *reproduces*); a *differs* without one says :data:`NOT_MEASURED`. ``band``, ``precomputed``: as in :func:`check`.
+
+    ``analogue``: the model the book measured where the paper measured another (``"pretrained MiniLM"``). The
+    claim is then of kind :data:`ANALOGUE`, its note says so, and the reproduction page counts it apart from the
+    reproductions: a result on another model can agree with the paper's, but it does not reproduce it.
     """
     if not name:
         raise ValueError("a claim needs a name")
@@ -252,11 +321,12 @@ def compare(
     paper = _number(name, "paper", paper)
     if not math.isfinite(value) or not math.isfinite(paper):
         raise ValueError(f"claim {name!r}: value and paper must be finite, got {value!r} and {paper!r}")
-    rules = [r for r in (tol, rel_tol, same_side_of, interval, reaches) if r is not None]
+    rules = [r for r in (tol, rel_tol, same_side_of, interval, reaches, above_chance) if r is not None]
     decisive = (same_side_of is not None or reaches is not None) and interval is not None and len(rules) == 2
     if (len(rules) != 1 and not decisive) or (same_side_of is not None and reaches is not None):
         raise ValueError(
-            f"claim {name!r}: give exactly one agreement rule (tol, rel_tol, same_side_of, reaches or interval; "
+            f"claim {name!r}: give exactly one agreement rule (tol, rel_tol, same_side_of, reaches, above_chance or "
+            "interval; "
             f"or same_side_of or reaches with interval), got {len(rules)}"
         )
     if lower_is_better and reaches is None:
@@ -281,7 +351,16 @@ def compare(
             raise ValueError(f"claim {name!r}: the interval ({lo}, {hi}) must contain the value {value}")
         rounded_interval = (_round(lo, digits), _round(hi, digits))
     undecided = False
-    if reaches is not None:
+    if above_chance is not None:
+        if len(above_chance) != 2 or paper != 1:
+            raise ValueError(f"claim {name!r}: above_chance is (chance, p) and goes with paper=1 (the effect "
+                             f"exists), got {above_chance!r} and paper={paper!r}")
+        chance, p = (_number(name, "above_chance", x) for x in above_chance)
+        if not 0 <= p <= 1:
+            raise ValueError(f"claim {name!r}: p must be in [0, 1], got {p}")
+        rule = f"above chance ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.2g})"
+        agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
+    elif reaches is not None:
         margin = _number(name, "reaches", reaches)
         if margin < 0:
             raise ValueError(f"claim {name!r}: reaches must be a non-negative margin")
@@ -317,10 +396,10 @@ def compare(
         name=name,
         value=_round(value, digits),
         condition=rule,
-        kind=COMPARISON,
+        kind=ANALOGUE if analogue else COMPARISON,
         verdict=verdict,
         paper=_round(paper, digits),
-        paper_note=source,
+        paper_note=f"analogue on {analogue}, not the paper's model; {source}" if analogue else source,
         reason=reason,
         interval=rounded_interval,
         band=_band(name, value, band, digits),

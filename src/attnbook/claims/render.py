@@ -13,7 +13,7 @@ def fmt_number(x: Optional[float]) -> str:
 
 
 _MARK = {"holds": "&#10003;", "fails": "&#10007;", "reproduces": "&#10003;", "differs": "&#8800;",
-         "undecided": "?"}
+         "undecided": "?", "passes": "&#10003;"}
 
 
 def html_table(claims: Sequence) -> str:
@@ -27,7 +27,7 @@ def html_table(claims: Sequence) -> str:
         if c.paper_note:
             paper += f" <small>({escape(c.paper_note)})</small>"
         verdict = f"{_MARK.get(c.verdict, '')} {c.verdict}"
-        if c.verdict in ("differs", "undecided") and c.reason:
+        if c.verdict in ("differs", "undecided", "fails") and c.reason:
             verdict += f"<br><small>{escape(c.reason)}</small>"
         name = escape(c.name)
         if c.precomputed:

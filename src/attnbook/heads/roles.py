@@ -30,6 +30,7 @@ from scipy.stats import spearmanr
 
 from attnbook.heads.masks import ATTENTION_KINDS
 from attnbook.heads.translation import pad
+from attnbook.stats import top_overlap_p
 
 DIRECTIONS = ("dep->head", "head->dep")
 
@@ -477,13 +478,18 @@ def relevance_against_roles(confidence: torch.Tensor, relevance: torch.Tensor, p
     ``neighbour`` (each head's larger previous- or next-token share), ``top_relevant`` (flat indices of the
     ``top`` most relevant heads, sorted), ``both`` (those also among the ``top`` largest neighbour shares),
     ``top_layer1`` (the most relevant first-layer head) and ``less_confident`` (how many first-layer heads
-    are more confident than it)."""
+    are more confident than it). Against chance: ``rho_p``, Spearman's one-sided test of ``rho > 0``, and
+    ``both_p``, the chance of an overlap at least as large between random top sets
+    (:func:`attnbook.stats.top_overlap_p`); ``both_chance``, the overlap expected by chance."""
     neighbour = torch.maximum(prev, next_)
     top_relevant = set(relevance.flatten().topk(top).indices.tolist())
     both = top_relevant & set(neighbour.flatten().topk(top).indices.tolist())
     top_layer1 = int(relevance[0].argmax())
-    return dict(rho=float(spearmanr(confidence.flatten(), relevance.flatten())[0]), neighbour=neighbour,
-                top_relevant=sorted(top_relevant), both=sorted(both), top_layer1=top_layer1,
+    rho = spearmanr(confidence.flatten(), relevance.flatten(), alternative="greater")
+    n = relevance.numel()
+    return dict(rho=float(rho.statistic), rho_p=float(rho.pvalue), neighbour=neighbour,
+                top_relevant=sorted(top_relevant), both=sorted(both), both_p=top_overlap_p(n, top, len(both)),
+                both_chance=top * top / n, top_layer1=top_layer1,
                 less_confident=int((confidence[0] > confidence[0, top_layer1]).sum()))
 
 

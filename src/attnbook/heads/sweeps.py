@@ -317,6 +317,20 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
     return rows
 
 
+def continuation_gain(control: Mapping, references: Sequence[str], n_bootstrap: int = 1000) -> dict:
+    """What training on gives the converged model (chapter "A translation model", gate 1: has training
+    converged?): run ``unpruned_converged`` (``control``) trained the shipped model on at a constant small
+    rate until dev BLEU stopped rising; returns the beam BLEU gain on the test verses it was evaluated on,
+    after minus before, with Koehn's paired bootstrap (:func:`attnbook.stats.paired_bleu_difference`:
+    ``delta``, ``low``, ``high``), and the run's ``train_steps`` and ``epochs``."""
+    refs = list(references)[: control["n_eval"]]
+    if len(refs) != control["n_eval"]:
+        raise ValueError(f"the control was evaluated on {control['n_eval']} references, got {len(refs)}")
+    run = control["runs"][0]
+    gain = paired_bleu_difference(run["before"]["hypotheses_beam"], run["hypotheses_beam"], refs, n_bootstrap)
+    return {**gain, "train_steps": run["train_steps"], "epochs": run["epochs"]}
+
+
 def gate_points(sweep: Mapping, score_fn: Callable[[dict], float]) -> list[dict]:
     """Each run of a single-kind gate sweep (chapter "Pruning heads", MiniLM) scored live: its ``lam``,
     ``n_kept`` (heads whose evaluation gate is open), ``gates`` (``score_fn`` with the trained gate values),

@@ -107,6 +107,21 @@ def rollout(model: nn.Module, start: torch.Tensor, steps: int = 300) -> torch.Te
     return _feed_back(model, start, steps, step)
 
 
+def tracking_steps(traj: torch.Tensor, n_points: int = 1000, tol: float = 0.1, radius: float = RADIUS) -> int:
+    """How many steps a rollout from the first item follows the circle (chapter "The circle task", the tracking
+    gate): the truth after ``t`` steps is point ``t`` and point ``n_points // 2 - 1 + t`` of the circle's
+    ``n_points`` points (the first item's two points, each moved on by ``t``); the rollout follows it until a
+    predicted token is farther than ``tol * radius`` from its point. Returns the number of steps before the
+    first such step (``len(traj) - 1`` when there is none)."""
+    if traj.ndim != 3 or traj.shape[1:] != (2, 2):
+        raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
+    p = circle_points(n_points, radius).to(traj)
+    t = torch.arange(traj.shape[0], device=traj.device)
+    truth = torch.stack([p[t % n_points], p[(t + n_points // 2 - 1) % n_points]], 1)
+    off = ((traj - truth).norm(dim=-1).amax(-1) > tol * radius).nonzero()
+    return int(off[0, 0]) - 1 if len(off) else traj.shape[0] - 1
+
+
 def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
     """Collapse metric of chapter "The circle task" (eq. spread): the root-mean-square distance of the last ``last``
     predicted points (both tokens) from their mean, divided by the circle's radius.

@@ -1,0 +1,36 @@
+"""Tests of attnbook.stats.top_overlap_p: a known value, and its size on random rankings (a p-value against chance
+must not reject more often than its level when there is no effect)."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+
+from attnbook.stats import top_overlap_p
+
+
+def test_known_values():
+    # 48 heads, top 3: P(overlap >= 1) = 1 - C(45, 3) / C(48, 3); P(overlap >= 3) = 1 / C(48, 3)
+    assert top_overlap_p(48, 3, 1) == pytest.approx(1 - comb(45, 3) / comb(48, 3))
+    assert top_overlap_p(48, 3, 3) == pytest.approx(1 / comb(48, 3))
+    assert top_overlap_p(48, 3, 0) == pytest.approx(1.0)
+
+
+def test_random_rankings_reject_at_most_at_the_level():
+    """Under no effect (independent random top sets), p < 0.05 happens at most 5% of the time (the discrete test
+    is conservative), and p < 0.2 about as often as the tail it reports: an off-by-one in the tail (P(X > k)
+    instead of P(X >= k)) rejects far too often."""
+    rng = np.random.default_rng(0)
+    n, top, trials = 12, 3, 20_000
+    ps = np.array([top_overlap_p(n, top, len(set(rng.choice(n, top, replace=False)) &
+                                                 set(rng.choice(n, top, replace=False)))) for _ in range(trials)])
+    assert (ps < 0.05).mean() <= 0.05 + 0.005
+    exact = top_overlap_p(n, top, 2)  # the largest attainable p below 0.2 at these sizes
+    assert (ps <= exact).mean() == pytest.approx(exact, abs=0.01)
+
+
+def test_bad_sizes_are_refused():
+    with pytest.raises(ValueError, match="overlap"):
+        top_overlap_p(10, 3, 4)
