@@ -238,17 +238,18 @@ glue("ch05_mini_full", float(mini["Transformer"][-1].mean()))
 glue("ch05_mini_r0", float(mini["SAN"][0].mean()));
 
 # %% tags=["nbval-check-output"]
+MINILM = "pretrained all-MiniLM-L6-v2 (the paper: pretrained BERT-base)"
 [
     attnbook.compare("pretrained MiniLM, SAN: first layer with mean r_l < 0.01",
                      first_collapsed, paper=FILES.value["SAN_below_0.01"], tol=1,
-                     source=FILES.where),
+                     source=FILES.where, analogue=MINILM),
     attnbook.check("pretrained MiniLM, SAN+MLP minus SAN: layers until mean r_l < 0.05 "
                    "(MLPs delay collapse)", mlp_delay, at_least=1, at_most=1),
     attnbook.compare(
         "pretrained MiniLM vs BERT-base: layers the MLPs add before mean r_l < 0.05",
         mlp_delay,
         paper=FILES.value["SAN+MLP_below_0.05"] - FILES.value["SAN_below_0.05"],
-        same_side_of=0, source=FILES.where,
+        same_side_of=0, source=FILES.where, analogue=MINILM,
         reason="MiniLM's trained MLPs delay collapse by one layer, BERT-base's speed "
         "it up by one; BERT-base is not reachable offline, so the book cannot say "
         "whether the model or the inputs decide"),
@@ -426,14 +427,14 @@ BERT_12 = "BERT-base at layer 12, Fig. 2"
     attnbook.compare("pretrained MiniLM, SAN+skip: mean r_L at the last layer",
                      mini["SAN+skip"][-1].mean(),
                      paper=fig2_at("bert-base-cased", "pretrained", "SAN+skip", 12),
-                     tol=0.1, source=BERT_12, reason=OTHER_MODEL),
+                     tol=0.1, source=BERT_12, reason=OTHER_MODEL, analogue=MINILM),
     attnbook.compare("pretrained MiniLM, Transformer: mean r_L, last layer",
                      mini["Transformer"][-1].mean(),
                      paper=fig2_at("bert-base-cased", "pretrained", "Transformer", 12),
-                     tol=0.1, source=BERT_12, reason=OTHER_MODEL),
+                     tol=0.1, source=BERT_12, reason=OTHER_MODEL, analogue=MINILM),
     attnbook.compare("pretrained MiniLM: embeddings, mean r_0", mini["SAN"][0].mean(),
                      paper=PAPER[("bert-base-cased", "pretrained")]["embeddings"],
-                     tol=0.1, source="BERT-base, Fig. 2",
+                     tol=0.1, source="BERT-base, Fig. 2", analogue=MINILM,
                      reason="a different pretrained model and tokenizer on different "
                      "inputs"),
 ]

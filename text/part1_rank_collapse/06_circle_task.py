@@ -140,6 +140,10 @@ for name, h, e in (("paper", h_paper, mse_paper), ("book", h_book, mse_book)):
     attnbook.check(
         "circle: paper-recipe MSE / stay-put MSE (d=32 SAN, seed 0: not trained)",
         mse_paper / base["stay_put"], at_least=10, digits=1),
+    attnbook.check(
+        "tracking gate on the paper-recipe model (d=32 SAN, seed 0): steps its rollout "
+        "follows the circle (it fails the gate)",
+        circle.tracking_steps(circle.rollout(m_paper, X[0], 50)), at_most=9),
 ]
 
 # %% [markdown]
@@ -187,17 +191,28 @@ live_steps = circle.collapse_steps(runs)  # None: the tokens never merge
 print(circle.merge_report(live_steps))
 
 # %% [markdown]
-# The gate: before any rollout is read, every model must have learned the one-step map, with an error well
-# below staying put (at most half of it). A model that fails it is not a finding about collapse.
+# The gates: before any rollout is read, every model must have learned the one-step map, with an error well
+# below staying put (at most half of it), and its rollout must follow the circle: every token within a tenth
+# of the radius of where the circle moves it, for at least 10 steps (`circle.tracking_steps`). A small
+# one-step error alone would admit a model whose errors add up at once; a model that fails either gate is not a
+# finding about collapse. The paper-recipe model of the previous section fails the second one (its last check).
 
 # %% tags=["nbval-check-output"]
 worst = max(r["mse_over_stay_put"] for out in runs.values() for r in out)
+# the tracking gate: how many steps each rollout follows the circle (every token
+# within a tenth of the radius of where the circle moves it)
+tracks = [circle.tracking_steps(r["traj"]) for out in runs.values() for r in out]
 print(
     f"one-step MSE / stay put, worst of {sum(map(len, runs.values()))} models: "
     f"{worst:.2f}"
 )
-attnbook.check("gate: worst one-step MSE of the trained models / stay-put MSE", worst,
-               at_most=0.5, digits=2, band=0.05)
+[
+    attnbook.check("gate: worst one-step MSE of the trained models / stay-put MSE",
+                   worst, at_most=0.5, digits=2, band=0.05),
+    attnbook.check("tracking gate: fewest steps a trained model's rollout follows the "
+                   "circle (within a tenth of its radius)", min(tracks), at_least=10,
+                   band=5),
+]
 
 # %% [markdown]
 # The grid below is the book's version of the paper's Figure 3: one seed per panel (seed 0), token 1 in

@@ -22,14 +22,14 @@ except ImportError:
 # to the neighbouring token (*positional* heads), follow a dependency relation (*syntactic* heads), or point
 # to the rarest word of the sentence (*rare-token* heads). The next chapter prunes the rest.
 #
-# This chapter builds the same analysis on a model trained to convergence on a CPU, an English-to-Spanish
+# This chapter builds the same analysis on a model trained on a CPU until its dev score stopped rising, an English-to-Spanish
 # Transformer with the paper's 48 encoder heads, and on a real pretrained encoder, all-MiniLM-L6-v2
 # {cite:p}`wang2020minilm`. Because the training script recorded every head's statistics as it trained, it
 # also shows something the paper could not: **when** each role appears during training.
 #
 # **In this chapter you will**
 #
-# * load the shipped converged model and check that it has learned its task (three gates),
+# * load the shipped model, check that it has learned its task and ask whether it has converged (three gates),
 # * measure its BLEU with greedy decoding and beam search, with confidence intervals,
 # * measure each head's confidence (against the right chance level) and its relevance,
 # * find positional, syntactic and rare-token heads, in the translation model and in MiniLM,
@@ -46,6 +46,7 @@ from attnbook.claims import papers
 from attnbook.claims.prose import glue
 from attnbook.heads import role_figures as rf
 from attnbook.heads import roles as hd
+from attnbook.heads import sweeps
 from attnbook.heads import translation as tr
 from attnbook.heads.masks import ATTENTION_KINDS
 
@@ -136,21 +137,52 @@ rf.training_record(meta, sizes["n_eval_bleu"])
 plt.show()
 
 # %% [markdown]
-# ### Gate 1: training has converged
+# ### Gate 1: has training converged?
 #
 # A head analysis of a model that is still learning describes the learning, not the model (an earlier
 # version of this chapter analysed a checkpoint trained for 1.3 epochs and found no positional, syntactic or
-# rare-token heads at all). The first of three must-hold gates reads the training record: over the last fifth
-# of training, dev BLEU must have gained less than 0.3 points.
+# rare-token heads at all). The training record's own test, how much dev BLEU gained over the last fifth of
+# training, cannot tell: the learning rate follows a cosine that ends at zero, so the last fifth of
+# training takes small steps whether or not the model has more to learn. The gate asks instead what more
+# training gives. [Chapter 11](11_pruning_heads.ipynb)'s control run takes the shipped model and trains it
+# on at a constant small rate until dev BLEU stops rising; the rule, stated before the result: the model
+# counts as converged if the whole paired 95% interval of the beam BLEU gained on the test verses lies
+# below 0.5 BLEU. Unlike a check, a gate that fails is recorded and the chapter goes on, saying what the
+# failure means.
 
 # %% tags=["nbval-check-output"]
-tail, gain = tr.late_gain(meta["evals"])  # dev BLEU from 80% of the last step on
+tail, _ = tr.late_gain(meta["evals"])  # dev BLEU from 80% of the last step on
 last = meta["evals"][-1]["step"]
 print(f"dev BLEU over the last fifth of training (steps {0.8 * last:.0f}-{last}): "
       f"{tail}")
-attnbook.check("gate: dev BLEU gained over the last fifth of training", gain,
-               at_most=0.3, digits=2, band=0.01,
-               precomputed="training record in converged_quick.json")
+# the shipped model trained on at a constant rate (chapter 11's control run)
+more = sweeps.continuation_gain(sweeps.load("unpruned_converged"),
+                                [s for _, s in test_pairs])
+print(f"trained on for {more['train_steps']} steps ({more['epochs']:.1f} epochs): beam "
+      f"BLEU {more['delta']:+.2f}, paired 95% interval {more['low']:+.2f} to "
+      f"{more['high']:+.2f}")
+converged = attnbook.gate(
+    "gate: beam BLEU gained by training on at a constant rate (upper end of the "
+    "paired 95% interval)", more["high"], at_most=0.5, digits=2, band=0.05,
+    guards="more training still improves the model; the head analyses describe a "
+    "model that has learned its task (gates 2 and 3) but not converged",
+    precomputed=attnbook.core.runs.command("unpruned_converged"))
+# carried into the reasons of the comparisons below
+UNCONVERGED = "" if converged.holds else (
+    f"; the model is not converged (trained on, it gains {more['delta']:+.2f} BLEU)")
+converged
+
+# %%
+glue("ch10_more_delta", more["delta"])
+glue("ch10_more_low", more["low"])
+glue("ch10_more_high", more["high"])
+glue("ch10_gate1_says", "fails" if not converged.holds else "passes")
+
+# %% [markdown]
+# Trained on, the model gains {glue:text}`ch10_more_delta:+.2f` BLEU (95% interval {glue:text}`ch10_more_low:+.2f` to {glue:text}`ch10_more_high:+.2f`): gate 1
+# {glue:text}`ch10_gate1_says`. Where it fails, the model is not converged in the strict sense, although its own record had
+# flattened: the role comparisons below that fall short of the paper name this among their reasons, and
+# whether more training would grow the roles is left unmeasured.
 
 # %% [markdown]
 # ### BLEU with greedy decoding and beam search
@@ -206,7 +238,7 @@ glue("ch10_greedy_loops", int(evaluation["greedy"]["looping_outputs"]))
 glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]))
 
 # %% [markdown]
-# On the whole test split the converged model scores {glue:text}`ch10_greedy_bleu:.1f` BLEU with greedy decoding and {glue:text}`ch10_beam_bleu:.1f` with
+# On the whole test split the shipped model scores {glue:text}`ch10_greedy_bleu:.1f` BLEU with greedy decoding and {glue:text}`ch10_beam_bleu:.1f` with
 # beam search (the intervals are printed above); the 1.3-epoch checkpoint of this chapter's first version
 # scored 15. Copying the English scores {glue:text}`ch10_copy_bleu:.1f`: only names and numbers survive. The Bible is easier than WMT
 # news (formulaic, repetitive), so the number is not comparable with the paper's {glue:text}`ch10_paper_bleu:.1f` on EN-RU; what matters
@@ -218,7 +250,7 @@ glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]))
 # A head analysis of the encoder is only worth doing if the model uses its encoder self-attention. The
 # second gate switches off all 48 encoder self-attention heads (gate 0 in {eq}`eq-mha-gated`) and requires
 # a loss of at least 5 BLEU; the third requires that greedy output no longer repeats itself ("te te te ...",
-# the signature of the under-trained model), on the verses shown and on the first test verses.
+# the signature of the under-trained model) in more than 5% of the whole test split.
 
 # %% tags=["nbval-check-output"]
 no_enc = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
@@ -232,8 +264,9 @@ print(f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} "
 [
     attnbook.check("gate: BLEU lost when all encoder self-attention heads are off",
                    drop, at_least=5, digits=2, band=1.0),
-    attnbook.check("gate: looping greedy outputs among the verses shown",
-                   tr.count_looping(greedy[:shown]), at_most=0),
+    attnbook.check("gate: share of the whole test split's greedy outputs that loop",
+                   evaluation["greedy"]["looping_outputs"] / evaluation["test_sentences"],
+                   at_most=0.05, digits=2, precomputed="converged_quick_eval.json"),
 ]
 
 # %% tags=["remove-input"]
@@ -304,7 +337,7 @@ attnbook.compare(
     band=0.03,
     reason=f"the most confident encoder head puts {most:.2f} of its weight on its "
     f"favourite token on average, {most / enc_chance:.0f} times chance but not most "
-    "of it",
+    "of it" + UNCONVERGED,
     source=VOITA["most_confident_encoder_head"].where,
 )
 
@@ -396,7 +429,10 @@ print("leave-one-out against LRP, rank correlation:",
       {k: round(v, 2) for k, v in loo["against"].items()})
 
 # %%
-rho_enc = float(spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten())[0])
+# Spearman's rank correlation, with its one-sided test against no association
+rho_test = spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten(),
+                     alternative="greater")
+rho_enc, rho_p = float(rho_test.statistic), float(rho_test.pvalue)
 top_layer1 = int(relevance["enc_self"][0].argmax())
 layer1_conf = enc_conf[0]
 less_confident = int((layer1_conf > layer1_conf[top_layer1]).sum())
@@ -407,7 +443,7 @@ print(f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}
       f"{cfg.n_heads - 1} heads are more confident)")
 
 # %% tags=["nbval-check-output"]
-[
+lrp_claims = [
     attnbook.check("LRP relevance recomputed live on the first dev verses: largest gap",
         live_gap, at_most=2e-3, digits=3, band=1e-3,
         precomputed=shipped_lrp["meta"]["command"]),
@@ -415,8 +451,8 @@ print(f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}
         lrp_split["enc_self"], at_least=0.8, digits=2, band=0.02,
         precomputed=shipped_lrp["meta"]["command"]),
     attnbook.compare("rank correlation of confidence and LRP relevance, encoder heads",
-        rho_enc, paper=VOITA["confidence_tracks_relevance"].value, same_side_of=0.25,
-        digits=2, band=0.02,
+        rho_enc, paper=VOITA["confidence_tracks_relevance"].value,
+        above_chance=(0.0, rho_p), digits=2, band=0.02,
         reason="the ranking by LRP is reliable (split-half "
         f"{lrp_split['enc_self']:.2f}) "
         f"but does not follow confidence (rank correlation {rho_enc:.2f})",
@@ -434,14 +470,19 @@ print(f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}
         source=VOITA["relevant_first_layer_head_not_confident"].where,
         precomputed=shipped_lrp["meta"]["command"]),
 ]
+lrp_claims
 
 # %% tags=["remove-input"]
+SAYS = {"reproduces": "reproduces", "differs": "does not reproduce",
+        "undecided": "is undecided"}  # a verdict in a sentence
 enc_rel = relevance["enc_self"]
 glue("ch10_lrp_split_min", float(min(lrp_split.values())))
 glue("ch10_live_gap", float(live_gap))
 glue("ch10_enc_rel_min", float(enc_rel.min()))
 glue("ch10_enc_rel_max", float(enc_rel.max()))
 glue("ch10_rho_enc", rho_enc)
+glue("ch10_rho_p", rho_p)
+glue("ch10_rho_says", SAYS[lrp_claims[2].verdict])
 glue("ch10_layer1_rel_min", float(enc_rel[0].min()))
 glue("ch10_layer1_rel_max", float(enc_rel[0].max()))
 glue("ch10_layer1_more", cfg.n_heads - 1 - less_confident)
@@ -457,9 +498,10 @@ for kind in ATTENTION_KINDS:
 # rank correlation {glue:text}`ch10_lrp_split_min:.2f` and above), and the live recomputation of the first verses agrees with the
 # shipped file to within {glue:text}`ch10_live_gap:.1e`. What it ranks is a fairly even division: within a layer the encoder's
 # heads take {glue:text}`ch10_enc_rel_min:.0%` to {glue:text}`ch10_enc_rel_max:.0%` of the relevance, with a few heads standing out
-# ({numref}`fig-ch10-3`). By this
-# lens the paper's first observation reproduces: the more confident encoder heads are the more relevant ones
-# (rank correlation {glue:text}`ch10_rho_enc:.2f`). The second does not: the most relevant first-layer head is more
+# ({numref}`fig-ch10-3`). The paper's
+# first observation, that the more confident heads are the more relevant ones, is a statement without a
+# number, so the book tests it against chance (Spearman's one-sided test): by this lens it {glue:text}`ch10_rho_says`
+# (rank correlation {glue:text}`ch10_rho_enc:.2f`, p = {glue:text}`ch10_rho_p:.2g`). The second does not: the most relevant first-layer head is more
 # confident than {glue:text}`ch10_layer1_more:d` of the other {glue:text}`ch10_layer1_others:d` heads of its layer, not a relevant head without confidence; in this
 # layer LRP relevance is nearly uniform ({glue:text}`ch10_layer1_rel_min:.2f` to {glue:text}`ch10_layer1_rel_max:.2f`), so "the most relevant layer-1 head" is only weakly singled out. {glue:text}`ch10_source_share:.0%` of each top-1 logit's
 # relevance reaches the source tokens and the rest the target prefix.
@@ -489,7 +531,9 @@ best_prev, best_next = float(prev_share.max()), float(next_share.max())
 role_steps, trace_pos = hd.best_over_training(
     meta["roles"], "enc_self", ("prev", "next")
 )
-late = trace_pos[role_steps >= 0.8 * role_steps[-1]]
+# the last three role snapshots (log-spaced: few of them fall late in training)
+last_steps = ", ".join(f"{s:.0f}" for s in role_steps[-3:])
+last_shares = ", ".join(f"{v:.2f}" for v in trace_pos[-3:])
 POSITIONAL, CRITERION = (VOITA["positional_head_criterion"].where,
                          VOITA["positional_head_criterion"].value)
 n_positional = int(((prev_share >= CRITERION) | (next_share >= CRITERION)).sum())
@@ -500,18 +544,19 @@ attnbook.compare(
     paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
     source=POSITIONAL,
     reason=f"the best neighbour share rose from {trace_pos[0]:.2f} at initialisation "
-    f"to {trace_pos[-1]:.2f} and moved by {late[-1] - late[0]:+.2f} over the last "
-    "fifth of training: this recipe converges with its neighbour heads short of 90% "
-    "(role figure)",
+    f"to {trace_pos[-1]:.2f} (last snapshots, steps {last_steps}: {last_shares})"
+    + UNCONVERGED,
 )
 
 # %% [markdown]
 # Are the relevant heads the positional ones? The paper's central observation is that the heads LRP ranks
 # highest are the heads with a recognisable role. Here the encoder has no head over the 90% line, so we ask
 # the weaker question the data can answer: are the most relevant encoder heads the ones with the largest
-# neighbour share? The rule, stated before the result: of the three most relevant encoder heads (LRP), at
-# least two are among the three with the largest previous- or next-token share (two of three picked at
-# random would be a rare coincidence: the expected overlap is $3 \cdot 3/48 \approx 0.2$ heads).
+# neighbour share? "The relevant heads are the ones with roles" is a statement without a number, so the book tests it
+# against chance. The rule, stated before the result: the three most relevant encoder heads (LRP) and the
+# three with the largest previous- or next-token share overlap more than random top-3 sets would, with a
+# hypergeometric p below 0.05 (random sets share $3 \cdot 3/48 \approx 0.2$ heads on average; one shared head
+# happens about one time in six, two about one time in a hundred).
 
 # %% tags=["nbval-check-output"]
 neighbour = torch.maximum(prev_share, next_share).flatten()
@@ -520,15 +565,22 @@ both = sorted(set(top_relevant) & set(neighbour.topk(3).indices.tolist()))
 print("three most relevant encoder heads (layer, head):",
       [(h // cfg.n_heads + 1, h % cfg.n_heads + 1) for h in top_relevant])
 print("their neighbour shares:", [round(float(neighbour[h]), 2) for h in top_relevant])
-attnbook.compare(
+# chance: random top-3 sets of the 48 heads share 3 * 3 / 48 heads on average
+both_p = stats.top_overlap_p(neighbour.numel(), 3, len(both))
+roles_claim = attnbook.compare(
     "of the 3 most relevant encoder heads (LRP), how many are among the 3 most "
-    "positional", len(both),
-    paper=VOITA["relevant_heads_have_roles"].value, same_side_of=1.5, digits=1,
+    "positional (hypergeometric test)", len(both),
+    paper=VOITA["relevant_heads_have_roles"].value, digits=1,
+    above_chance=(9 / neighbour.numel(), both_p),
     source=VOITA["relevant_heads_have_roles"].where,
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
            "positional",
     precomputed=shipped_lrp["meta"]["command"],
 )
+glue("ch10_both", len(both))
+glue("ch10_both_p", both_p)
+glue("ch10_both_says", SAYS[roles_claim.verdict])
+roles_claim
 
 # %% [markdown]
 # ### Would wider heads reach 90%?
@@ -557,13 +609,15 @@ attnbook.compare(
     paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
     source=POSITIONAL,
     reason=f"heads twice as wide give a best neighbour share of {best_h4:.2f} "
-    f"(8 heads of width 16: {max(best_prev, best_next):.2f})",
+    f"(8 heads of width 16: {max(best_prev, best_next):.2f}); this run has no "
+    "continuation run, so its convergence is not gated",
     precomputed=meta_h4["command"],
 )
 
 # %% tags=["remove-input"]
 glue("ch10_best_prev", best_prev)
-glue("ch10_late_move", float(late[-1] - late[0]))
+glue("ch10_last_steps", last_steps)
+glue("ch10_last_shares", last_shares)
 glue("ch10_h4_prev", float(h4_enc["prev"].max()))
 glue("ch10_h4_next", float(h4_enc["next"].max()))
 glue("ch10_h4_bleu_gain",
@@ -580,8 +634,9 @@ glue("ch10_h4_bleu_gain",
 # The best encoder head points at the previous token for {glue:text}`ch10_best_prev:.0%` of the tokens: a strong
 # neighbour head, in a model where a uniform head would do so for about {glue:text}`ch10_enc_chance:.0%`, but short of the paper's 90%
 # criterion, so by the paper's definition this model has no positional head. The role-emergence figure
-# below shows why more training of this recipe would not get there: the best neighbour share moved by
-# {glue:text}`ch10_late_move:+.2f` over the last fifth of training. MiniLM has {glue:text}`ch10_lm_positional:d` heads over the line, the best at
+# below shows the best neighbour share over training; at the last three role snapshots (steps
+# {glue:text}`ch10_last_steps`) it reads {glue:text}`ch10_last_shares`. Whether more training would take it to 90% is not measured
+# here: gate 1 says that more training still improves the translations. MiniLM has {glue:text}`ch10_lm_positional:d` heads over the line, the best at
 # {glue:text}`ch10_lm_pos:.2f`.
 
 # %% [markdown]
@@ -609,7 +664,7 @@ attnbook.compare(
     source=SYNTAX,
     reason="for no relation does the best head beat the most-frequent-offset baseline "
     f"by {POINTS} points (largest gain {mt_gain:+.1f}); MiniLM's heads do, on the same "
-    "verses and parses",
+    "verses and parses" + UNCONVERGED,
 )
 
 # %% [markdown]
@@ -641,7 +696,8 @@ print(f"best rare-token share: {float(rare.max()):.2f} (layer "
         tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"the most relevant layer-1 head points at the rarest token for "
         f"{float(rare[0, top_layer1]):.0%} of tokens; the best head anywhere for "
-        f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"),
+        f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"
+        + UNCONVERGED),
 ]
 
 # %% tags=["remove-input"]
@@ -716,15 +772,16 @@ CLARK = (
 )
 
 # %% tags=["nbval-check-output"]
+MINILM = "pretrained all-MiniLM-L6-v2, an English encoder (the paper: its NMT encoders)"
 [
     attnbook.compare("MiniLM: best positional share of a head", lm_pos, paper=CRITERION,
         same_side_of=CRITERION - 1e-9, digits=2, band=0.02,
-        source=POSITIONAL + "; " + CLARK,
+        source=POSITIONAL + "; " + CLARK, analogue=MINILM,
         reason=f"MiniLM's best neighbour head reaches {lm_pos:.2f}"),
     attnbook.compare(
         "MiniLM: largest gain of a best head over the positional baseline (points)",
         lm_gain, paper=POINTS, same_side_of=POINTS - 1e-9, digits=2, band=1.0,
-        source=SYNTAX,
+        source=SYNTAX, analogue=MINILM,
         reason=f"MiniLM's largest gain is {lm_gain:+.1f} points"),
 ]
 
@@ -794,20 +851,20 @@ plt.show()
 ]
 
 # %% tags=["nbval-check-output"]
-[
+lm_claims = [
     attnbook.compare("MiniLM: rank correlation of confidence and LRP relevance",
-        lm_rho, paper=VOITA["confidence_tracks_relevance"].value, same_side_of=0.25,
-        digits=2, band=0.02,
+        lm_rho, paper=VOITA["confidence_tracks_relevance"].value,
+        above_chance=(0.0, lm_vs["rho_p"]), digits=2, band=0.02,
         source=VOITA["confidence_tracks_relevance"].where,
         reason=f"rank correlation {lm_rho:.2f}",
-        precomputed=shipped_lm["meta"]["command"]),
+        precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
     attnbook.compare(
         "MiniLM: of the 3 most relevant heads, how many are among the 3 most "
-        "positional",
-        len(lm_both), paper=VOITA["relevant_heads_have_roles"].value, same_side_of=1.5,
-        digits=1, source=VOITA["relevant_heads_have_roles"].where,
+        "positional (hypergeometric test)", len(lm_both),
+        paper=VOITA["relevant_heads_have_roles"].value, digits=1,
+        above_chance=(lm_vs["both_chance"], lm_vs["both_p"]), source=VOITA["relevant_heads_have_roles"].where,
         reason=f"{len(lm_both)} of the 3 most relevant heads are among the 3 most "
-        "positional", precomputed=shipped_lm["meta"]["command"]),
+        "positional", precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
     attnbook.compare(
         "MiniLM: the most relevant layer-1 head is less confident than half its layer "
         "(1 = yes)", float(lm_less >= lm_h // 2),
@@ -815,18 +872,21 @@ plt.show()
         digits=1,
         source=VOITA["relevant_first_layer_head_not_confident"].where,
         reason=f"it is more confident than {lm_h - 1 - lm_less} of the layer's other "
-        f"{lm_h - 1} heads", precomputed=shipped_lm["meta"]["command"]),
+        f"{lm_h - 1} heads", precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
         float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
         tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"it points at the rarest token for "
         f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens",
-        precomputed=shipped_lm["meta"]["command"]),
+        precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
 ]
+lm_claims
 
 # %% tags=["remove-input"]
 glue("ch10_lm_split", float(lm_split))
 glue("ch10_lm_rho", lm_rho)
+glue("ch10_lm_rho_p", lm_vs["rho_p"])
+glue("ch10_lm_rho_says", SAYS[lm_claims[0].verdict])
 glue("ch10_lm_rho_cmp", "weaker" if lm_rho < rho_enc else "stronger")
 glue("ch10_lm_heads", lm_rel.numel())
 glue("ch10_lm_sinks", int(lm_sink.sum()))
@@ -847,8 +907,9 @@ glue("ch10_lm_positional", int(marks["P"].sum()))
 # MiniLM's relevance ranking is as reliable as the translation model's (split-half rank correlation {glue:text}`ch10_lm_split:.2f`),
 # and what it ranks first is what the paper describes: the two most relevant heads of the whole encoder are
 # its two clean positional heads (layer 1 head 3 and layer 2 head 9, whose largest weight falls on a
-# neighbour for at least {glue:text}`ch10_lm_pair_share:.0%` of tokens; {numref}`fig-ch10-6`), and across the {glue:text}`ch10_lm_heads:d` heads the more confident are the
-# more relevant (rank correlation {glue:text}`ch10_lm_rho:.2f`, {glue:text}`ch10_lm_rho_cmp` than in the translation encoder). The sink heads,
+# neighbour for at least {glue:text}`ch10_lm_pair_share:.0%` of tokens; {numref}`fig-ch10-6`), and across the {glue:text}`ch10_lm_heads:d` heads the paper's "more confident, more relevant"
+# {glue:text}`ch10_lm_rho_says` against chance (rank correlation {glue:text}`ch10_lm_rho:.2f`, p = {glue:text}`ch10_lm_rho_p:.2g`, {glue:text}`ch10_lm_rho_cmp` than in the translation
+# encoder; on another model, an analogue). The sink heads,
 # {glue:text}`ch10_lm_sinks:d` of the {glue:text}`ch10_lm_heads:d`, take on average {glue:text}`ch10_lm_sink_rel:.3f` of their layer's relevance, the others
 # {glue:text}`ch10_lm_other_rel:.3f`: parking attention on [CLS] or [SEP] is close to a no-op, as {cite:t}`clark2019what` argued for
 # BERT, although LRP still routes some relevance through them. The paper's two first-layer observations do
@@ -875,16 +936,19 @@ display(Markdown(rf.reproduction_table(
 # ## Summary
 #
 # * The book's translation model is an encoder-decoder built from the same attention module as every other
-#   chapter, with a gate per head ({eq}`eq-mha-gated`), trained to convergence on a CPU with a recipe for
-#   small corpora. Three gates check that it has learned its task before any head is analysed.
+#   chapter, with a gate per head ({eq}`eq-mha-gated`), trained on a CPU with a recipe for small corpora. Two gates check that it has learned its
+#   task before any head is analysed (its encoder attention matters, its output does not loop); a third
+#   asks whether it has converged: trained on at a constant rate it gains {glue:text}`ch10_more_delta:+.2f` BLEU, and the gate
+#   {glue:text}`ch10_gate1_says`.
 # * Confidence needs the right chance level: $1/n$ for the encoder, the mean of $1/t$ for causal attention.
 #   Sink heads (weight on EOS) are a role of their own.
-# * Relevance by the official LRP rule ({eq}`eq-lrp-alpha-beta`) ranks heads reliably over the dev split; the
-#   confident encoder heads are the relevant ones, and the three most relevant encoder heads are its three
-#   most positional (previous-token) heads, as the paper finds; but the most relevant first-layer head is
-#   also its most confident. Leave-one-out relevance, a second lens, agrees with LRP only for the
+# * Relevance by the official LRP rule ({eq}`eq-lrp-alpha-beta`) ranks heads reliably over the dev split. Tested
+#   against chance, the paper's "the confident heads are the relevant ones" {glue:text}`ch10_rho_says`, and "the most
+#   relevant heads are the ones with roles" {glue:text}`ch10_both_says` ({glue:text}`ch10_both:d` of the three most relevant encoder heads are
+#   among its three most positional, p = {glue:text}`ch10_both_p:.2g`); the most relevant first-layer head is more
+#   confident than {glue:text}`ch10_layer1_more:d` of the other {glue:text}`ch10_layer1_others:d` heads of its layer. Leave-one-out relevance, a second lens, agrees with LRP only for the
 #   encoder-decoder heads.
-# * The converged model ({glue:text}`ch10_greedy_bleu:.1f` BLEU greedy, {glue:text}`ch10_beam_bleu:.1f` with beam search) uses its encoder
+# * The shipped model ({glue:text}`ch10_greedy_bleu:.1f` BLEU greedy, {glue:text}`ch10_beam_bleu:.1f` with beam search) uses its encoder
 #   attention (switching it off costs {glue:text}`ch10_enc_drop:.1f` BLEU). Its encoder develops a strong previous-token head
 #   ({glue:text}`ch10_best_prev:.2f` of tokens) during training,
 #   which stops short of the paper's 90% positional criterion; it has no syntactic head by the paper's 10-point

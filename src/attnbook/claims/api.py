@@ -358,7 +358,7 @@ def compare(
         chance, p = (_number(name, "above_chance", x) for x in above_chance)
         if not 0 <= p <= 1:
             raise ValueError(f"claim {name!r}: p must be in [0, 1], got {p}")
-        rule = f"above chance ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.2g})"
+        rule = f"above chance ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.1g})"
         agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
     elif reaches is not None:
         margin = _number(name, "reaches", reaches)
