@@ -162,3 +162,17 @@ def test_the_typed_output_detector():
         {"output_type": "display_data", "data": {MIMETYPE: {"paper": 3.5, "condition": "within 0.5"}}}]},
         {"cell_type": "markdown", "source": md + " The paper has 3.5."}]
     assert printed_decimals(cells) == {"0.25"}
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_figure_has_alt_text(path):
+    """A screen reader reads a figure's alt text, which is otherwise its file path: every cell that shows an image
+    gives one (``mystnb.image.alt``, written from its caption), and it is not the caption's markup."""
+    missing = []
+    for i, cell in enumerate(_cells(path)):
+        if cell["cell_type"] != "code" or not any("image/png" in o.get("data", {}) for o in cell.get("outputs", [])):
+            continue
+        alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
+        if len(alt) < 20 or "`" in alt or "$" in alt:
+            missing.append(i)
+    assert not missing, f"{path.name}: figure cells without alt text: {missing}"
