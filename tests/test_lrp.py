@@ -127,3 +127,22 @@ def test_shipped_relevance_file_loads():
     with pytest.raises(ValueError, match="not a head-relevance file"):
         lrp.relevance_tables({"relevance": {}})
 
+
+
+def test_when_one_head_routes_everything_it_takes_its_whole_layer():
+    """A model with a known ranking: in every attention of every kind, head 2 writes zeros and the output
+    projections have no bias, so head 1 routes all of each layer's attention output; its share of every layer is
+    then 1 and head 2's 0 (a rule that spread relevance evenly, or mixed up the heads' slices, fails)."""
+    model = small_model(1)
+    attentions = [layer.self_attn for layer in model.encoder] + [
+        a for layer in model.decoder for a in (layer.self_attn, layer.cross_attn)]
+    with torch.no_grad():
+        for attn in attentions:
+            attn.v.weight[8:].zero_()
+            attn.v.bias[8:].zero_()
+            attn.out.bias.zero_()
+    shares = lrp.head_relevance(model, [SRC, SRC[1:]], [TGT, TGT])
+    for kind, share in shares.items():
+        torch.testing.assert_close(share[:, 0].abs(), torch.ones(2, dtype=share.dtype), atol=1e-3, rtol=0,
+                                   msg=kind)
+        assert share[:, 1].abs().max() == 0, kind

@@ -1381,6 +1381,11 @@ for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoi
 #
 # ## Exercises
 #
+# Exercises 2, 4 and 5 rerun the book's precomputed runs, whose scripts live in the repository's `scripts/`
+# folder, not in the installed library: run them from a clone of the repository
+# (`git clone https://github.com/attnbook/attnbook`, then the commands from its top folder; on Colab, prefix
+# them with `!` after `%cd attnbook`).
+#
 # 1. Derive $P(g = 1)$ in {eq}`eq-p-closed` from the logistic distribution of $\log u - \log(1-u)$ and check it
 #    with `gates.sample_gates` for $\beta = 2/3$ (the value of {cite:t}`louizos2018learning`).
 # 2. Replace the layer-mean in `gates.l0_penalty` by the plain sum and rerun the MiniLM sweep
