@@ -32,6 +32,7 @@ import numpy as np
 import torch
 import matplotlib.pyplot as plt
 from attnbook.claims import papers
+from attnbook.claims.prose import glue
 from attnbook.rank.tasks import circle, circle_figures
 from attnbook.rank.tasks.circle_ensemble import ensemble_sweep
 
@@ -236,6 +237,31 @@ def frac_collapsed(d, variant):
 
 
 print(circle.merge_report(live_steps, "fraction"))
+
+# %% tags=["nbval-check-output"]
+from attnbook.core.norms import collapse_order
+
+# how the gap closes once the tokens merge: the order p of g_{t+1} = C g_t^p, fitted
+# over the steps of every merging run with the gap between 1e-5 and 0.3
+# (p = 1: geometric, a constant factor per step; p = 3: the cubic, doubly
+# exponential contraction of chapters 1 and 3)
+merging = [circle.token_gaps(r["traj"]) for out in runs.values() for r in out
+           if r["collapse_step"] is not None]
+gap_order = collapse_order(torch.stack(merging), lo=1e-5, hi=0.3)
+# two decimals, which the CPU code paths agree on
+glue("ch06_gap_order", round(gap_order["order"], 2))
+glue("ch06_gap_factor", round(float(np.exp(gap_order["log_C"])), 2))
+attnbook.check("merging runs: order of convergence of the token gap (1 = geometric)",
+               gap_order["order"], close_to=1, tol=0.2, digits=2, band=0.05)
+
+# %% [markdown]
+# Once two tokens start to merge, the gap closes by a constant factor per step: over every merging run the
+# order of convergence is {glue:text}`ch06_gap_order:.2f` (a factor of about {glue:text}`ch06_gap_factor:.2f` a step). That is geometric collapse, the
+# way any smooth map approaches a fixed point that attracts it, not the doubly exponential collapse of Dong
+# et al.'s bound, whose cubic contraction [chapter 1](01_pure_attention_loses_rank.ipynb) and
+# [chapter 3](03_residual_bound_one_layer.ipynb) measure for pure attention near rank one. The circle model
+# is a whole trained block (attention, LayerNorm, read-out) applied again and again, and its merging follows
+# the block's linearisation at the merged point.
 
 # %% [markdown]
 # ## What holds, and what does not
