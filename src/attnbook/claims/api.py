@@ -165,20 +165,9 @@ def check(
     Raises ``ValueError`` when the claim itself is malformed (no condition, a target without a tolerance,
     a predicate without a description, a value that is not a number).
     """
-    value = _validate(name, value, close_to, tol, at_least, at_most, predicate, description)
-    parts, holds = _conditions(value, close_to, tol, at_least, at_most, predicate, description)
-    claim = Claim(
-        name=name,
-        value=_round(value, digits),
-        condition=", ".join(parts),
-        kind=CHECK,
-        verdict="holds" if holds else "fails",
-        band=_band(name, value, band, digits),
-        precomputed=precomputed,
-        chapter=chapter,
-        holds=bool(holds),
-        digits=digits,
-    )
+    fields, holds = _evaluated(name, value, close_to, tol, at_least, at_most, predicate, description, band, digits)
+    claim = Claim(**fields, kind=CHECK, verdict="holds" if holds else "fails", precomputed=precomputed,
+                  chapter=chapter, holds=holds)
     if not claim.holds:
         raise ClaimFailed(f"{claim.line()}\n  unrounded book value: {value!r}; condition: {claim.condition}")
     REGISTRY.append(claim)
@@ -200,6 +189,16 @@ def _validate(name, value, close_to, tol, at_least, at_most, predicate, descript
             f"claim {name!r}: give a condition (close_to+tol, at_least, at_most or predicate)"
         )
     return value
+
+
+def _evaluated(name, value, close_to, tol, at_least, at_most, predicate, description, band,
+               digits) -> tuple[dict, bool]:
+    """A check's or a gate's displayed fields (name, rounded value, stated conditions, band, digits) and
+    whether the value meets every condition; malformed conditions raise ``ValueError``."""
+    value = _validate(name, value, close_to, tol, at_least, at_most, predicate, description)
+    parts, holds = _conditions(value, close_to, tol, at_least, at_most, predicate, description)
+    return dict(name=name, value=_round(value, digits), condition=", ".join(parts),
+                band=_band(name, value, band, digits), digits=digits), holds
 
 
 def _conditions(value, close_to, tol, at_least, at_most, predicate, description) -> tuple[list, bool]:
@@ -240,22 +239,10 @@ def gate(
     claim shows) and carry it into their reasons (``claim.holds``). The reproduction page counts gates apart."""
     if not guards:
         raise ValueError(f"gate {name!r}: say which analyses the gate guards (guards=...)")
-    value = _validate(name, value, close_to, tol, at_least, at_most, None, None)
-    parts, holds = _conditions(value, close_to, tol, at_least, at_most, None, None)
-    claim = Claim(
-        name=name,
-        value=_round(value, digits),
-        condition=", ".join(parts),
-        kind=GATE,
-        verdict="passes" if holds else "fails",
-        reason="" if holds else f"failed: {guards}",
-        paper_note="",
-        band=_band(name, value, band, digits),
-        precomputed=precomputed,
-        chapter=chapter,
-        holds=holds,
-        digits=digits,
-    )
+    fields, holds = _evaluated(name, value, close_to, tol, at_least, at_most, None, None, band, digits)
+    claim = Claim(**fields, kind=GATE, verdict="passes" if holds else "fails",
+                  reason="" if holds else f"failed: {guards}", precomputed=precomputed, chapter=chapter,
+                  holds=holds)
     REGISTRY.append(claim)
     return claim
 
