@@ -176,3 +176,13 @@ def test_every_figure_has_alt_text(path):
         if len(alt) < 20 or "`" in alt or "$" in alt:
             missing.append(i)
     assert not missing, f"{path.name}: figure cells without alt text: {missing}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_code_line_is_wider_than_the_column(path):
+    """The rendered column holds 88 characters of code (black's width; book/_ext/static/attnbook.css): a longer
+    line scrolls sideways on a desktop, which the browser test reports only after a whole build."""
+    wide = [(i, len(line)) for i, cell in enumerate(_cells(path))
+            if cell["cell_type"] == "code" and "remove-cell" not in cell.get("metadata", {}).get("tags", [])
+            for line in "".join(cell["source"]).splitlines() if len(line) > 88]
+    assert not wide, f"{path.name}: (cell, characters) of code lines over 88 characters: {wide}"

@@ -36,7 +36,7 @@ def test_gate_heatmap_has_one_row_per_head_and_one_column_per_snapshot():
     ax = fig.axes[0]
     image = ax.images[0].get_array()
     assert image.shape == (6, 4) and image[1, 2] == pytest.approx(0.5) and image[3, 0] == pytest.approx(0.9)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["layer 0", "layer 1"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["layer 1", "layer 2"]
     assert len(ax.lines) == 1  # one separator between the two layers
     assert "lambda=0.2" in ax.get_title() and len(fig.axes) == 2  # with its colour bar
 

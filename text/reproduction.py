@@ -19,10 +19,21 @@ except ImportError:
 # * a **must-hold check** (`attnbook.check`): an identity, a step of a proof, a control or baseline, a live
 #   recomputation that must agree with a shipped file, or a gate saying that a model is trained enough for an
 #   analysis to mean anything. It raises when it does not hold, so CI fails;
-# * a **comparison with a paper** (`attnbook.compare`): this book's value, the paper's value, an agreement
-#   rule stated with the claim (a tolerance, a side of a threshold, or an interval over seeds), and the verdict
-#   *reproduces* or *differs*. A comparison that differs says why, measured. Nothing passes *because* it
-#   differs: CI compares every verdict with the committed one, so a verdict that flips fails the build.
+# * a **comparison with a paper** (`attnbook.compare`): this book's value, a number the paper printed, an
+#   agreement rule stated with the claim (a tolerance, a level reached, a direction decided by an interval
+#   over seeds, or a test against chance for a statement the paper makes without a number), and the verdict
+#   *reproduces*, *differs* or *undecided* (the book's interval straddles the rule's threshold). A comparison
+#   that differs says why, measured. Nothing passes *because* it differs: CI compares every verdict with the
+#   committed one, so a verdict that flips fails the build. The same rule on another model than the paper's
+#   is an **analogue**, counted apart from the reproductions.
+#
+# A **gate** (`attnbook.gate`) is recorded whether or not it passes: a failed gate stays in the table with
+# what it means for the analyses it guards.
+#
+# **Rules and their data.** The rules on this page were written by authors who had seen the data they judge,
+# and some were changed after a first result (the history of each chapter, `git log -S "<claim name>"`,
+# shows when each rule changed). None was committed before the run that decides it; read the verdicts with
+# that in mind: a rule fixed in advance would be stronger evidence.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing on it is typed in by hand: each claim a chapter displays
 # carries a machine-readable record in the notebook's outputs, and the code below reads those records from the

@@ -117,7 +117,8 @@ CHANCE = {name: setups[name]["chance"] for name in TASKS}
 CEILING = {name: setups[name]["ceiling"] for name in TASKS}
 
 
-def short_of_level(name):  # measured: how far below the paper's level, against the ceiling
+# measured: how far below the paper's level, against the ceiling
+def short_of_level(name):
     return (f"{full[name]:.3f} with {CHANCE[name]:.3f} chance and a ceiling of "
             f"{CEILING[name]:.3f} (the best this model can do on the task)")
 

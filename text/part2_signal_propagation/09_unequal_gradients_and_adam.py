@@ -303,8 +303,8 @@ print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention nea
 # %% tags=["nbval-check-output"]
 [
     attnbook.check(
-        "balancing logit multiplier 1/tau*, fairseq init, d = 512, n = 27: token cosine "
-        "0.4 over 0.2 (the formula does not pin one value)",
+        "balancing logit multiplier 1/tau*, fairseq init, d = 512, n = 27: token "
+        "cosine 0.4 over 0.2 (the formula does not pin one value)",
         by_cosine[0.4] / by_cosine[0.2], at_least=1.5, digits=2),
     attnbook.check(
         "Q/V ratio, simulation / formula where attention is near uniform (largest tau)",
@@ -566,7 +566,8 @@ glue("ch09_d8_step", first_step_below(by_depth[8, False]))
 deep_min = min(e["cosine"] for e in by_depth[16, False]["log"])
 glue("ch09_d16_min", math.floor(deep_min * 100) / 100)  # down to 2 decimals
 glue("ch09_d16_acc", by_depth[16, False]["acc"])
-glue("ch09_scaled_step", max(first_step_below(r) for (_, s), r in by_depth.items() if s))
+glue("ch09_scaled_step",
+     max(first_step_below(r) for (_, s), r in by_depth.items() if s))
 alphas = {s: r["log"][-1]["alphas"] for s, r in learned.items()}  # after training
 glue("ch09_alpha1_lo", min(alphas[False]))
 glue("ch09_alpha1_hi", max(alphas[False]))

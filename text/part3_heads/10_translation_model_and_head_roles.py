@@ -265,7 +265,8 @@ print(f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} "
     attnbook.check("gate: BLEU lost when all encoder self-attention heads are off",
                    drop, at_least=5, digits=2, band=1.0),
     attnbook.check("gate: share of the whole test split's greedy outputs that loop",
-                   evaluation["greedy"]["looping_outputs"] / evaluation["test_sentences"],
+                   evaluation["greedy"]["looping_outputs"]
+                   / evaluation["test_sentences"],
                    at_most=0.05, digits=2, precomputed="converged_quick_eval.json"),
 ]
 
@@ -292,7 +293,8 @@ display(Markdown(rf.translations_table(test_n[:shown], greedy[:shown])))
 # Every head analysis below reads attention maps of the model on dev verses with the reference translation
 # fed to the decoder (teacher forcing), as the paper does. `hd.head_roles` walks the model over the verses
 # once and returns, for every head of every kind, the statistics the paper defines; the parser's words let it
-# also build the encoder's word-level maps for the syntactic analysis.
+# also build the encoder's word-level maps for the syntactic analysis. Layers and heads are numbered from 1
+# throughout Part III, in the figures, the tables and the printed lists.
 
 # %%
 verses = tr.analysis_verses(sizes["n_analysis"], cfg.max_len)  # those that fit
@@ -851,34 +853,33 @@ plt.show()
 ]
 
 # %% tags=["nbval-check-output"]
+LM = dict(precomputed=shipped_lm["meta"]["command"], analogue=MINILM)
 lm_claims = [
     attnbook.compare("MiniLM: rank correlation of confidence and LRP relevance",
         lm_rho, paper=VOITA["confidence_tracks_relevance"].value,
         above_chance=(0.0, lm_vs["rho_p"]), digits=2, band=0.02,
         source=VOITA["confidence_tracks_relevance"].where,
-        reason=f"rank correlation {lm_rho:.2f}",
-        precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
+        reason=f"rank correlation {lm_rho:.2f}", **LM),
     attnbook.compare(
         "MiniLM: of the 3 most relevant heads, how many are among the 3 most "
         "positional (hypergeometric test)", len(lm_both),
         paper=VOITA["relevant_heads_have_roles"].value, digits=1,
-        above_chance=(lm_vs["both_chance"], lm_vs["both_p"]), source=VOITA["relevant_heads_have_roles"].where,
+        above_chance=(lm_vs["both_chance"], lm_vs["both_p"]),
+        source=VOITA["relevant_heads_have_roles"].where,
         reason=f"{len(lm_both)} of the 3 most relevant heads are among the 3 most "
-        "positional", precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
+        "positional", **LM),
     attnbook.compare(
         "MiniLM: the most relevant layer-1 head is less confident than half its layer "
         "(1 = yes)", float(lm_less >= lm_h // 2),
         paper=VOITA["relevant_first_layer_head_not_confident"].value, same_side_of=0.5,
-        digits=1,
-        source=VOITA["relevant_first_layer_head_not_confident"].where,
+        digits=1, source=VOITA["relevant_first_layer_head_not_confident"].where,
         reason=f"it is more confident than {lm_h - 1 - lm_less} of the layer's other "
-        f"{lm_h - 1} heads", precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
+        f"{lm_h - 1} heads", **LM),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
         float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
         tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"it points at the rarest token for "
-        f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens",
-        precomputed=shipped_lm["meta"]["command"], analogue=MINILM),
+        f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens", **LM),
 ]
 lm_claims
 

@@ -445,9 +445,11 @@ stream = tr.BatchStream(tr.load_pairs("train"), max_len=96, seed=s["seed"] + 1,
                         max_tokens=s["max_tokens"])
 keys = ("lr", "gate_lr", "init_log_alpha", "label_smoothing", "record_every", "clip",
         "seed")
-# the shipped sweep ran on the CPU: its first 20 steps are rerun there, whatever the reader's
-# device, so that the noise streams (gate samples, dropout) are the ones the file saw
-kw = dict(kinds=["enc_self"], lam=0.05, steps=20, device="cpu", **{k: s[k] for k in keys})
+# the shipped sweep ran on the CPU: its first 20 steps are rerun there, whatever
+# the reader's device, so that the noise streams (gate samples, dropout) are the
+# ones the file saw
+kw = dict(kinds=["enc_self"], lam=0.05, steps=20, device="cpu",
+          **{k: s[k] for k in keys})
 _, _, hist = gate_training.gate_translation_model(mt_model, stream, **kw)
 live_p = hist["snapshots"][1]["p_open"]["enc_self"].numpy()
 shipped_p = np.array(live_run["snapshots"][1]["p_open"]["enc_self"])
@@ -1012,8 +1014,8 @@ print(f"{np.mean(np.abs(changes) <= 0.5):.0%} of the heads change it by at most 
       "BLEU")
 for k in kinds:
     best = michel_mt["best_head_per_layer"][k]
-    print(f"{k}, only the best head of one layer kept:",
-          [(b["best"], round(b["best_bleu"] - dev_full, 2)) for b in best])
+    print(f"{k}, only the best head of one layer kept (head, BLEU change):",
+          [(b["best"] + 1, round(b["best_bleu"] - dev_full, 2)) for b in best])
 
 # %% tags=["remove-input"]
 glue("ch11_single_share", float(np.mean(np.abs(changes) <= 0.5)))

@@ -51,7 +51,7 @@ def gate_heatmap(run: Mapping) -> plt.Figure:
     im = ax.imshow(p_open, aspect="auto", cmap="viridis", vmin=0, vmax=1, interpolation="nearest",
                    extent=(steps[0], steps[-1], p_open.shape[0] - 0.5, -0.5))
     ax.set_yticks([i * n_heads + n_heads / 2 - 0.5 for i in range(n_layers)],
-                  [f"layer {i}" for i in range(n_layers)])
+                  [f"layer {i + 1}" for i in range(n_layers)])  # layers and heads counted from 1
     for i in range(1, n_layers):
         ax.axhline(i * n_heads - 0.5, color="white", linewidth=0.8)
     ax.set_xlabel("training step")
