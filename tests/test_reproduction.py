@@ -204,8 +204,11 @@ PAGE = ROOT / "book" / "reproduction.ipynb"
 def test_every_committed_comparison_that_differs_says_why_measured():
     """At ``quick`` (the committed outputs CI checks), a *differs* carries a measured reason: ``compare`` no longer
     raises without one (a ``paper`` run on a GPU must finish), so this test is where a missing reason fails."""
-    rows = [r for r in reproduction.collect(ROOT) if r.kind == claims.COMPARISON]
+    rows = [r for r in reproduction.collect(ROOT) if r.kind in (claims.COMPARISON, claims.ANALOGUE)]
     assert rows, "no comparison found in the committed chapters"
+    failed_gates = [r for r in reproduction.collect(ROOT) if r.kind == claims.GATE and not r.holds]
+    assert all(r.reason.startswith("failed: ") and len(r.reason) > 20 for r in failed_gates), \
+        "a failed gate must say what it means for the analyses it guards"
     unexplained = [f"{r.chapter}: {r.name}" for r in rows if r.verdict == claims.DIFFERS
                    and r.reason in ("", claims.NOT_MEASURED)]
     assert not unexplained, f"comparisons that differ without a measured reason: {unexplained}"
