@@ -1,10 +1,15 @@
-"""Chapter "The circle task"'s seed sweep trained model by model (circle.fit) against one batched ensemble per
-width and variant (circle_ensemble.fit_ensemble), side by side on one device (issue: ensembles as one batched
-model, so that the paper preset fits a GPU):
+"""Seed sweeps trained model by model against one batched ensemble, side by side on one device (issue: ensembles
+as one batched model, so that the paper preset fits a GPU):
+
+- ``circle``: chapter "The circle task"'s sweep (circle.fit per seed against circle_ensemble.fit_ensemble per width
+  and variant);
+- ``reverser``: chapter "Unequal gradients"'s optimiser sweep, one arm and learning rate (reverser.train_run per seed
+  against reverser_ensemble.train_seeds).
 
     python scripts/bench_ensembles.py                      # the quick preset's sweep sizes, on the CPU, 1 thread
     python scripts/bench_ensembles.py --preset paper --device cuda
     python scripts/bench_ensembles.py --steps 100          # a shorter run (the ratio is per step)
+    python scripts/bench_ensembles.py --what reverser --steps 60
 
 Prints seconds per training step of the whole sweep both ways, the speed-up, and the largest difference between
 the two ways' final losses (float rounding: a batched product sums in another order).
@@ -19,7 +24,10 @@ import torch
 
 import attnbook
 from attnbook.rank.tasks import circle
+from attnbook.core import runs as run_table
 from attnbook.rank.tasks.circle_ensemble import fit_ensemble
+from attnbook.signal import reverser as rv
+from attnbook.signal.reverser_ensemble import train_seeds
 
 VARIANTS = {"SAN": {}, "SAN+MLP": {"mlp": True}, "SAN+skip": {"skip": True}}
 
@@ -30,8 +38,11 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
+    ap.add_argument("--what", choices=("circle", "reverser"), default="circle")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    if args.what == "reverser":
+        return bench_reverser(args)
     s = attnbook.preset("circle", args.preset)
     steps = args.steps or s["steps"]
     kw = dict(steps=steps, lr=s["lr"], batch=s["batch"], n_points=s["n_points"], n_heads=s["n_heads"],
@@ -53,6 +64,25 @@ def main() -> None:
     print(f"preset {args.preset}, {args.device}, {args.threads} thread(s), {n_models} models x {steps} steps: "
           f"model by model {loop:.1f} s ({1e3 * loop / steps:.1f} ms per sweep step), batched {ens:.1f} s "
           f"({1e3 * ens / steps:.1f} ms per sweep step): {loop / ens:.1f}x faster; largest final-loss gap "
+          f"{gap:.2e}")
+
+
+def bench_reverser(args) -> None:
+    """The optimiser sweep's seeds of one arm (Adam, alpha = 1/sqrt(L), tau = 1, lr 1e-3) one by one and batched."""
+    p = run_table.settings("optimiser_sweep", args.preset)
+    size, steps = rv.ReverserSize.from_preset(p), args.steps or p["steps"]
+    x_eval = torch.randint(0, size.vocab, (p["n_eval"], size.seq_len), generator=torch.Generator().manual_seed(1))
+    kw = dict(optimizer="adam", scaled=True, temperature=1.0, lr=1e-3, steps=steps, x_eval=x_eval,
+              device=args.device)
+    t0 = time.perf_counter()
+    alone = [rv.train_run(size, seed=seed, **kw) for seed in p["seeds"]]
+    loop = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    together = train_seeds(size, seeds=p["seeds"], **kw)
+    ens = time.perf_counter() - t0
+    gap = max(abs(a["loss"] - b["loss"]) for a, b in zip(alone, together))
+    print(f"preset {args.preset}, {args.device}, {args.threads} thread(s), {len(alone)} seeds x {steps} steps: "
+          f"model by model {loop:.1f} s, batched {ens:.1f} s: {loop / ens:.1f}x faster; largest final-loss gap "
           f"{gap:.2e}")
 
 

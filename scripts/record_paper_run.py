@@ -8,7 +8,7 @@ in-memory copy whose outputs and execution counts are cleared first: the committ
 `quick` outputs, is not touched, and no `quick` value can pass for a `paper` one. Only the claim records of
 cells that ran (mimetype application/vnd.attnbook.claim+json) are written to
 results/paper/<notebook-stem>.json as {"gpu", "seconds", "preset", "torch", "date", "complete", "cuda_used",
-"claims", "not_reached", "errored", "errors", "commit"} ("cuda_used": whether the chapter allocated GPU memory,
+"claims", "not_reached", "errored", "errors", "commit", "threads"} ("cuda_used": whether the chapter allocated GPU memory,
 from a probe cell run after it; "not_reached": the names of the committed claims whose cells did not run before
 a stop; "errored": the committed claims of cells that raised another error than a failing check, also recorded
 among "claims" with "verdict": "errored"). A claim that fails at the paper preset raises in the notebook; the
@@ -167,7 +167,7 @@ def record(path: Path, out_dir: Path, preset: str, timeout: int, gpu: str, deadl
         errors.append(stopped)
     run = dict(
         gpu=gpu or "CPU", seconds=round(seconds, 1), preset=preset, torch=torch.__version__,
-        date=_dt.date.today().isoformat(), commit=commit(),
+        date=_dt.date.today().isoformat(), commit=commit(), threads=os.environ.get("OMP_NUM_THREADS", "all"),
         notebook=str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
         complete=stopped is None and not errors and not failed, cuda_used=cuda_used(nb),
         claims=claims + failed + errored, not_reached=not_reached, errored=[e["name"] for e in errored],
@@ -198,6 +198,10 @@ def main() -> int:
         parser.error("no CUDA device: a paper run needs a GPU (use --allow-cpu only to test this script)")
     status = 0
     deadline = None if args.time_limit is None else time.time() + args.time_limit
+    if args.parallel > 1 and "OMP_NUM_THREADS" not in os.environ:
+        # chapters side by side share the cores: each kernel gets its part, not all of them (the 2026-12-04 run
+        # had eleven kernels each using every core, and CPU-side cells ran several times slower)
+        os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // args.parallel))
     with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
         runs = list(pool.map(lambda p: record(p, args.out, args.preset, args.timeout, gpu, deadline), paths))
     for p, run in zip(paths, runs):

@@ -124,6 +124,23 @@ def test_rank1_distance():
     assert_close(rank1_distance(batch), torch.stack([rank1_distance(m) for m in batch]), atol=1e-6, rtol=0)
 
 
+def test_rank1_distance_of_large_cuda_matrices_stays_on_their_device(monkeypatch):
+    """Matrices over 32 x 32 on CUDA take their singular values on the CPU (CUDA loops over them); the
+    distances come back on the input's device and equal the CPU's."""
+    from attnbook.core.virtual_cuda import virtual_cuda
+
+    M = torch.softmax(torch.randn(4, 40, 40, generator=torch.Generator().manual_seed(3)), -1)
+    on_cpu = rank1_distance(M)
+    svdvals, solved_on = torch.linalg.svdvals, []
+    monkeypatch.setattr(torch.linalg, "svdvals", lambda A: solved_on.append(A.device.type) or svdvals(A))
+    with virtual_cuda() as dev:
+        on_gpu = rank1_distance(M.to(dev))
+        rank1_distance(M[:, :32, :32].to(dev))  # small ones: CUDA's batched solver
+        assert solved_on == ["cpu", "cuda"]
+        assert on_gpu.device.type == "cuda"
+        assert_close(on_gpu.cpu(), on_cpu, atol=0, rtol=0)
+
+
 def test_rank1_distance_by_length():
     g = torch.Generator().manual_seed(0)
     attn = torch.softmax(torch.randn(2, 3, 2, 5, 5, generator=g), -1)

@@ -37,8 +37,17 @@ def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
         calls.append((optimizer, scaled, lr, seed))
         return {"acc": 0.5 + 0.1 * seed, "loss": 1.0, "log": [{"step": 0, "loss": 1.0}]}
 
+    def fake_train_seeds(size, *, seeds, device, **kw):  # a GPU's batched seeds: the same records
+        assert device == "cuda"
+        return [fake_train_run(size, seed=seed, **kw) for seed in seeds]
+
     monkeypatch.setattr(mod.rv, "train_run", fake_train_run)
+    monkeypatch.setattr(mod, "train_seeds", fake_train_seeds)
     monkeypatch.setattr(mod.rv, "balancing_temperature", lambda size, scaled: 2.0)
+    run_main(mod, ["--out", str(tmp_path / "on_gpu.json"), "--device", "cuda"], monkeypatch)
+    on_gpu = json.loads((tmp_path / "on_gpu.json").read_text())
+    assert len(calls) == 5 * 5 * 3
+    calls.clear()
     out = tmp_path / "optimiser_sweep_quick.json"
     run_main(mod, ["--out", str(out)], monkeypatch)
     payload = json.loads(out.read_text())
@@ -46,6 +55,7 @@ def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
     assert len(calls) == 5 * 5 * 3 and {c[2] for c in calls if c[0] == "adam"} == set(s["learning_rates"]["adam"])
     assert payload["meta"]["run"] == "optimiser_sweep" and payload["meta"]["settings"] == s
     runs.check_recorded(payload, "optimiser_sweep", "quick")
+    assert on_gpu["arms"] == payload["arms"] and on_gpu["device"] == "cuda"
     assert all(a["best_lr"] == s["learning_rates"][a["optimizer"]][0] for a in payload["arms"])  # a tie: the first
 
 

@@ -237,3 +237,28 @@ def test_a_time_limited_run_is_evaluated_on_schedule_only(tmp_path):
     rest = T.train(nn.Linear(4, 1), lambda s: (x, y), _loss, state_path=state, state_every=4, resume=True,
                    **kw)
     assert [e["step"] for e in rest["evals"]] == [e["step"] for e in full["evals"]] == [4, 8, 12]
+
+
+def test_losses_read_back_in_blocks_are_every_step_s_loss():
+    """The losses stay on the device and are read back every ``_READ_LOSSES_EVERY`` steps (one read per
+    step waits for the GPU each time): the history still holds each step's loss, in order, on a run that
+    does not end on a block, on the (virtual) GPU as on the CPU."""
+    from attnbook.core.virtual_cuda import virtual_cuda
+
+    x, y = _regression()
+    steps = T._READ_LOSSES_EVERY * 2 + 7
+
+    def run(device):
+        torch.manual_seed(0)
+        model = nn.Linear(4, 1)
+        seen = []
+        hist = T.train(model, lambda step: (x, y), lambda m, b: seen.append(float(_loss(m, b))) or _loss(m, b),
+                       steps=steps, lr=0.01, optimizer="sgd", progress=False, seed=0, device=device)
+        return hist["loss"], seen
+
+    on_cpu, seen = run("cpu")
+    assert len(on_cpu) == steps and on_cpu == pytest.approx(seen, rel=1e-6)
+    assert all(isinstance(v, float) for v in on_cpu)
+    with virtual_cuda() as dev:
+        on_gpu, _ = run(dev)
+    assert on_gpu == on_cpu

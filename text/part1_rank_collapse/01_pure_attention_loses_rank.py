@@ -204,9 +204,10 @@ def residual_curves(variant, depth, n_heads, d_model, gain=1.0, n_nets=1, n_inpu
     X = torch.randn(n_inputs, n_tokens, d_model).to(dev)  # drawn on the CPU, run on dev
     curves = []
     for _ in range(n_nets):
-        net = SelfAttentionNetwork(depth, d_model, n_heads, **variant)
+        with torch.device(dev):  # built where it runs: fast on a GPU at paper width
+            net = SelfAttentionNetwork(depth, d_model, n_heads, **variant)
         gaussian_init_(net, gain)
-        curves.append(residual_by_layer(net.to(dev), X))
+        curves.append(residual_by_layer(net, X))
     return torch.cat(curves)
 
 

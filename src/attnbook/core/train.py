@@ -30,6 +30,9 @@ from attnbook.core.presets import seed_everything
 
 OPTIMIZERS = ("adamw", "adam", "sgd")
 SCHEDULES = ("cosine", "constant", "multistep")
+#: steps between reads of the losses back from the device: one read per step would make the CPU wait for the
+#: GPU at every step (tiny models on a GPU are bound by that wait, not by arithmetic)
+_READ_LOSSES_EVERY = 100
 
 
 def to_device(batch: Any, dev: torch.device) -> Any:
@@ -189,6 +192,12 @@ def train(
         opt, lambda s: lr_factor(s, steps, warmup_steps, schedule, milestones, gamma)
     )
     history: dict = {"step": [], "loss": [], "evals": [], "stopped": "steps"}
+    pending: list = []  # losses still on the device: read back in blocks, since reading one waits for the GPU
+
+    def read_losses() -> None:
+        if pending:
+            history["loss"].extend(torch.stack(pending).cpu().tolist())
+            pending.clear()
     elapsed = 0.0
     if state_every < 0 or (state_every and state_path is None):
         raise ValueError(f"state_every={state_every} needs a state_path and must be >= 0")
@@ -207,6 +216,7 @@ def train(
     elapsed_before = elapsed
 
     def save_state(step: int) -> None:
+        read_losses()
         blob = {"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": sched.state_dict(),
                 "history": history, "elapsed": elapsed, "step": step, "rng": _rng_state(),
                 "extra": extra_state if extra_state is not None else {}}
@@ -241,11 +251,14 @@ def train(
         sched.step()
         elapsed += time.perf_counter() - t0
         history["step"].append(step)
-        history["loss"].append(float(loss.detach()))
+        pending.append(loss.detach())
         bar.update(1)
         if step_fn is not None:
             step_fn(step, model)
-        if step % 10 == 0 or step == steps:
+        if len(pending) == _READ_LOSSES_EVERY:
+            read_losses()
+        if progress and (step % 10 == 0 or step == steps):
+            read_losses()
             bar.set_postfix(loss=f"{history['loss'][-1]:.4f}")
         if eval_fn is not None and eval_every and step % eval_every == 0:
             if evaluate(step):
@@ -257,6 +270,7 @@ def train(
         if state_every and step % state_every == 0:
             save_state(step)
     bar.close()
+    read_losses()
     # the last step is evaluated, unless a time limit stopped the run: it is unfinished, and an evaluation
     # here would be one that an uninterrupted run never makes (a checkpoint for stop_when's patience)
     if (eval_fn is not None and history["stopped"] != "time_limit"

@@ -148,7 +148,7 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
 
     def logged_loss(m, batch):
         loss = loss_fn(m, batch)
-        losses.append(float(loss.detach()))
+        losses.append(loss.detach())  # on the device: read at the logged steps, not at every step
         return loss
 
     def step_fn(step, m):
@@ -156,7 +156,7 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
             grads = gradient_norms(m)
             with torch.no_grad():
                 cos = float(prop.token_cosine(m.hidden(x_eval.to(next(m.parameters()).device))).mean())
-            entry = {"step": step, "loss": round(losses[-1], 4), "qk_grad": grads["qk"], "v_grad": grads["v"],
+            entry = {"step": step, "loss": round(float(losses[-1]), 4), "qk_grad": grads["qk"], "v_grad": grads["v"],
                      "cosine": round(cos, 4)}
             if learnable_alpha:
                 entry["alphas"] = [round(float(torch.as_tensor(b.alpha).detach()), 4) for b in m.stack.blocks]
@@ -164,6 +164,7 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
 
     hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=0,
                  schedule="constant", clip=None, seed=seed, progress=False, device=device, step_fn=step_fn)
+    losses = torch.stack(losses).cpu().tolist()
     final = losses[-1]
     return {"loss": final if math.isfinite(final) else float("nan"), "acc": accuracy(model, x_eval.to(
         next(model.parameters()).device)), "log": log, "losses": losses, "steps": hist["steps_done"]}

@@ -1,0 +1,121 @@
+"""The seeds of one reversal-task run trained as one batched model (chapter "Unequal gradients, temperature and
+adaptive optimisers"; issue: the optimiser sweep trains many tiny models one after another, which a GPU runs
+slower per step than one CPU thread).
+
+:func:`train_seeds` makes the runs :func:`attnbook.signal.reverser.train_run` makes, one per seed, *together*:
+their parameters are stacked along a leading model axis (``torch.func.stack_module_state``) and one forward pass
+runs them all (``torch.func.vmap`` over ``functional_call``). Everything that is per seed stays per seed: the
+initialisation (each model is built after ``torch.manual_seed(seed)``, as ``train_run`` builds it), the batches
+(one generator per seed, the draws ``train_run`` makes from the re-seeded global generator), the loss (summed over
+models, so each model's gradient is its own), the log (each model's own gradient norms and output cosine) and the
+optimiser (SGD with momentum and Adam update elementwise, so a stacked parameter moves as the separate ones would).
+The numbers agree with ``train_run``'s to float rounding (a batched matrix product sums in another order), which a
+test checks.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, stack_module_state, vmap
+
+from attnbook.core.presets import device as default_device
+from attnbook.core.train import make_optimizer
+from attnbook.signal import propagation as prop
+from attnbook.signal.reverser import Reverser, ReverserSize
+
+
+class _Method(nn.Module):
+    """``model.<method>(x)`` as a module's forward, so that ``functional_call`` can run a method other than
+    ``forward`` (the read-out's input, :meth:`Reverser.hidden`)."""
+
+    def __init__(self, model: nn.Module, method: str) -> None:
+        super().__init__()
+        self.model, self.method = model, method
+
+    def forward(self, x):
+        return getattr(self.model, self.method)(x)
+
+
+def train_seeds(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: float, lr: float,
+                seeds: Sequence[int], steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
+                learnable_alpha: bool = False) -> list[dict]:
+    """:func:`attnbook.signal.reverser.train_run` for every seed of ``seeds``, trained as one batched model on
+    ``device`` (default: the book's device): one record per seed, in order, with ``train_run``'s keys (``loss``,
+    ``acc``, ``log``, ``losses``, ``steps``)."""
+    seeds = list(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    dev = torch.device(device) if device is not None else default_device()
+    models, generators = [], []
+    for seed in seeds:
+        torch.manual_seed(seed)
+        models.append(Reverser(size, scaled, temperature, learnable_alpha))
+        generators.append(torch.Generator().manual_seed(seed))  # train() re-seeds before its first batch
+    stacked, buffers = stack_module_state(models)
+    params = {k: nn.Parameter(v.detach().to(dev)) for k, v in stacked.items()}
+    buffers = {k: v.to(dev) for k, v in buffers.items()}
+    template = copy.deepcopy(models[0]).to("meta")
+    hidden_of = _Method(template, "hidden")
+    prefixed = lambda p: {f"model.{k}": v for k, v in p.items()}  # noqa: E731
+
+    def one_loss(p, b, x):
+        logits = functional_call(template, (p, b), (x,))
+        return F.cross_entropy(logits.reshape(-1, size.vocab), x.flip(-1).reshape(-1))
+
+    losses_of = vmap(one_loss)
+    hidden = vmap(lambda p, b, x: functional_call(hidden_of, (prefixed(p), prefixed(b)), (x,)),
+                  in_dims=(0, 0, None))
+    logits_of = vmap(lambda p, b, x: functional_call(template, (p, b), (x,)), in_dims=(0, 0, None))
+    holder = nn.ParameterList(params.values())  # make_optimizer's settings (SGD's momentum 0.9), stacked
+    opt = make_optimizer(holder, optimizer, lr)
+    x_eval = x_eval.to(dev)
+    blocks = range(size.depth)
+    logs: list[list] = [[] for _ in seeds]
+    per_step = []
+    for step in range(1, steps + 1):
+        x = torch.stack([torch.randint(0, size.vocab, (size.batch, size.seq_len), generator=g)
+                         for g in generators]).to(dev)
+        losses = losses_of(params, buffers, x)
+        opt.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        opt.step()
+        per_step.append(losses.detach())  # on the device: read at the logged steps, not at every step
+        if step % log_every == 0 or step == steps:
+            _log(logs, step, losses, params, blocks, learnable_alpha,
+                 lambda: hidden(params, buffers, x_eval))
+    losses_by_seed = torch.stack(per_step).T.cpu().tolist()
+    with torch.no_grad():
+        hits = (logits_of(params, buffers, x_eval).argmax(-1) == x_eval.flip(-1)).float().mean((1, 2)).cpu()
+    return [{"loss": run[-1] if math.isfinite(run[-1]) else float("nan"), "acc": float(hits[i]), "log": logs[i],
+             "losses": run, "steps": steps} for i, run in enumerate(losses_by_seed)]
+
+
+def _log(logs, step, losses, params, blocks, learnable_alpha, hidden_fn) -> None:
+    """Each seed's log entry at ``step``: :func:`attnbook.signal.reverser.train_run`'s, from the stacked
+    gradients (each model's own rows) and each model's output tokens on the evaluation digits."""
+    def norm(name):  # (models,) gradient norms of one stacked weight
+        return params[name].grad.flatten(1).norm(dim=1)
+
+    qk = torch.stack([(norm(f"stack.blocks.{b}.attn.q.weight") ** 2
+                       + norm(f"stack.blocks.{b}.attn.k.weight") ** 2).sqrt() for b in blocks])
+    v = torch.stack([norm(f"stack.blocks.{b}.attn.v.weight") for b in blocks])
+    gm = lambda t: t.clamp_min(1e-30).log().mean(0).exp().cpu().tolist()  # noqa: E731  geometric mean over layers
+    with torch.no_grad():
+        cosine = prop.token_cosine(hidden_fn()).mean(-1).cpu().tolist()
+    alphas = (torch.stack([params[f"stack.blocks.{b}.alpha"].detach() for b in blocks], 1).cpu().tolist()
+              if learnable_alpha else None)
+    for i, (loss, q, vv, cos) in enumerate(zip(losses.detach().cpu().tolist(), gm(qk), gm(v), cosine)):
+        entry = {"step": step, "loss": round(loss, 4), "qk_grad": q, "v_grad": vv, "cosine": round(cos, 4)}
+        if alphas is not None:
+            entry["alphas"] = [round(a, 4) for a in alphas[i]]
+        logs[i].append(entry)
