@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Precomputed runs of chapter 6 (the circle task), shipped; one named run per command:
 
-    .venv/bin/python scripts/circle_runs.py control   # attention removed, every seed, both widths (~1 minute)
+    .venv/bin/python scripts/circle_runs.py control   # the two controls, every seed, both widths (~2 minutes)
     .venv/bin/python scripts/circle_runs.py seeds16   # SAN, SAN+skip, SAN+MLP with 16 seeds (~6 minutes)
 
 Every model is trained with the book's recipe (the chapter's own training, sizes of the ``circle`` preset): the
@@ -9,8 +9,9 @@ seeds of one width and variant as one batched model (``circle_ensemble.ensemble_
 trains, to float rounding), on one CPU thread or with ``--device cuda``, and summarised as the chapter reads
 it (``circle.summarise_run``: the one-step error over staying put, the collapse step, the final token gap and
 the spread of the rollout).
-``control`` is the circle model with attention removed (``CircleNet(attention=False)``: every head gated
-to zero, a token-wise map with the same parameters); ``seeds16`` repeats the chapter's own sweep over 16
+``control`` holds two controls of the circle model: attention removed (``CircleNet(attention=False)``: every head
+gated to zero, a token-wise map with the same parameters) and each token attending only to itself
+(``CircleNet(attention="self")``: token-wise, the value and output maps kept); ``seeds16`` repeats the chapter's own sweep over 16
 seeds, enough to tell the collapse fractions apart. Each writes
 ``src/attnbook/data/circle/<run>_<preset>.json`` with its settings, command, time, threads and machine; the
 chapter recomputes part of each live and checks it against the file.

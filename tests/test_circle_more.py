@@ -41,8 +41,8 @@ def test_control_report_counts_gated_and_merged_runs():
                                           {"mse_over_stay_put": 0.391, "collapse_step": None}]}
     gated = {32: [], 128: every[128, "SAN, no attention"]}
     assert circle.control_report(every, gated).splitlines() == [
-        "d= 32 without attention: one-step MSE / stay put [2.69]; 0 pass the gate, of which 0 merge",
-        "d=128 without attention: one-step MSE / stay put [0.09, 0.39]; 2 pass the gate, of which 1 merge"]
+        "d= 32 SAN, no attention: one-step MSE / stay put [2.69]; 0 pass the gate, of which 0 merge",
+        "d=128 SAN, no attention: one-step MSE / stay put [0.09, 0.39]; 2 pass the gate, of which 1 merge"]
 
 
 class _Still(torch.nn.Module):

@@ -146,3 +146,34 @@ def test_when_one_head_routes_everything_it_takes_its_whole_layer():
         torch.testing.assert_close(share[:, 0].abs(), torch.ones(2, dtype=share.dtype), atol=1e-3, rtol=0,
                                    msg=kind)
         assert share[:, 1].abs().max() == 0, kind
+
+
+def test_the_whole_model_s_relevance_is_that_of_the_rule_with_autograd_s_dense_jacobians(monkeypatch):
+    """The slow path: every closed form of the propagation (the attention Jacobian, LayerNorm's, a linear
+    layer's weights) replaced by the dense Jacobian autograd computes, fed to the rule one relevance row and
+    one sample at a time (lrp.relprop_jacobian, or relprop_tokenwise without a Jacobian). On a 1+1-layer
+    model the heads' relevance, of every kind, is the same."""
+    torch.manual_seed(5)
+    cfg = Seq2SeqConfig(vocab_size=19, d_model=8, n_heads=2, enc_layers=1, dec_layers=1, d_ff=16,
+                        dropout=0.0, attention_dropout=0.0, max_len=12)
+    model = trained_looking_(Seq2SeqTransformer(cfg).double().eval())
+    src, tgt = [4, 9, 7, 2], [1, 8, 6, 2]
+    fast = lrp.sentence_head_relevance(model, src, tgt)
+
+    def dense_attention(R, q, k, v, scale, mask):
+        jq, jk, jv = jacrev(lambda a, b, c: lrp.attention_core(a, b, c, scale, mask), argnums=(0, 1, 2))(q, k, v)
+        n, m, d = q.shape[0], k.shape[0], q.shape[1]
+        jac = torch.cat([jq.reshape(n * d, n * d), jk.reshape(n * d, m * d), jv.reshape(n * d, m * d)], 1)
+        x = torch.cat([q.flatten(), k.flatten(), v.flatten()])
+        rows = lrp.relprop_jacobian(R.reshape(R.shape[0], -1), x, jac, torch.zeros(n * d, dtype=x.dtype))
+        rq, rk, rv = rows.split([n * d, m * d, m * d], 1)
+        return rq.reshape(-1, n, d), rk.reshape(-1, m, d), rv.reshape(-1, m, d)
+
+    monkeypatch.setattr(lrp, "relprop_attention", dense_attention)
+    monkeypatch.setattr(lrp, "relprop_norm", lambda R, x, norm: lrp.relprop_tokenwise(R, x, norm))
+    monkeypatch.setattr(lrp, "relprop_linear", lambda R, x, layer: lrp.relprop_tokenwise(R, x, layer))
+    slow = lrp.sentence_head_relevance(model, src, tgt)
+    assert set(slow) == set(fast) == {"enc_self", "dec_self", "dec_cross"}
+    for kind in fast:
+        assert fast[kind].abs().max() > 1e-3
+        torch.testing.assert_close(slow[kind], fast[kind], atol=1e-9, rtol=1e-7, msg=kind)

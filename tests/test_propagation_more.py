@@ -64,3 +64,33 @@ def test_jacobian_scaling_sweeps_follow_the_generator_and_the_laws():
     assert laws["by_length"][1][0]["v"] > 0
     with pytest.raises(ValueError, match="n_tokens, d"):
         prop.jacobian_scaling_sweeps(X[None], 2, d_k=2, d_v=2, sigma=sigma, rho=0.3)
+
+
+@pytest.mark.parametrize("rho,n,d", [(0.0, 4, 16), (0.2, 16, 64), (0.7, 9, 32), (0.95, 32, 40)])
+def test_uniform_qk_v_ratio_is_the_square_root_of_the_jacobian_formulas_ratio(rho, n, d):
+    X = prop.tokens_with_cosine(n, d, rho, torch.Generator().manual_seed(1)).double()
+    sig = 1 / math.sqrt(d)
+    f = prop.uniform_attention_sq_norms(X, sig, sig, sig, d_v=5)
+    assert prop.uniform_qk_v_ratio(rho, n) == pytest.approx(math.sqrt(f["q"] / f["v"]), rel=1e-9)
+    assert prop.uniform_qk_v_ratio(1.0, n) == 0.0
+    with pytest.raises(ValueError):
+        prop.uniform_qk_v_ratio(1.2, n)
+
+
+def test_predicted_ratios_follow_the_mean_field_cosine_and_a_simulated_stack():
+    """Layer l's prediction is the uniform ratio at the recursion's cosine of its input (layer 1: rho0); on a
+    simulated stack at initialisation it lands within a factor of 2 of the measured ratio at every layer, and
+    the unscaled post-LN one falls towards 0 with depth."""
+    n, d, L, rho0 = 16, 64, 8, 0.2
+    for ln, scaled in (("pre", False), ("post", True)):
+        pred = prop.predicted_qk_v_ratios(L, rho0, n, layernorm=ln, scaled=scaled)
+        mf = prop.meanfield_cosine(L, rho0, n, alpha=1 / math.sqrt(L) if scaled else 1.0, layernorm=ln)
+        assert pred.shape == (L,) and pred[0] == pytest.approx(prop.uniform_qk_v_ratio(rho0, n))
+        assert pred[-1] == pytest.approx(prop.uniform_qk_v_ratio(float(mf[L - 1]), n))
+    X0 = prop.correlated_tokens(8, n, d, rho0, torch.Generator().manual_seed(0))
+    grads = prop.grad_norms_by_config(X0, L, 4, [("pre", True)])["pre", True]
+    measured = ((grads["q"] + grads["k"]) / (2 * grads["v"])).double()
+    factor = (measured / prop.predicted_qk_v_ratios(L, rho0, n, layernorm="pre", scaled=True)).log().abs().exp()
+    assert factor.max() < 2
+    deep = prop.predicted_qk_v_ratios(32, rho0, n, layernorm="post", scaled=False)
+    assert deep[-1] < 1e-3 * deep[0] and (deep[1:] <= deep[:-1]).all()

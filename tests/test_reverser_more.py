@@ -4,6 +4,7 @@ and adaptive optimisers")."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from attnbook.signal import reverser as rv
 
@@ -61,3 +62,17 @@ def test_depth_report_mean_cosine_and_largest_scale_move():
     assert rv.largest_scale_move(learned) == pytest.approx(0.2)
     with pytest.raises(ValueError, match="empty"):
         rv.mean_cosine({"log": []})
+
+
+def test_collapsed_accuracy_is_the_share_of_the_most_frequent_digit():
+    """Known answers: two binary digits agree half the time (max count 2) and differ otherwise (1): 3/4; one
+    digit: 1; and for 8 digits of 10 a simulation of 'predict each sequence's most frequent digit everywhere'."""
+    assert rv.collapsed_accuracy(2, 2) == pytest.approx(0.75)
+    assert rv.collapsed_accuracy(7, 1) == 1.0
+    assert rv.collapsed_accuracy(3, 3) == pytest.approx((3 * 3 + 18 * 2 + 6 * 1) / 27 / 3)  # 3, 2 or 1 alike
+    x = torch.randint(0, 10, (200_000, 8), generator=torch.Generator().manual_seed(0))
+    counts = torch.nn.functional.one_hot(x, 10).sum(1)
+    simulated = counts.max(1).values.double().mean().item() / 8
+    assert rv.collapsed_accuracy(10, 8) == pytest.approx(simulated, abs=0.003)
+    with pytest.raises(ValueError):
+        rv.collapsed_accuracy(0, 8)

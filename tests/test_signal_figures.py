@@ -57,3 +57,16 @@ def test_training_losses_smooth_each_run_over_ten_steps():
     assert chance.get_ydata()[0] == pytest.approx(math.log(10))
     assert ax.get_title().startswith("Depth 4 post-LN")
     plt.close(fig)
+
+
+def test_qk_v_ratio_by_layer_draws_measured_solid_and_predicted_dashed_per_stack_kind():
+    depth = 4
+    measured = {k: [0.5 / (i + 1)] * depth for i, k in enumerate(CONFIGS)}
+    predicted = {k: [0.4 / (i + 1)] * depth for i, k in enumerate(CONFIGS)}
+    fig = collapse_figures.qk_v_ratio_by_layer(measured, predicted)
+    pre, post = fig.axes
+    assert post.get_title() == "post-LN, depth 4" and pre.get_yscale() == "log" and len(pre.lines) == 4
+    assert list(post.lines[2].get_ydata()) == measured["post", True] and post.lines[2].get_linestyle() == "-"
+    assert list(post.lines[3].get_ydata()) == predicted["post", True] and post.lines[3].get_linestyle() == "--"
+    assert list(post.lines[0].get_xdata()) == [1, 2, 3, 4]
+    plt.close(fig)

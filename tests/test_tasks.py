@@ -58,6 +58,27 @@ def test_circle_net_without_attention_is_token_wise():
     assert_close(m(x), alone, atol=1e-6, rtol=0)
 
 
+def test_circle_net_attending_only_to_itself_is_token_wise_with_the_value_maps_kept():
+    """attention="self": each token's output depends on that token alone, and equals the full model's on a
+    sequence of that one token (where softmax over one key is 1: P = I, the value and output maps kept);
+    attention=False differs from it (no value map). Anything else is refused."""
+    torch.manual_seed(0)
+    own = circle.CircleNet(8, 2, attention="self")
+    full, gated = circle.CircleNet(8, 2), circle.CircleNet(8, 2, attention=False)
+    full.load_state_dict(own.state_dict(), strict=False)
+    gated.load_state_dict(own.state_dict(), strict=False)
+    x, _ = circle.circle_dataset(20)
+    moved = x.clone()
+    moved[:, 1] = moved[:, 1] * 0.5 + 0.1
+    assert_close(own(moved)[:, 0], own(x)[:, 0], atol=1e-6, rtol=0)
+    alone = torch.cat([full(x[:, :1]), full(x[:, 1:])], 1)  # one token: attention to itself only
+    assert_close(own(x), alone, atol=1e-6, rtol=0)
+    assert (gated(x) - own(x)).abs().max() > 1e-3
+    for bad in ("none", 0, 1, None):
+        with pytest.raises(ValueError, match="attention"):
+            circle.CircleNet(8, 2, attention=bad)
+
+
 def test_rollout_feeds_predictions_back():
     """Chapter 6, Fig. 3: traj[t + 1] = model(traj[t]), from traj[0] = start."""
     torch.manual_seed(1)

@@ -619,3 +619,23 @@ CUBIC = papers.number("dong2021", "collapse_order")
 #    step with the largest slack.
 # 3. For $\mu \le 1$, show $\gamma \le \tfrac14 e^2(1+e) \approx 6.9$, and compare with the paper's assumption that the
 #    attention entries are bounded.
+
+# %% [markdown]
+# ### A checked exercise
+#
+# The lemma's constant $\gamma(\mu)$ grows with $\mu$. What is its largest value when $\mu \le 1$ (exercise 3
+# above asks you to show a bound on it)? Put your number in `answer`; `exercises.check` says whether it is
+# right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+answer = None  # the largest gamma for mu <= 1
+exercises.check("ch03-gamma", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: gamma(mu) = e^(2 mu) (1 + e^mu) / 4 increases with mu, so on [0, 1]
+# its largest value is at mu = 1: e^2 (1 + e) / 4
+solution = math.exp(2) * (1 + math.e) / 4
+print(f"largest gamma for mu <= 1: {solution:.3f}")
+exercises.solved("ch03-gamma", solution)

@@ -24,7 +24,7 @@ except ImportError:
 # - build the task and the paper's model (a `Linear(2, d)` embedding, one BERT-style attention layer with two heads, a linear read-out), with and without an outer skip connection or an MLP;
 # - define precisely what "collapsed" means for a trajectory, and measure it over several training seeds;
 # - compare the paper's training recipe with a faster one, and see how much the picture depends on it;
-# - separate attention from the rest of the model with a control that has no attention.
+# - separate attention from the rest of the model with two controls: no attention, and each token attending only to itself.
 
 # %%
 import attnbook
@@ -42,6 +42,7 @@ cfg = attnbook.preset("circle")
 # how many cores the machine has
 torch.set_num_threads(1)
 print({k: v for k, v in cfg.items()})
+glue("ch06_merge_gap", circle.MERGE_GAP)  # the token gap that counts as merged
 
 # %% [markdown]
 # ## The task
@@ -159,9 +160,9 @@ for name, h, e in (("paper", h_paper, mse_paper), ("book", h_book, mse_book)):
 # $$ (eq-token-gap)
 #
 # which is about 1 at the start (the two points are almost opposite) and 0 when they have merged. A
-# trajectory **has collapsed by step $t$** when the tokens stay merged from $t$ on, $g_s < 0.05$ for every
+# trajectory **has collapsed by step $t$** when the tokens stay merged from $t$ on, $g_s$ below {glue:text}`ch06_merge_gap` for every
 # $s \ge t$ up to $T$ (a passing close encounter is not a collapse), and its **collapse step** is the first
-# such $t$ ($> T$ if the gap at $T$ is not below 0.05; `circle.collapse_step`). Alone, $g_t$ does not tell whether the points still move; the **spread**
+# such $t$ ($> T$ if the gap at $T$ is not below it; `circle.collapse_step`). Alone, $g_t$ does not tell whether the points still move; the **spread**
 # $s = \sqrt{\tfrac{1}{2k}\sum \lVert x - \bar x\rVert^2}\,/\,r$ of the last $k = 50$ predicted points
 # (both tokens) is about 1 for points that keep circling and about 0 for a trajectory stuck at one point
 # (`circle.spread`).
@@ -224,7 +225,7 @@ circle_figures.trajectories(runs, cfg["widths"], list(VARIANTS), cfg["n_points"]
 plt.show()
 
 # %% [markdown]
-# Over all seeds, the fraction of trajectories that have collapsed by step $t$ ($g_t < 0.05$) ({numref}`fig-ch06-3`):
+# Over all seeds, the fraction of trajectories that have collapsed by step $t$ ($g_t$ below {glue:text}`ch06_merge_gap`) ({numref}`fig-ch06-3`):
 
 # %% tags=["hide-input"]
 circle_figures.merged_by_step(live_steps, cfg["rollout"])
@@ -373,11 +374,18 @@ attnbook.claims.when_available(seeds16, lambda: [
 #
 # Tokens can merge for a reason that has nothing to do with attention: if the learned map of a single point
 # contracts (has an attracting fixed point), two points fed back through it end up together even if they
-# never see each other. The control separates the two: the same model with attention removed (every head
-# gated to zero, so the layer is $\mathrm{LN}(E + b_O)$ and each token is moved on its own,
-# `CircleNet(attention=False)`), trained with the same recipe from the same seeds at both widths. Training
-# twelve more models would take this chapter over its time budget, so the control is **precomputed**
-# (`python scripts/run.py circle_control`, about a minute) and one run is recomputed here and checked against the
+# never see each other. Two controls separate the two, each trained with the same recipe from the same seeds at
+# both widths:
+#
+# - **no attention**: every head gated to zero, so the layer is $\mathrm{LN}(E + b_O)$ and each token is moved on
+#   its own (`CircleNet(attention=False)`). It also loses the value and output maps, so it has less capacity than
+#   the model it controls;
+# - **each token attending to itself**: the attention matrix is the identity ($P = I$, `CircleNet(attention="self")`),
+#   so the layer is $\mathrm{LN}(E + E W_V W_O + b)$: still token-wise, with every parameter of the model kept in
+#   use. This is the control matched in capacity; only the reading of the other token is gone.
+#
+# Training 24 more models would take this chapter over its time budget, so the controls are **precomputed**
+# (`python scripts/run.py circle_control`, about two minutes) and one run is recomputed here and checked against the
 # file. The gate applies to the control as to every model: only runs whose one-step error is at most half of
 # staying put count.
 
@@ -387,8 +395,11 @@ control = circle.load_runs("control")
 CONTROL = control.command if not control else control["meta"]["command"]
 every_c, gated_c, _ = circle.gated_runs(control["runs"] if control else [])
 gated = {d: gated_c.get((d, "SAN, no attention"), []) for d in cfg["widths"]}
+OWN = "SAN, each token attending to itself"  # the control matched in capacity
+gated_own = {d: gated_c.get((d, OWN), []) for d in cfg["widths"]}
 if control:
     print(circle.control_report(every_c, gated))
+    print(circle.control_report(every_c, gated_own, OWN))
     live = circle.summarise_run(fit_book(128, "SAN", 0, attention=False)[0], X, Y,
                                 cfg["rollout"])
     shipped = every_c[128, "SAN, no attention"][0]  # seed 0
@@ -407,15 +418,41 @@ attnbook.claims.when_available(control, lambda: [
     attnbook.check("control, d=128 without attention: gated runs whose tokens merge",
                    sum(r["collapse_step"] is not None for r in gated[128]), at_most=0,
                    precomputed=CONTROL),
+    attnbook.check("control, d=32, each token attending to itself: runs that pass "
+                   "the gate", len(gated_own[32]), at_least=1, precomputed=CONTROL),
+    attnbook.check("control, d=128, each token attending to itself: runs that pass "
+                   "the gate", len(gated_own[128]), at_least=4, precomputed=CONTROL),
+    attnbook.check("control, both widths, each token attending to itself: gated runs "
+                   "whose tokens merge",
+                   sum(r["collapse_step"] is not None for d in gated_own
+                       for r in gated_own[d]), at_most=0, precomputed=CONTROL),
 ], "control: the section's claims")
 
+# %% tags=["remove-input"]
+NAN = [float("nan")]  # where no control file is shipped
+def errors(d, variant):  # each run's one-step error over staying put
+    return [r["mse_over_stay_put"] for r in every_c.get((d, variant), [])] or NAN
+
+
+none32, own128 = errors(32, "SAN, no attention"), errors(128, OWN)
+glue("ch06_ctrl32_lo", round(min(none32), 1))
+glue("ch06_ctrl32_hi", round(max(none32), 1))
+glue("ch06_ctrl_seeds", len(none32))
+glue("ch06_own32_pass", len(gated_own[32]))
+glue("ch06_own128_pass", len(gated_own[128]))
+glue("ch06_own128_hi", round(max(own128), 2))
+
 # %% [markdown]
-# Without attention the small model does not learn the step at all: at $d = 32$ every control run fails the
-# gate (one-step errors of 0.7 to 4 times staying put), so the pure SAN at that width solves the task *with*
-# attention, by reading the other token, and the control has nothing to say about its collapses. At
-# $d = 128$ the token-wise model learns the step in most seeds, and none of those runs merges its tokens,
-# against one pure-SAN run of six with attention. The learned token-wise maps do not contract the two points
-# together; where tokens merge in this chapter, attention moved them.
+# Removing attention altogether leaves the small model unable to learn the step: at $d = 32$ every run of
+# the first control fails the gate (one-step errors of {glue:text}`ch06_ctrl32_lo` to {glue:text}`ch06_ctrl32_hi` times
+# staying put). But that control also lost the value and output maps. With them kept and each token attending only
+# to itself, {glue:text}`ch06_own32_pass` of the {glue:text}`ch06_ctrl_seeds` runs at $d = 32$ learn the step, and at
+# $d = 128$ {glue:text}`ch06_own128_pass` of {glue:text}`ch06_ctrl_seeds` do, with one-step errors of at most
+# {glue:text}`ch06_own128_hi` of staying put, without ever reading the other token. So learning the step does not
+# need attention to read the other token; what the first control lacked at $d = 32$ was capacity. None of the
+# gated runs of either control merges its tokens, against one pure-SAN run of six with attention: the learned
+# token-wise maps do not contract the two points together; where tokens merge in this chapter, attention moved
+# them.
 
 # %% [markdown]
 # ### The paper's regime: barely trained models
@@ -473,7 +510,7 @@ attnbook.compare(
 # - With the paper's own recipe (Adam at $10^{-5}$, 70 epochs) the models are barely trained (their one-step error is far worse than predicting that the points stay put); in that regime the book reproduces the paper's Figure 3: the small pure SAN merges its tokens within a few steps, the wide SAN a little later, and the wide SAN with an MLP much later.
 # - Trained properly (the book's recipe, 1,000 steps, brings every model's one-step error below a quarter of the stay-put baseline: the chapter's gate), collapse becomes a matter of the seed: a third of the pure-SAN runs still collapse at $d = 32$, fewer at $d = 128$, and six seeds cannot decide whether width or an MLP delays it. Over 16 seeds (precomputed) width does delay collapse (the interval of the delay excludes zero), and the MLP does not measurably: the paper's "width delays collapse" reproduces on well-trained models, its "an MLP delays collapse" only on its barely-trained single runs.
 # - The outer skip connection is the robust fix: across all seeds and both widths the two tokens never merged.
-# - The control without attention (precomputed) learns the step only at $d = 128$, and there none of its runs merges: the merging seen here is attention's doing, not a token-wise map contracting the two points together. At $d = 32$ the model needs attention to learn the step at all.
+# - Two controls (precomputed): without attention the model learns the step only at $d = 128$; with each token attending only to itself (the value and output maps kept: the same capacity) it learns it at both widths, so the step does not need one token to read the other. No gated run of either control merges its tokens: the merging seen here is attention's doing, not a token-wise map contracting the two points together.
 #
 # ## Exercises
 #

@@ -41,6 +41,7 @@ import matplotlib.pyplot as plt
 import torch
 
 import attnbook
+from attnbook.claims.prose import glue
 from attnbook.signal import collapse_figures
 from attnbook.signal import propagation as prop
 from attnbook.core.attention import Block, gaussian_init_
@@ -375,6 +376,72 @@ def ratio(key, layer):
 # one across all layers. Optimisers see these numbers: a plain SGD step moves $W_Q$ and $W_K$ of the deep
 # layers not at all, which [chapter 9](09_unequal_gradients_and_adam.ipynb) turns into a training experiment.
 #
+
+# %% [markdown]
+# ### The ratio, predicted
+#
+# These ratios can be predicted without running a stack. [Chapter 9](09_unequal_gradients_and_adam.ipynb)
+# derives, for uniform attention, the expected squared Jacobian norms of one layer's output in $W_Q$ and in
+# $W_V$ (its equations for $J_Q$ and $J_V$). For $n$ tokens of norm $\sqrt d$ whose cosines all equal $\rho$, at
+# Gaussian initialisation ($\sigma^2 = 1/d$ for every weight), their ratio reduces to
+#
+# $$
+# \frac{\lVert\nabla W_Q\rVert}{\lVert\nabla W_V\rVert} \approx (1-\rho)\sqrt{\frac{n-1}{n\,\bigl(1+(n-1)\rho\bigr)}},
+# $$ (ch08-ratio)
+#
+# independent of the width: exactly 0 at collapse, as the theorem says, and already small well before it. Feed
+# it the cosine that the mean-field recursion {eq}`ch08-mf-pre` gives each layer's input, and it predicts the
+# whole curve (`prop.predicted_qk_v_ratios`); the gradient arriving from the layers above multiplies both norms
+# alike, so it cancels.
+
+# %%
+# measured: (|grad W_Q| + |grad W_K|) / (2 |grad W_V|) per layer, as above;
+# predicted: eq. (ch08-ratio) at the mean-field cosine of each layer's input
+measured = {key: ((g["q"] + g["k"]) / (2 * g["v"])).tolist()
+            for key, g in grads.items()}
+predicted = {
+    (ln, s): prop.predicted_qk_v_ratios(L, rho0, n, layernorm=ln, scaled=s).tolist()
+    for ln, s in configs
+}
+
+# %% tags=["hide-input"]
+collapse_figures.qk_v_ratio_by_layer(measured, predicted)
+plt.show()
+
+
+# %% tags=["nbval-check-output"]
+def worst_factor(key):  # the largest factor between measured and predicted
+    ratio_of = (torch.tensor(measured[key], dtype=torch.float64)
+                / torch.tensor(predicted[key]))
+    return float(ratio_of.log().abs().max().exp())
+
+
+# the stacks whose tokens are not collapsed to float32's precision
+APART = [("pre", False), ("pre", True), ("post", True)]
+worst = max(worst_factor(key) for key in APART)
+glue("ch08_worst_factor", round(worst, 2))
+glue("ch08_post_pred", round(predicted["post", True][-1], 3))
+glue("ch08_post_meas", round(measured["post", True][-1], 3))
+# the unscaled post-LN stack: the first layer whose ratio is below 1e-3, each way
+for way, ratios in (("pred", predicted), ("meas", measured)):
+    below = (l + 1 for l, r in enumerate(ratios["post", False]) if r < 1e-3)
+    glue(f"ch08_below_{way}", next(below))
+glue("ch08_width", d)
+attnbook.check("pre-LN, and post-LN with alpha=1/sqrt(L): measured / predicted "
+               "Q,K-to-V gradient ratio, worst factor over every layer", worst,
+               at_most=2.0, digits=2)
+
+# %% [markdown]
+# Measured and predicted agree to within a factor of {glue:text}`ch08_worst_factor` at every layer of
+# the three stacks whose tokens stay apart ({numref}`fig-ch08-3`): at the last layer of the scaled post-LN
+# stack, {glue:text}`ch08_post_pred` predicted against {glue:text}`ch08_post_meas` measured. In the
+# unscaled post-LN stack the prediction falls faster than the measurement: below $10^{-3}$ from layer
+# {glue:text}`ch08_below_pred` predicted, layer {glue:text}`ch08_below_meas` measured. The mean field treats the
+# width as infinite, and its cosine runs ahead of a stack of width {glue:text}`ch08_width`. Equation
+# {eq}`ch08-ratio` also says why the scaled stacks keep their ratio "of order one" only roughly: it falls as the
+# cosine rises, and with $\alpha = 1/\sqrt L$ the cosine still creeps up with depth, to a bounded value.
+
+# %% [markdown]
 # ## Summary
 #
 # * Token cosine measures rank collapse. At initialisation it rises to 1 with depth without residual
@@ -383,6 +450,8 @@ def ratio(key, layer):
 #   within 0.1 at every depth, and gives depth-independent bounds ({prf:ref}`ch08-prop-scaling`).
 # * {prf:ref}`ch08-thm-collapse`: collapsed tokens make the attention matrix independent of $W_Q, W_K$, so
 #   their gradients are exactly zero; $W_V$ still learns. Near collapse, the gradients are nearly zero.
+# * Before collapse, eq. {eq}`ch08-ratio` predicts each layer's query/key-to-value gradient ratio from the
+#   cosine of its input, to within a factor of {glue:text}`ch08_worst_factor` here.
 #
 # ## Exercises
 #
@@ -393,3 +462,30 @@ def ratio(key, layer):
 # 3. Make the input more correlated ($\rho_0 = 0.9$). How deep can an unscaled post-LN stack be before the
 #    query/key gradient ratio of its last layer falls below $10^{-3}$?
 # 4. Prove that with $\alpha = c/\sqrt L$ the pre-LN bound becomes $\rho_L \le 1 - (1-\rho_0)/(1 + 1.5 c^2)$.
+
+# %% [markdown]
+# ### A checked exercise
+#
+# Predict a gradient ratio. Sixteen tokens of norm $\sqrt d$ have every pairwise cosine equal to one half, and one
+# attention layer at Gaussian initialisation attends uniformly. What is $\lVert\nabla W_Q\rVert / \lVert\nabla
+# W_V\rVert$? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and
+# gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+answer = None  # your prediction
+exercises.check("ch08-ratio", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: tokens with exactly that Gram matrix, chapter 9's Jacobian formulas
+# (eqs. jq and jv), and the square root of their ratio; the width d cancels
+n_tok, cosine, width = 16, 0.5, 64
+tokens = prop.tokens_with_cosine(n_tok, width, cosine, torch.Generator().manual_seed(0))
+sigma = 1 / math.sqrt(width)
+sq = prop.uniform_attention_sq_norms(tokens.double(), sigma, sigma, sigma, d_v=16)
+solution = math.sqrt(sq["q"] / sq["v"])
+spread = (n_tok - 1) / (n_tok * (1 + (n_tok - 1) * cosine))
+closed_form = (1 - cosine) * math.sqrt(spread)
+print(f"ratio {solution:.4f}; eq. (ch08-ratio) gives {closed_form:.4f}")
+exercises.solved("ch08-ratio", solution)

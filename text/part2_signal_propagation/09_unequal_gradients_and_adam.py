@@ -508,10 +508,24 @@ if sweep:
 for key, value in found.items():
     glue(f"ch09_{key}", float(value))
 
+# %% tags=["nbval-check-output"]
+# a model whose output tokens are all alike gives one answer at every position: at best
+# the input's most frequent digit (rv.collapsed_accuracy, exact)
+COLLAPSED = rv.collapsed_accuracy(V, size.seq_len)
+glue("ch09_collapsed", round(COLLAPSED, 3))
+attnbook.claims.when_available(sweep, lambda: [
+    attnbook.check(
+        "unscaled model, SGD at its best learning rate: mean accuracy over seeds "
+        "minus the best a model with all output tokens alike can do",
+        sum(rv.seed_accuracies(arm["sgd, alpha=1, tau=1"])) / found["n_seeds"]
+        - COLLAPSED, close_to=0.0, tol=0.05, digits=2,
+        precomputed=sweep["meta"]["command"]),
+], "optimiser sweep: where the failing runs stop")
+
 # %% [markdown]
 # What the sweep shows. Residual scaling is what makes the deep post-LN model trainable: with
 # $\alpha = 1/\sqrt L$ SGD reaches full accuracy on every seed at {glue:text}`ch09_sgd_full:.0f` learning rates, and so does Adam (at {glue:text}`ch09_adam_full:.0f`; {glue:text}`ch09_adam_next:.2f` at the next best).
-# Without it SGD fails at every learning rate and seed (at best {glue:text}`ch09_sgd_best_run:.2f`), but Adam does not reliably succeed
+# Without it SGD fails at every learning rate and seed (at best {glue:text}`ch09_sgd_best_run:.2f`), and where it stops is telling: near {glue:text}`ch09_collapsed:.3f`, the best accuracy of a model whose output tokens are all alike (such a model gives one answer at every position, and the best answer is the input's most frequent digit). The plateau is rank collapse at the output. but Adam does not reliably succeed
 # either: at its best learning rate the task is learnt by {glue:text}`ch09_adam_learned:.0f` of {glue:text}`ch09_n_seeds:.0f` seeds, so "adaptive optimisers
 # train what SGD cannot" is not decided here. The unscaled model's own balancing temperature makes SGD
 # *worse*. The logs point at the forward pass rather than at the balance of the gradients: the query/key to
@@ -616,3 +630,28 @@ glue("ch09_alpha_s_hi", max(alphas[True]));
 # 3. Give SGD per-group learning rates (one for $W_Q, W_K$, one for the rest) chosen from the gradient ratio
 #    at initialisation. Can it train the unscaled model?
 # 4. Increase `train_depth` to 16 and compare Adam with and without warm-up (`warmup=0.1`).
+
+# %% [markdown]
+# ### A checked exercise
+#
+# Where the failing runs stop. A model whose output tokens are all alike gives one answer at every position. For
+# sequences of 4 uniform digits of 3 values, what is the best accuracy such a model can reach on the reversal
+# task? Put your number in `answer`; `exercises.check` says whether it is right. A worked solution is in
+# the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+answer = None  # your accuracy, between 0 and 1
+exercises.check("ch09-collapsed", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: the best single answer is the sequence's most frequent digit, right
+# (its count) / 4 of the time; average over all 3^4 equally likely sequences
+from itertools import product
+
+largest_counts = [max(seq.count(v) for v in range(3))
+                  for seq in product(range(3), repeat=4)]
+solution = sum(largest_counts) / len(largest_counts) / 4
+print(f"best accuracy with all output tokens alike: {solution:.4f}")
+exercises.solved("ch09-collapsed", solution)

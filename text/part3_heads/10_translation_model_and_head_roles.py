@@ -398,8 +398,6 @@ glue("ch10_sinks", sum(s["sinks"] for s in summary.values()))
 # two disjoint halves of the verses (split-half reliability). {numref}`fig-ch10-3` shows LRP relevance.
 
 # %%
-from scipy.stats import spearmanr
-
 from attnbook.heads import lrp
 
 shipped_lrp = lrp.load_relevance("lrp_relevance")
@@ -431,17 +429,17 @@ print("leave-one-out against LRP, rank correlation:",
       {k: round(v, 2) for k, v in loo["against"].items()})
 
 # %%
-# Spearman's rank correlation, with its one-sided test against no association
-rho_test = spearmanr(enc_conf.flatten(), relevance["enc_self"].flatten(),
-                     alternative="greater")
-rho_enc, rho_p = float(rho_test.statistic), float(rho_test.pvalue)
-top_layer1 = int(relevance["enc_self"][0].argmax())
-layer1_conf = enc_conf[0]
-less_confident = int((layer1_conf > layer1_conf[top_layer1]).sum())
+# confidence and neighbour shares against LRP relevance, with the tests against
+# chance (Spearman's one-sided test; the hypergeometric overlap of top-3 sets)
+prev_share, next_share = roles["enc_self"]["prev"], roles["enc_self"]["next"]
+against = hd.relevance_against_roles(enc_conf, relevance["enc_self"], prev_share,
+                                     next_share)
+rho_enc, rho_p = against["rho"], against["rho_p"]
+top_layer1, less_confident = against["top_layer1"], against["less_confident"]
 print(f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}; most "
       f"relevant layer-1 head: head {top_layer1 + 1}, relevance "
       f"{float(relevance['enc_self'][0, top_layer1]):.2f}, confidence "
-      f"{float(layer1_conf[top_layer1]):.2f} ({less_confident} of the layer's other "
+      f"{float(enc_conf[0, top_layer1]):.2f} ({less_confident} of the layer's other "
       f"{cfg.n_heads - 1} heads are more confident)")
 
 # %% tags=["nbval-check-output"]
@@ -523,7 +521,6 @@ for kind in ATTENTION_KINDS:
 # next token, for at least 90% of the tokens {cite:p}`voita2019analyzing` ({numref}`fig-ch10-4`).
 
 # %% tags=["hide-input"]
-prev_share, next_share = roles["enc_self"]["prev"], roles["enc_self"]["next"]
 rf.neighbour_shares(prev_share, next_share)
 plt.show()
 
@@ -561,19 +558,16 @@ attnbook.compare(
 # happens about one time in six, two about one time in a hundred).
 
 # %% tags=["nbval-check-output"]
-neighbour = torch.maximum(prev_share, next_share).flatten()
-top_relevant = sorted(relevance["enc_self"].flatten().topk(3).indices.tolist())
-both = sorted(set(top_relevant) & set(neighbour.topk(3).indices.tolist()))
+neighbour, top_relevant = against["neighbour"].flatten(), against["top_relevant"]
+both, both_p = against["both"], against["both_p"]
 print("three most relevant encoder heads (layer, head):",
       [(h // cfg.n_heads + 1, h % cfg.n_heads + 1) for h in top_relevant])
 print("their neighbour shares:", [round(float(neighbour[h]), 2) for h in top_relevant])
-# chance: random top-3 sets of the 48 heads share 3 * 3 / 48 heads on average
-both_p = stats.top_overlap_p(neighbour.numel(), 3, len(both))
 roles_claim = attnbook.compare(
     "of the 3 most relevant encoder heads (LRP), how many are among the 3 most "
     "positional (hypergeometric test)", len(both),
     paper=VOITA["relevant_heads_have_roles"].value, digits=1,
-    above_chance=(9 / neighbour.numel(), both_p),
+    above_chance=(against["both_chance"], both_p),
     source=VOITA["relevant_heads_have_roles"].where,
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
            "positional",

@@ -348,16 +348,21 @@ def markdown_table(rows: Iterable[Row]) -> str:
     return "\n".join(out)
 
 
+def by_kind(rows: Iterable[Row]) -> tuple[list[Row], list[Row], list[Row], list[Row]]:
+    """``rows`` split by kind: must-hold checks, comparisons with a paper, analogues (the rule on another model)
+    and gates, in that order."""
+    rows = list(rows)
+    return ([r for r in rows if r.kind not in (COMPARISON, ANALOGUE, GATE)], [r for r in rows if r.kind == COMPARISON],
+            [r for r in rows if r.kind == ANALOGUE], [r for r in rows if r.kind == GATE])
+
+
 def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     """One Markdown paragraph: how many claims, in how many chapters, how many hold, which GPU runs exist."""
     chapters = {r.notebook for r in rows}
     def n(k: int, word: str) -> str:
         return f"**{k}** {word}" + ("" if k == 1 else "s")
 
-    checks = [r for r in rows if r.kind not in (COMPARISON, ANALOGUE, GATE)]
-    comparisons = [r for r in rows if r.kind == COMPARISON]
-    analogues = [r for r in rows if r.kind == ANALOGUE]
-    gates = [r for r in rows if r.kind == GATE]
+    checks, comparisons, analogues, gates = by_kind(rows)
     reproduce = sum(r.verdict == "reproduces" for r in comparisons)
     undecided = sum(r.verdict == "undecided" for r in comparisons)
     precomputed = sum(bool(r.precomputed) for r in rows)
@@ -412,10 +417,7 @@ def per_paper_summary(rows: Iterable[Row]) -> str:
            "(agree) | chapters with no comparison |",
            "|---|---|---|---|---|---|---|---|"]
     for paper, numbers in PAPERS.items():
-        mine = [r for r in rows if _chapter_number(r) in numbers]
-        checks = [r for r in mine if r.kind not in (COMPARISON, ANALOGUE, GATE)]
-        comps = [r for r in mine if r.kind == COMPARISON]
-        analogues = [r for r in mine if r.kind == ANALOGUE]
+        checks, comps, analogues, _ = by_kind(r for r in rows if _chapter_number(r) in numbers)
         untested = [n for n in numbers if not any(_chapter_number(r) == n for r in comps)]
         out.append(f"| {paper} | {numbers.start}-{numbers.stop - 1} | {len(checks)} "
                    f"({sum(r.all_hold for r in checks)}) | {sum(r.verdict == 'reproduces' for r in comps)} | "

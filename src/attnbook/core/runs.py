@@ -266,9 +266,11 @@ _EVERY = presets.PRESET_NAMES
 
 RUNS: dict[str, Run] = {r.name: r for r in [
     Run("circle_control", "The circle task", "scripts/circle_runs.py", "circle/control_{preset}.json",
-        {p: _circle(p, {"SAN, no attention": {"attention": False}}, None) for p in _EVERY},
-        "the circle-task model with attention removed (CircleNet(attention=False)), the book's recipe, every seed "
-        "and both widths", args=("control",), minutes=1.5, portable=True),
+        {p: _circle(p, {"SAN, no attention": {"attention": False},
+                        "SAN, each token attending to itself": {"attention": "self"}}, None) for p in _EVERY},
+        "the circle-task model with attention removed (CircleNet(attention=False)) and with each token attending "
+        "only to itself (attention='self': the value and output maps kept), the book's recipe, every seed and both "
+        "widths", args=("control",), minutes=3, portable=True),
     Run("circle_seeds16", "The circle task", "scripts/circle_runs.py", "circle/seeds16_{preset}.json",
         {"quick": _circle("quick", {"SAN": {}, "SAN+skip": {"skip": True}, "SAN+MLP": {"mlp": True}}, 16)},
         "the chapter's sweep (SAN, SAN+skip, SAN+MLP at both widths) over 16 seeds, the book's recipe (at paper "

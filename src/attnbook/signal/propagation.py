@@ -431,6 +431,32 @@ def grad_norms_by_config(
     return out
 
 
+def uniform_qk_v_ratio(rho: float, n_tokens: int) -> float:
+    """The query (or key) to value gradient-norm ratio of one attention layer under uniform attention, at
+    Gaussian initialisation (``sigma^2 = 1 / d`` for every weight), for ``n_tokens`` tokens of norm ``sqrt(d)``
+    whose pairwise cosines all equal ``rho`` (chapter "Rank collapse at initialisation", from chapter "Unequal
+    gradients"'s eqs. ``jq`` and ``jv``, :func:`uniform_attention_sq_norms`): with ``||X||_F^2 = n d``,
+    ``||xbar||^2 = d (1 + (n - 1) rho) / n`` and ``||C||_F^2 = d^2 (1 - rho)^2 (n - 1)``,
+
+        ``sqrt(E ||dS/dW_Q||^2 / ||dS/dW_V||^2) = (1 - rho) sqrt((n - 1) / (n (1 + (n - 1) rho)))``,
+
+    independent of the width and of the head size; 0 at collapse (``rho = 1``)."""
+    if not 0.0 <= rho <= 1.0 or n_tokens < 2:
+        raise ValueError(f"need rho in [0, 1] and n_tokens >= 2, got {rho} and {n_tokens}")
+    return (1.0 - rho) * math.sqrt((n_tokens - 1) / (n_tokens * (1.0 + (n_tokens - 1) * rho)))
+
+
+def predicted_qk_v_ratios(depth: int, rho0: float, n_tokens: int, *, layernorm: str, scaled: bool) -> torch.Tensor:
+    """The per-layer query/key-to-value gradient ratio of a ``depth``-layer stack at initialisation, predicted
+    without running it (chapter "Rank collapse at initialisation"): :func:`uniform_qk_v_ratio` at the cosine the
+    mean-field recursion (:func:`meanfield_cosine`, ``alpha = 1/sqrt(depth)`` when ``scaled``) gives each
+    layer's input. Shape ``(depth,)``, float64. Assumes, as both do, uniform attention and LayerNorm as a
+    rescaling; the gradient reaching a layer from above multiplies both norms alike."""
+    alpha = 1.0 / math.sqrt(depth) if scaled else 1.0
+    rho = meanfield_cosine(depth, rho0, n_tokens, alpha=alpha, layernorm=layernorm)[:-1].clamp(0.0, 1.0)
+    return torch.tensor([uniform_qk_v_ratio(float(r), n_tokens) for r in rho], dtype=torch.float64)
+
+
 def jacobian_scaling_sweeps(
     X: torch.Tensor, n_draws: int, *, d_k: int, d_v: int, sigma: float, rho: float,
     generator: Optional[torch.Generator] = None, device=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Mapping, Sequence
 
 import torch
@@ -66,6 +67,25 @@ def batches(size: ReverserSize):
         x = torch.randint(0, size.vocab, (size.batch, size.seq_len))
         return x, x.flip(1)
     return batch_fn
+
+
+def collapsed_accuracy(vocab: int, seq_len: int) -> float:
+    """The best accuracy on the reversal task of a model whose output tokens are all alike (chapter "Unequal
+    gradients": rank collapse at the output). Such a model gives the same answer at every position, so it is
+    right at most as often as the input's most frequent digit occurs: the accuracy of predicting that digit
+    everywhere, ``E[max_v count_v] / seq_len`` for ``seq_len`` uniform digits of ``vocab``. Exact: ``P(max <= m)``
+    is ``seq_len! / vocab^seq_len`` times the coefficient of ``x^seq_len`` in ``(sum_{k <= m} x^k / k!)^vocab``."""
+    if vocab < 1 or seq_len < 1:
+        raise ValueError(f"need vocab >= 1 and seq_len >= 1, got {vocab} and {seq_len}")
+
+    def at_most(m: int) -> Fraction:  # P(no digit occurs more than m times)
+        poly = [Fraction(1)] + [Fraction(0)] * seq_len
+        for _ in range(vocab):
+            poly = [sum(poly[i - k] / math.factorial(k) for k in range(min(m, i) + 1)) for i in range(seq_len + 1)]
+        return poly[seq_len] * math.factorial(seq_len) / Fraction(vocab) ** seq_len
+
+    expected_max = sum(1 - at_most(m) for m in range(seq_len))
+    return float(expected_max / seq_len)
 
 
 def loss_fn(model: Reverser, batch) -> torch.Tensor:

@@ -10,7 +10,8 @@ The model (:class:`CircleNet`) is the official code's: ``Linear(2, d)`` + LayerN
 attention layer with 2 heads (``LN(X + SA(X))``, optionally followed by ``LN(Y + MLP(Y))`` with an MLP of
 width ``d``), and ``Linear(d, 2)``. ``skip=True`` adds the *outer* skip connection: the network predicts
 the step, ``next = x + f(x)``. ``attention=False`` removes attention (every head gated to zero), leaving a
-token-wise map with the same parameters: the control for collapse.
+token-wise map with the same parameters: the control for collapse; ``attention="self"`` keeps the attention
+layer's value and output maps but lets each token attend only to itself, the control matched in capacity.
 """
 
 from __future__ import annotations
@@ -50,27 +51,36 @@ def circle_dataset(n: int = 1000, radius: float = RADIUS) -> tuple[torch.Tensor,
     return x, y
 
 
+#: CircleNet's attention: the model's own (True), none (False), or each token attending only to itself ("self")
+ATTENTION_MODES = (True, False, "self")
+
+
 class CircleNet(nn.Module):
     """The circle-task model (chapter "The circle task"): see the module docstring. ``forward`` maps (batch, 2, 2)
     points to the predicted next points (batch, 2, 2)."""
 
     def __init__(self, d_model: int = 32, n_heads: int = 2, mlp: bool = False, skip: bool = False,
-                 attention: bool = True) -> None:
+                 attention: bool | str = True) -> None:
         super().__init__()
         if d_model < n_heads or d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be a positive multiple of n_heads={n_heads}")
+        if not any(attention is mode for mode in (True, False)) and attention != "self":
+            raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
         self.skip = skip
         self.embed = nn.Sequential(nn.Linear(2, d_model), nn.LayerNorm(d_model))
         self.block = Block(d_model, n_heads, skip=True, mlp=mlp, layernorm="post", d_ff=d_model)
         self.readout = nn.Linear(d_model, 2)
-        # attention=False: every head gated to zero, so the layer is LN(E + b_O), a token-wise map (the
-        # control that tells attention's merging apart from a contracting map of each point on its own)
-        self.register_buffer("head_gates", None if attention else torch.zeros(n_heads))
+        # the controls that tell attention's merging apart from a contracting map of each point on its own:
+        # attention=False gates every head to zero, so the layer is LN(E + b_O), a token-wise map;
+        # attention="self" lets each token attend only to itself (P = I), so the layer is LN(E + E W_V W_O + b),
+        # token-wise with the value and output maps kept: the capacity of the model with attention
+        self.register_buffer("head_gates", torch.zeros(n_heads) if attention is False else None)
+        self.register_buffer("attn_mask", torch.eye(2, dtype=torch.bool) if attention == "self" else None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 3 or x.shape[-1] != 2:
             raise ValueError(f"expected points of shape (batch, tokens, 2), got {tuple(x.shape)}")
-        h, _ = self.block(self.embed(x), head_gates=self.head_gates)
+        h, _ = self.block(self.embed(x), head_gates=self.head_gates, attn_mask=self.attn_mask)
         out = self.readout(h)
         return x + out if self.skip else out
 
@@ -153,7 +163,11 @@ def token_gaps(traj: torch.Tensor, radius: float = RADIUS) -> torch.Tensor:
     return (traj[:, 0] - traj[:, 1]).norm(dim=-1) / (2 * radius)
 
 
-def collapse_step(gaps, threshold: float = 0.05):
+#: the token gap below which the two tokens count as merged (chapter "The circle task", the collapse step)
+MERGE_GAP = 0.05
+
+
+def collapse_step(gaps, threshold: float = MERGE_GAP):
     """The step from which the tokens stay merged: the first ``t`` with ``gaps[s] < threshold`` for every
     ``s >= t`` to the end of the rollout (sustained merging, not a first crossing), or ``None`` when the
     last gap is not below the threshold (chapter "The circle task")."""
@@ -314,10 +328,11 @@ def merge_report(steps: Mapping[tuple, Sequence[Optional[int]]], style: str = "s
 
 def control_report(every: Mapping[tuple, Sequence[Mapping]], gated: Mapping[int, Sequence[Mapping]],
                    variant: str = "SAN, no attention") -> str:
-    """One line per width of the control without attention (chapter "The circle task"): every run's one-step
-    error over stay-put's, how many runs pass the gate (``gated``: width -> runs) and how many of those merge."""
+    """One line per width of a control ``variant`` (chapter "The circle task": attention removed, or each token
+    attending to itself): every run's one-step error over stay-put's, how many runs pass the gate (``gated``:
+    width -> runs) and how many of those merge."""
     return "\n".join(
-        f"d={d:3d} without attention: one-step MSE / stay put "
+        f"d={d:3d} {variant}: one-step MSE / stay put "
         f"{[round(r['mse_over_stay_put'], 2) for r in every[d, variant]]}; {len(runs_)} pass the gate, of which "
         f"{sum(r['collapse_step'] is not None for r in runs_)} merge" for d, runs_ in gated.items())
 
