@@ -262,3 +262,21 @@ def test_a_gate_that_fails_is_recorded_not_raised():
         claims.gate("gain", 0.2, at_most=0.5, guards="")
     with pytest.raises(ValueError, match="condition"):
         claims.gate("gain", 0.2, guards="x")
+
+
+def test_the_result_box_lists_each_comparison_with_its_verdict_and_counts_the_rest():
+    from attnbook.claims.api import Claim
+    from attnbook.claims.render import result_summary
+
+    made = [Claim("slope", 3.1, "within 0.5 of 3", kind="comparison", verdict="reproduces"),
+            Claim("delay", 0.2, "above 0", kind="comparison", verdict="undecided"),
+            Claim("mlp", -1.0, "above 0", kind="comparison", verdict="differs"),
+            Claim("row sums", 1.0, "== 1"), Claim("gap", 0.4, "<= 0.1", holds=False, verdict="fails"),
+            Claim("converged", 0.8, "< 0.5", kind="gate", holds=False, verdict="fails"),
+            Claim("minilm", 0.9, "> 0", kind="analogue", verdict="reproduces"),
+            Claim("slope", 3.2, "within 0.5 of 3", kind="comparison", verdict="reproduces")]  # run again
+    box = result_summary(made)
+    assert "of 3 comparisons, 1 reproduce, 1 differ and 1 are undecided" in box
+    assert box.index("*reproduces*: slope") < box.index("*undecided*: delay") < box.index("*differs*: mlp")
+    assert "1 of 2 hold" in box and "converged" in box and "1 of 1 agree" in box
+    assert "no number with a paper's" in result_summary([Claim("row sums", 1.0, "== 1")])

@@ -57,3 +57,82 @@ def test_every_exercise_has_its_worked_solution_in_a_chapter():
 def test_the_gamma_exercise_accepts_the_value_at_one_and_not_at_zero():
     assert exercises.check("ch03-gamma", math.exp(2) * (1 + math.e) / 4).right
     assert not exercises.check("ch03-gamma", 0.5).right  # gamma at mu = 0
+
+
+def test_the_residual_exercise_accepts_the_hand_computation_and_not_the_argmin_centre():
+    X = torch.tensor(exercises.RESIDUAL_EXAMPLE, dtype=torch.float64)
+    R = X - X.mean(0)
+    norm = lambda A: math.sqrt(A.abs().sum(0).max() * A.abs().sum(1).max())  # noqa: E731
+    assert exercises.check("ch01-residual", norm(R) / norm(X)).right
+    assert not exercises.check("ch01-residual", norm(R)).right  # not divided by ||X||
+
+
+def test_the_path_length_exercise_accepts_the_commonest_length_only():
+    counts = [math.comb(12, k) * 12**k for k in range(13)]
+    best = counts.index(max(counts))
+    assert exercises.check("ch02-commonest-length", best).right
+    assert not exercises.check("ch02-commonest-length", best + 1).right
+
+
+def test_the_previous_token_exercise_counts_argmaxes_one_to_the_left():
+    A = exercises.ATTENTION_EXAMPLE
+    hits = sum(max(range(5), key=lambda j: A[i][j]) == i - 1 for i in range(5))
+    assert exercises.check("ch10-previous-token", hits / 5).right
+    assert not exercises.check("ch10-previous-token", hits / 4).right  # the first query left out
+
+
+def test_the_bound_exercise_accepts_the_formula_and_not_the_bare_cube():
+    ex = exercises.BOUND_EXAMPLE
+    r, sq = ex["residual"], math.sqrt(ex["d_head"])
+    mu = ex["qk_norm"] * r**2 / sq
+    bound = math.exp(2 * mu) * (1 + math.exp(mu)) * ex["beta"] * ex["n_heads"] / sq * r**3
+    assert exercises.check("ch04-one-layer-bound", bound).right
+    assert not exercises.check("ch04-one-layer-bound", r**3).right
+
+
+def test_the_collapse_step_exercise_wants_sustained_merging_not_the_first_crossing():
+    gaps = exercises.GAPS_EXAMPLE
+    sustained = next(t for t in range(len(gaps)) if all(g < 0.05 for g in gaps[t:]))
+    first = next(t for t, g in enumerate(gaps) if g < 0.05)
+    assert exercises.check("ch06-collapse-step", sustained).right
+    assert not exercises.check("ch06-collapse-step", first).right
+
+
+def test_the_gate_exercise_accepts_a_sampled_estimate_s_exact_value_only():
+    from attnbook.heads import gates
+
+    u = torch.rand(2_000_000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    s = torch.sigmoid((u.log() - (1 - u).log()) / gates.TEMPERATURE)
+    closed = float(((s * 1.2 - 0.1) <= 0).double().mean())
+    exact = float(torch.sigmoid(-torch.tensor(gates.TEMPERATURE * math.log(0.1 / 1.1))).neg() + 1)
+    assert closed == pytest.approx(exact, abs=1e-3)
+    assert exercises.check("ch11-closed-gate", exact).right
+    assert not exercises.check("ch11-closed-gate", closed + 0.01).right
+
+
+def test_the_contraction_exercise_accepts_where_the_bound_crosses_the_identity():
+    ex = exercises.BOUND_EXAMPLE
+    sq = math.sqrt(ex["d_head"])
+
+    def over_r(r):  # the bound divided by r
+        mu = ex["qk_norm"] * r**2 / sq
+        return math.exp(2 * mu) * (1 + math.exp(mu)) * ex["beta"] * ex["n_heads"] / sq * r**2
+
+    lo, hi = 1e-6, 10.0
+    for _ in range(200):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if over_r(mid) < 1 else (lo, mid)
+    assert exercises.check("ch05-contraction", lo).right
+    assert not exercises.check("ch05-contraction", 1.0).right
+
+
+def test_the_short_paths_exercise_counts_lengths_zero_to_two():
+    share = sum(math.comb(6, k) * 2**k for k in range(3)) / 3**6
+    assert exercises.check("ch07-short-paths", share).right
+    assert not exercises.check("ch07-short-paths", sum(math.comb(6, k) * 2**k for k in (1, 2)) / 3**6).right
+
+
+def test_every_chapter_has_a_checked_exercise():
+    without = [p.name for p in sorted(BOOK.glob("part*/*.ipynb"))
+               if "exercises.solved(" not in p.read_text()]
+    assert not without, f"chapters without a checked exercise: {without}"

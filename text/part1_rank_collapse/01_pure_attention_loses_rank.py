@@ -32,6 +32,15 @@ except ImportError:
 #   number of digits to which the tokens agree, while skip connections keep it alive;
 # * explore depth, heads, width, weight scale and components with an interactive explorer.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch01_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import math
 
@@ -254,7 +263,7 @@ collapse_figures.agreeing_digits(san, shown=6)
 plt.show()
 
 # %% [markdown]
-# Each red line is one network and input; the dotted line is where the digits run out (float64 keeps
+# Each vermillion line is one network and input; the dotted line is where the digits run out (float64 keeps
 # about 16). Before that, the digits to which all tokens agree grow about as fast as the dashed segment, which
 # has the slope of the paper's cubic rate. The fitted line (printed above) separates the order from the
 # constant: its slope $p$ is close to 3, for the pure SAN and for the SAN with an MLP or a LayerNorm, while a
@@ -387,3 +396,36 @@ plt.show()
 # 3. Find a matrix for which the ratio in {prf:ref}`lem-mean-vs-argmin` is as large as you can make it. Is
 #    the factor 2 attained?
 # 4. Rerun the collapse experiment in float32. At which relative residual do the curves stop, and why?
+
+# %% [markdown]
+# ### A checked exercise
+#
+# Compute the measure of this chapter by hand: the relative residual of the three tokens in `exercises.RESIDUAL_EXAMPLE` (one token per row), centred on their mean. Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+print(torch.tensor(exercises.RESIDUAL_EXAMPLE))
+answer = None  # ||res(X)||_(1,inf) / ||X||_(1,inf)
+exercises.check("ch01-residual", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: centre on the mean token, then the (1, inf) norm of each matrix:
+# the square root of (largest absolute column sum) x (largest absolute row sum)
+X_ex = torch.tensor(exercises.RESIDUAL_EXAMPLE, dtype=torch.float64)
+centred = X_ex - X_ex.mean(dim=0)
+
+
+def one_inf(A):
+    return math.sqrt(A.abs().sum(0).max() * A.abs().sum(1).max())
+
+
+solution = one_inf(centred) / one_inf(X_ex)
+print(f"relative residual {solution:.4f}")
+exercises.solved("ch01-residual", solution)
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch01_result")

@@ -31,6 +31,15 @@ except ImportError:
 #   distribution of BERT-base and of a 6-layer model;
 # * measure how far products of attention matrices along sampled paths are from rank one, as paths grow longer.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch02_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import matplotlib.pyplot as plt
 import torch
@@ -365,3 +374,30 @@ plt.show()
 # 3. Prove that if every $P^l_h$ has all entries at least $\epsilon > 0$, then every column of $P_{\text{path}}$
 #    of a path of length $k$ varies by at most $(1 - n\epsilon)^{k}$ between its rows (Dobrushin's ergodicity
 #    coefficient). Compare this exponential rate with the boxes above.
+
+# %% [markdown]
+# ### A checked exercise
+#
+# Exercise 1 with numbers: in a stack of $L = 12$ layers with $H = 12$ heads and skip connections, which path length has the most paths? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+answer = None  # a path length k between 0 and 12
+exercises.check("ch02-commonest-length", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: C(L, k) H^k paths of length k; the largest count
+import math
+
+counts = [math.comb(12, k) * 12**k for k in range(13)]
+solution = counts.index(max(counts))
+print(f"most common length {solution} ({counts[solution]:.3g} paths); "
+      f"(HL - 1) / (H + 1) = {(12 * 12 - 1) / 13:.2f}")
+exercises.solved("ch02-commonest-length", solution)
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch02_result")

@@ -38,6 +38,15 @@ except ImportError:
 # * compare the bound with reality over a sweep of residual sizes and weight scales: cubic, and loose by a
 #   roughly constant factor.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch03_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import functools
 import math
@@ -639,3 +648,9 @@ exercises.check("ch03-gamma", answer)
 solution = math.exp(2) * (1 + math.e) / 4
 print(f"largest gamma for mu <= 1: {solution:.3f}")
 exercises.solved("ch03-gamma", solution)
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch03_result")

@@ -27,6 +27,15 @@ except ImportError:
 # * measure an MLP's Lipschitz constant $\lambda$ in the sense the proof needs and see it slow collapse;
 # * write LayerNorm as matrix multiplications and see that it does not prevent collapse.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch04_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import functools
 
@@ -422,3 +431,9 @@ print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied 
 # 2. Show that with skips and $W_V = 0$ the network is the identity, and find a parameterisation with non-zero
 #    $W_Q$, $W_K$, $W_V$ whose residual still never shrinks. (Hint: make $W_V$ map the residual to itself.)
 # 3. Replace the post-LN SAN by a pre-LN SAN with skips and compare its residual with the SAN+skip curve above.
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch04_result")

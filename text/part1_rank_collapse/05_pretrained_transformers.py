@@ -32,6 +32,15 @@ except ImportError:
 #   curves depends on a detail of its code;
 # * multiply real attention matrices along paths and watch the products approach rank one.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch05_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -195,7 +204,7 @@ depth_figures.init_panels(init_curves, PAPER)
 plt.show()
 
 # %% [markdown]
-# SAN and SAN+MLP coincide at initialisation, so the orange line hides the red one. The table puts the book's value at the last layer (mean $\pm$ standard deviation over the input sequences)
+# SAN and SAN+MLP coincide at initialisation, so the sky-blue SAN+MLP line hides the vermillion SAN line. The table puts the book's value at the last layer (mean $\pm$ standard deviation over the input sequences)
 # above the paper's, read off its figure (for MiniLM: the paper's pretrained BERT-base at its layer 12).
 
 # %%
@@ -527,3 +536,9 @@ m_rank1, b_rank1 = rank1.values()
 #    the sequence length? Relate it to how uniform random attention is.
 # 4. On Colab, compare the paper's three pretrained models with the markers. Which of them keeps its tokens
 #    furthest apart with skip connections, and which collapses even with them?
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch05_result")

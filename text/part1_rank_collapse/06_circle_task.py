@@ -26,6 +26,15 @@ except ImportError:
 # - compare the paper's training recipe with a faster one, and see how much the picture depends on it;
 # - separate attention from the rest of the model with two controls: no attention, and each token attending only to itself.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch06_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import attnbook
 import numpy as np
@@ -518,3 +527,9 @@ attnbook.compare(
 # 2. Train longer (3,000 steps, as the `paper` preset does). Does collapse become rarer as the one-step error shrinks?
 # 3. Remove the inner residual of the attention layer ($\mathrm{LN}(\mathrm{SA}(X))$ instead of $\mathrm{LN}(X + \mathrm{SA}(X))$, `skip=False` in `attnbook.core.attention.Block`). How fast do the tokens merge now?
 # 4. The +skip trajectories sometimes drift off the circle. Propose a metric that separates "keeps circling" from "drifts away", and measure it.
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch06_result")

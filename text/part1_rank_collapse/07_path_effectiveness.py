@@ -28,6 +28,15 @@ except ImportError:
 #   model's own classifier and by a probe refitted to each path length;
 # - measure how much faster the book's recipe reaches the paper's accuracy than the paper's own recipe.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch07_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
@@ -387,3 +396,9 @@ glue("ch07_sort_book_steps", int(rows["sort", "book"]["steps_to_target"]));
 # 2. Train the hull model with the paper's recipe for a few epochs only and redo the path plot. Do short paths matter more in an under-trained model?
 # 3. Keep the skip connections in the path step ($\mathrm{LN}(X + \text{head})$ instead of $\mathrm{LN}(\text{head})$). What happens to length-0 paths, and why?
 # 4. Memorization is scored on the training set. Score it on held-out sentences: what accuracy do you expect, and what do you get?
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch07_result")

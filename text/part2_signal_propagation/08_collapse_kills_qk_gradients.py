@@ -34,6 +34,15 @@ except ImportError:
 #   and check it with autograd in float64;
 # * watch the per-layer gradient norms of $W_Q$, $W_K$, $W_V$ at initialisation, layer by layer.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch08_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import math
 
@@ -489,3 +498,9 @@ spread = (n_tok - 1) / (n_tok * (1 + (n_tok - 1) * cosine))
 closed_form = (1 - cosine) * math.sqrt(spread)
 print(f"ratio {solution:.4f}; eq. (ch08-ratio) gives {closed_form:.4f}")
 exercises.solved("ch08-ratio", solution)
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch08_result")

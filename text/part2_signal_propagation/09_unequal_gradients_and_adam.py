@@ -33,6 +33,15 @@ except ImportError:
 # * train a deep post-LN transformer on sequence reversal with SGD and Adam, with and without residual
 #   scaling and temperature.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch09_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import functools
 import math
@@ -655,3 +664,9 @@ largest_counts = [max(seq.count(v) for v in range(3))
 solution = sum(largest_counts) / len(largest_counts) / 4
 print(f"best accuracy with all output tokens alike: {solution:.4f}")
 exercises.solved("ch09-collapsed", solution)
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch09_result")

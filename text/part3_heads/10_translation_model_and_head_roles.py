@@ -35,6 +35,15 @@ except ImportError:
 # * find positional, syntactic and rare-token heads, in the translation model and in MiniLM,
 # * watch the roles emerge during training.
 
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch10_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
 # %%
 import matplotlib.pyplot as plt
 import torch
@@ -962,3 +971,31 @@ display(Markdown(rf.reproduction_table(
 # 2. Compute confidence with EOS counted as a key. Which heads change most, and why?
 # 3. Set `lrp.ALPHA, lrp.BETA = 1.0, 0.0` (the $z^+$ rule: negative impacts ignored) and recompute the encoder heads' relevance on 50
 #    dev verses. Does the ranking change, and does the most relevant first-layer head?
+
+# %% [markdown]
+# ### A checked exercise
+#
+# Find a head's role by hand. One head's attention over five tokens is `exercises.ATTENTION_EXAMPLE` (rows are queries). What share of its queries put their largest weight on the previous token (the statistic behind a positional head)? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+print(torch.tensor(exercises.ATTENTION_EXAMPLE))
+answer = None  # a share between 0 and 1
+exercises.check("ch10-previous-token", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: each query's most attended key, compared with the token before it
+A_ex = torch.tensor(exercises.ATTENTION_EXAMPLE)
+top_key = A_ex.argmax(dim=-1)
+previous = torch.arange(len(A_ex)) - 1  # query 0 has none: -1 never matches
+solution = (top_key == previous).double().mean().item()
+print(f"most attended key of each query: {top_key.tolist()}; share on the previous "
+      f"token {solution:.2f}")
+exercises.solved("ch10-previous-token", solution)
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch10_result")

@@ -39,6 +39,15 @@ except ImportError:
 #   the seeds' noise in view (Voita et al.'s Table 3).
 
 # %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch11_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
+# %% [markdown]
 # :::{note}
 # The translation sections prune the converged model of [chapter 10](10_translation_model_and_head_roles.ipynb)
 # (`converged_quick.safetensors`). Its gate sweeps and Michel et al.'s pruning curves take about an hour and a
@@ -1401,3 +1410,9 @@ for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoi
 #    on two threads), then pair the new runs with the from-scratch models with
 #    `sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=sweeps.load("pruned_converged"))`. Does the
 #    seed of the training on move the difference as much as the from-scratch seed does?
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch11_result")

@@ -16,7 +16,11 @@ from typing import Callable
 
 import torch
 
-from attnbook.rank import one_layer
+from attnbook.core.norms import relative_residual
+from attnbook.heads import gates, roles
+from attnbook.rank import deep_bound, one_layer
+from attnbook.rank.tasks import circle
+from attnbook.rank.paths import path_length_counts
 from attnbook.signal import propagation as prop
 from attnbook.signal import reverser as rv
 
@@ -33,13 +37,108 @@ class Exercise:
     rel_tol: float = 1e-6
 
 
+#: chapter "Pure attention loses rank"'s exercise matrix: three tokens of width two
+RESIDUAL_EXAMPLE = ((1.0, 2.0), (3.0, 4.0), (5.0, 0.0))
+
+#: chapter "A translation model"'s exercise: one head's attention over five tokens (rows: queries, row-stochastic)
+ATTENTION_EXAMPLE = ((0.70, 0.10, 0.10, 0.05, 0.05),
+                     (0.60, 0.20, 0.10, 0.05, 0.05),
+                     (0.10, 0.50, 0.20, 0.10, 0.10),
+                     (0.10, 0.20, 0.30, 0.25, 0.15),
+                     (0.05, 0.05, 0.10, 0.60, 0.20))
+
+
+#: chapter "The circle task"'s exercise: the token gap of a rollout at steps 0, 1, ..., 7
+GAPS_EXAMPLE = (0.95, 0.60, 0.04, 0.20, 0.07, 0.03, 0.01, 0.02)
+
+#: chapter "Deep bounds"'s exercise: a one-head layer's constants and an input residual
+BOUND_EXAMPLE = dict(beta=1.0, qk_norm=1.0, n_heads=1, d_head=4, residual=0.1)
+
+
+def _one_layer_bound(example) -> float:
+    c = deep_bound.LayerConstants(example["beta"], example["qk_norm"], example["n_heads"], example["d_head"])
+    return math.exp(deep_bound.log_one_layer_bound(math.log(example["residual"]), c))
+
+
+def _previous_token_share(attention) -> float:
+    a = torch.tensor(attention, dtype=torch.float64)[None, None, None]  # (layers, batch, heads, n, n)
+    every = torch.ones(1, a.shape[-1], dtype=torch.bool)
+    return float(roles.relative_position_share(a, every, every, offsets=(-1,))[0, 0, 0])
+
+
 EXERCISES: dict[str, Exercise] = {e.name: e for e in [
+    Exercise(
+        "ch01-residual",
+        "The three tokens of exercises.RESIDUAL_EXAMPLE (rows): what is their relative residual "
+        "||res(X)||_(1,inf) / ||X||_(1,inf), with the token mean as the centre?",
+        lambda: float(relative_residual(torch.tensor(RESIDUAL_EXAMPLE, dtype=torch.float64))),
+        "Subtract the mean row from every row; ||A||_(1,inf) = sqrt(||A||_1 ||A||_inf), the largest absolute "
+        "column sum times the largest absolute row sum, under a square root.",
+    ),
+    Exercise(
+        "ch02-commonest-length",
+        "In a stack of L = 12 layers with H = 12 heads and skip connections, which path length k has the most "
+        "paths?",
+        lambda: float(max(range(13), key=lambda k: path_length_counts(12, 12)[k])),
+        "A path of length k picks k of the L layers and one of H heads in each: C(L, k) H^k paths; compare "
+        "neighbouring k.",
+        rel_tol=0.0,
+    ),
     Exercise(
         "ch03-gamma",
         "The lemma's constant gamma(mu) grows with mu = ||W_QK||_(1,inf) ||R||_(1,inf)^2 / sqrt(d_qk). What is its "
         "largest value for mu <= 1?",
         lambda: float(one_layer.gamma(torch.tensor(1.0, dtype=torch.float64))),
         "gamma = e^(2 mu) (1 + e^mu) / 4 increases with mu, so its largest value on [0, 1] is at mu = 1.",
+    ),
+    Exercise(
+        "ch04-one-layer-bound",
+        "A one-head layer has beta = 1, ||W_QK||_(1,inf) = 1 and d_head = 4 (exercises.BOUND_EXAMPLE). What does "
+        "the one-layer bound allow for the output residual when the input residual is r = 0.1?",
+        lambda: _one_layer_bound(BOUND_EXAMPLE),
+        "The bound is 4 gamma beta H / sqrt(d_head) r^3 with gamma = e^(2 mu) (1 + e^mu) / 4 and "
+        "mu = ||W_QK||_(1,inf) r^2 / sqrt(d_head).",
+    ),
+    Exercise(
+        "ch05-contraction",
+        "For the layer of exercises.BOUND_EXAMPLE, below which input residual r does the one-layer bound "
+        "contract, i.e. bound the output residual by less than r?",
+        lambda: deep_bound.contraction_threshold(deep_bound.LayerConstants(
+            BOUND_EXAMPLE["beta"], BOUND_EXAMPLE["qk_norm"], BOUND_EXAMPLE["n_heads"], BOUND_EXAMPLE["d_head"])),
+        "The bound over r is 4 gamma(mu) beta H / sqrt(d_head) r^2, which grows with r: find where it crosses 1 "
+        "(bisection on log r).",
+        rel_tol=1e-6,
+    ),
+    Exercise(
+        "ch06-collapse-step",
+        "A rollout's token gaps at steps 0 to 7 are exercises.GAPS_EXAMPLE. At which step have the tokens "
+        "collapsed (they stay below the merging gap 0.05 from then on)?",
+        lambda: float(circle.collapse_step(torch.tensor(GAPS_EXAMPLE))),
+        "Not the first step below 0.05: the first step after which the gap never rises to 0.05 again.",
+        rel_tol=0.0,
+    ),
+    Exercise(
+        "ch11-closed-gate",
+        "A hard-concrete gate has log alpha = 0, temperature 0.33 and stretch (-0.1, 1.1), the book's. What is "
+        "the probability that a sampled gate is exactly 0 (the head switched off)?",
+        lambda: float(gates.prob_zero(torch.tensor(0.0, dtype=torch.float64))),
+        "A sample is 0 when the stretched value s (r - l) + l is at most 0, i.e. s <= -l / (r - l); s = "
+        "sigmoid((log u - log(1 - u) + log alpha) / temperature) with u uniform: solve for u.",
+    ),
+    Exercise(
+        "ch10-previous-token",
+        "One head's attention over five tokens is exercises.ATTENTION_EXAMPLE (rows are queries). What share of "
+        "its queries put their largest weight on the previous token?",
+        lambda: _previous_token_share(ATTENTION_EXAMPLE),
+        "For each query i, find the key j with the largest weight and count the queries with j = i - 1; the "
+        "first query has no previous token and counts as a miss.",
+    ),
+    Exercise(
+        "ch07-short-paths",
+        "A stack of L = 6 layers with H = 2 heads and skip connections: what share of all its paths have length "
+        "at most 2?",
+        lambda: sum(path_length_counts(6, 2)[:3]) / sum(path_length_counts(6, 2)),
+        "There are C(L, k) H^k paths of length k and (H + 1)^L in all.",
     ),
     Exercise(
         "ch08-ratio",

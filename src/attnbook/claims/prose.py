@@ -30,3 +30,19 @@ def glue(name: str, value: Any) -> Any:
         return value
     myst_glue(name, value, display=False)
     return value
+
+
+def glue_result(name: str) -> str:
+    """Glue the chapter's "Result" box under ``name``: :func:`attnbook.claims.render.result_summary` of the claims
+    this run has made (the last cell of a chapter calls it; the box at the top cites it with the ``glue:md``
+    directive, so that the page of a ``paper`` run shows the ``paper`` verdicts). Returns the Markdown."""
+    from attnbook.claims.api import REGISTRY
+    from attnbook.claims.render import result_summary
+
+    text = result_summary(REGISTRY)
+    try:
+        from IPython.display import Markdown
+    except ImportError:  # pragma: no cover - IPython is a dependency of every notebook run
+        return text
+    glue(name, Markdown(text))
+    return text

@@ -42,3 +42,43 @@ def html_table(claims: Sequence) -> str:
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
+
+
+def result_summary(claims: Sequence) -> str:
+    """A chapter's result in a few lines of Markdown, from the claims it made (the "Result" box at the top of
+    each chapter, glued there by :func:`attnbook.claims.prose.glue_result`): each comparison with a paper and
+    its verdict, how many analogues agree, how many must-hold checks hold, which gates fail, and what a preset
+    without a shipped file could not say. A claim made twice (a cell run again) counts once, as last made."""
+    latest = {c.name: c for c in claims}
+    by_kind: dict[str, list] = {}
+    for c in latest.values():
+        by_kind.setdefault("not available" if c.verdict == "not available" else c.kind, []).append(c)
+    comps = by_kind.get("comparison", [])
+    lines = []
+    if comps:
+        counts = {v: sum(c.verdict == v for c in comps) for v in ("reproduces", "differs", "undecided")}
+        lines.append(f"**Against the paper**: of {len(comps)} comparisons, {counts['reproduces']} reproduce, "
+                     f"{counts['differs']} differ and {counts['undecided']} are undecided.")
+        lines.append("")
+        order = {"reproduces": 0, "undecided": 1, "differs": 2}
+        lines += [f"- *{c.verdict}*: {c.name}" for c in sorted(comps, key=lambda c: order.get(c.verdict, 3))]
+        lines.append("")
+    else:
+        lines.append("**Against the paper**: this chapter compares no number with a paper's; it derives and "
+                     "checks.")
+        lines.append("")
+    tail = []
+    analogues = by_kind.get("analogue", [])
+    if analogues:
+        agree = sum(c.verdict == "reproduces" for c in analogues)
+        tail.append(f"**On another model** (analogues): {agree} of {len(analogues)} agree with the paper.")
+    checks = by_kind.get("check", [])
+    if checks:
+        tail.append(f"**Must-hold checks**: {sum(c.holds for c in checks)} of {len(checks)} hold.")
+    failed = [c.name for c in by_kind.get("gate", []) if not c.holds]
+    if failed:
+        tail.append("**Gates that fail** (the analyses they guard say what that means): " + "; ".join(failed) + ".")
+    missing = by_kind.get("not available", [])
+    if missing:
+        tail.append(f"**Not available at this preset** (no shipped file): {len(missing)} group(s) of claims.")
+    return "\n".join(lines + [" ".join(tail)]).strip() + "\n"

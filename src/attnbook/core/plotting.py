@@ -13,13 +13,15 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
-#: one colour per architecture variant, used by every chapter
+#: one colour per architecture variant, used by every chapter: Okabe and Ito's colour-blind-safe colours
+#: (vermillion, sky blue, blue, bluish green, black), chosen so that every pair stays apart under simulated
+#: deuteranopia and protanopia (the earlier red/green and blue/purple pairs did not; tests/test_plotting.py)
 VARIANT_COLORS = {
-    "SAN": "#d62728",
-    "SAN+MLP": "#ff7f0e",
-    "SAN+skip": "#1f77b4",
-    "SAN+LN": "#9467bd",
-    "Transformer": "#2ca02c",
+    "SAN": "#D55E00",
+    "SAN+MLP": "#56B4E9",
+    "SAN+skip": "#0072B2",
+    "SAN+LN": "#009E73",
+    "Transformer": "#000000",
 }
 PAPER_STYLE = dict(color="0.35", linestyle="--", linewidth=1.3)
 PAPER_MARKER = dict(marker="o", markerfacecolor="none", markeredgecolor="black", markersize=8, linestyle="none")
