@@ -44,6 +44,10 @@ def html_table(claims: Sequence) -> str:
 
 
 
+#: the claims the result box names per verdict (the rest are counted: the box stays one screen)
+SHOWN = 3
+
+
 def result_summary(claims: Sequence) -> str:
     """A chapter's result in a few lines of Markdown, from the claims it made (the "Result" box at the top of
     each chapter, glued there by :func:`attnbook.claims.prose.glue_result`): each comparison with a paper and
@@ -60,8 +64,11 @@ def result_summary(claims: Sequence) -> str:
         lines.append(f"**Against the paper**: of {len(comps)} comparisons, {counts['reproduces']} reproduce, "
                      f"{counts['differs']} differ and {counts['undecided']} are undecided.")
         lines.append("")
-        order = {"reproduces": 0, "undecided": 1, "differs": 2}
-        lines += [f"- *{c.verdict}*: {c.name}" for c in sorted(comps, key=lambda c: order.get(c.verdict, 3))]
+        for verdict in ("reproduces", "undecided", "differs"):  # a line per verdict, at most SHOWN names each
+            names = [c.name for c in comps if c.verdict == verdict]
+            if names:
+                more = f"; and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+                lines.append(f"- *{verdict}* ({len(names)}): " + "; ".join(names[:SHOWN]) + more)
         lines.append("")
     else:
         lines.append("**Against the paper**: this chapter compares no number with a paper's; it derives and "
