@@ -276,9 +276,9 @@ def test_the_result_box_lists_each_comparison_with_its_verdict_and_counts_the_re
             Claim("minilm", 0.9, "> 0", kind="analogue", verdict="reproduces"),
             Claim("slope", 3.2, "within 0.5 of 3", kind="comparison", verdict="reproduces")]  # run again
     box = result_summary(made)
-    assert "of 3 comparisons, 1 reproduce, 1 differ and 1 are undecided" in box
+    assert "of 3 comparisons, 1 reproduces, 1 differs and 1 is undecided" in box
     assert box.index("*reproduces* (1): slope") < box.index("*undecided* (1): delay") < box.index("*differs* (1): mlp")
     many = result_summary([Claim(f"c{i}", 1.0, "> 0", kind="comparison", verdict="reproduces") for i in range(5)])
-    assert "*reproduces* (5): c0; c1; c2; and 2 more" in many
+    assert "*reproduces* (5): c0; c1; c2; and 2 more" in many and "5 reproduce, 0 differ and 0 are" in many
     assert "1 of 2 hold" in box and "converged" in box and "1 of 1 agree" in box
     assert "no number with a paper's" in result_summary([Claim("row sums", 1.0, "== 1")])

@@ -432,6 +432,31 @@ print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied 
 #    $W_Q$, $W_K$, $W_V$ whose residual still never shrinks. (Hint: make $W_V$ map the residual to itself.)
 # 3. Replace the post-LN SAN by a pre-LN SAN with skips and compare its residual with the SAN+skip curve above.
 
+# %% [markdown]
+# ### A checked exercise
+#
+# Evaluate one step of the deep bound by hand: for the one-head layer and input residual in `exercises.BOUND_EXAMPLE`, what does the one-layer bound allow for the residual of the layer's output? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+print(exercises.BOUND_EXAMPLE)
+answer = None  # the bound on the output residual
+exercises.check("ch04-one-layer-bound", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: mu, then gamma, then 4 gamma beta H / sqrt(d_head) r^3
+import math
+
+ex = exercises.BOUND_EXAMPLE
+r, root_d = ex["residual"], math.sqrt(ex["d_head"])
+mu = ex["qk_norm"] * r**2 / root_d
+four_gamma = math.exp(2 * mu) * (1 + math.exp(mu))
+solution = four_gamma * ex["beta"] * ex["n_heads"] / root_d * r**3
+print(f"mu = {mu:.4f}, 4 gamma = {four_gamma:.4f}: "
+      f"output residual at most {solution:.3e}")
+exercises.solved("ch04-one-layer-bound", solution)
+
 # %% tags=["remove-cell"]
 # the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
 from attnbook.claims.prose import glue_result

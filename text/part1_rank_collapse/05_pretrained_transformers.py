@@ -537,6 +537,40 @@ m_rank1, b_rank1 = rank1.values()
 # 4. On Colab, compare the paper's three pretrained models with the markers. Which of them keeps its tokens
 #    furthest apart with skip connections, and which collapses even with them?
 
+# %% [markdown]
+# ### A checked exercise
+#
+# Where the theorem speaks. For the one-head layer of `exercises.BOUND_EXAMPLE`, below which input residual does the one-layer bound contract, that is, promise an output residual smaller than the input's? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+print(exercises.BOUND_EXAMPLE)
+answer = None  # the largest residual at which the bound still contracts
+exercises.check("ch05-contraction", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: the bound divided by r, 4 gamma(mu) beta H / sqrt(d) r^2, grows
+# with r; bisect (on a log scale) for the r where it crosses 1
+import math
+
+ex = exercises.BOUND_EXAMPLE
+root_d = math.sqrt(ex["d_head"])
+
+
+def bound_over_r(r):
+    mu = ex["qk_norm"] * r**2 / root_d
+    four_gamma = math.exp(2 * mu) * (1 + math.exp(mu))
+    return four_gamma * ex["beta"] * ex["n_heads"] / root_d * r**2
+
+
+lo, hi = 1e-6, 10.0
+for _ in range(200):
+    mid = math.sqrt(lo * hi)
+    lo, hi = (mid, hi) if bound_over_r(mid) < 1 else (lo, mid)
+print(f"the bound contracts for residuals below {lo:.4f}")
+exercises.solved("ch05-contraction", lo)
+
 # %% tags=["remove-cell"]
 # the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
 from attnbook.claims.prose import glue_result

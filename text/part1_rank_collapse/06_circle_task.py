@@ -528,6 +528,27 @@ attnbook.compare(
 # 3. Remove the inner residual of the attention layer ($\mathrm{LN}(\mathrm{SA}(X))$ instead of $\mathrm{LN}(X + \mathrm{SA}(X))$, `skip=False` in `attnbook.core.attention.Block`). How fast do the tokens merge now?
 # 4. The +skip trajectories sometimes drift off the circle. Propose a metric that separates "keeps circling" from "drifts away", and measure it.
 
+# %% [markdown]
+# ### A checked exercise
+#
+# Read a collapse step off a rollout. The token gaps of a rollout, step by step from step 0, are `exercises.GAPS_EXAMPLE`. At which step have the tokens collapsed, in this chapter's sense? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+print(exercises.GAPS_EXAMPLE)
+answer = None  # a step
+exercises.check("ch06-collapse-step", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: the first step after which every gap stays below the merging gap
+# (step 2 dips below it, but the tokens move apart again: a close encounter)
+gaps_ex = exercises.GAPS_EXAMPLE
+solution = next(t for t in range(len(gaps_ex))
+                if all(g < circle.MERGE_GAP for g in gaps_ex[t:]))
+print(f"collapsed from step {solution}")
+exercises.solved("ch06-collapse-step", solution)
+
 # %% tags=["remove-cell"]
 # the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
 from attnbook.claims.prose import glue_result

@@ -397,6 +397,27 @@ glue("ch07_sort_book_steps", int(rows["sort", "book"]["steps_to_target"]));
 # 3. Keep the skip connections in the path step ($\mathrm{LN}(X + \text{head})$ instead of $\mathrm{LN}(\text{head})$). What happens to length-0 paths, and why?
 # 4. Memorization is scored on the training set. Score it on held-out sentences: what accuracy do you expect, and what do you get?
 
+# %% [markdown]
+# ### A checked exercise
+#
+# Why short paths can carry a model. In a stack of 6 layers with 2 heads and skip connections (this chapter's sort model), what share of all paths have length at most 2? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+answer = None  # a share between 0 and 1
+exercises.check("ch07-short-paths", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: C(L, k) H^k paths of length k, (H + 1)^L paths in all
+import math
+
+n_layers, n_heads = 6, 2
+by_length = [math.comb(n_layers, k) * n_heads**k for k in range(n_layers + 1)]
+solution = sum(by_length[:3]) / (n_heads + 1) ** n_layers
+print(f"paths by length: {by_length}; share of length <= 2: {solution:.4f}")
+exercises.solved("ch07-short-paths", solution)
+
 # %% tags=["remove-cell"]
 # the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
 from attnbook.claims.prose import glue_result

@@ -1411,6 +1411,31 @@ for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoi
 #    `sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=sweeps.load("pruned_converged"))`. Does the
 #    seed of the training on move the difference as much as the from-scratch seed does?
 
+# %% [markdown]
+# ### A checked exercise
+#
+# A gate that is exactly closed. For a hard-concrete gate with $\log\alpha = 0$ and the book's temperature and stretch, what is the probability that a sample is exactly 0, so that the head is switched off for that batch? Put your number in `answer` and run the cell; `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+answer = None  # a probability
+exercises.check("ch11-closed-gate", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: the stretched sample s (r - l) + l is <= 0 when s <= -l / (r - l);
+# s = sigmoid((logit u + log alpha) / beta) with u uniform, so
+# P(g = 0) = P(logit u <= beta logit(-l / (r - l)) - log alpha)
+#          = sigmoid(beta log(-l / r) - log alpha)
+import math
+
+from attnbook.heads import gates as hc
+
+low, high = hc.STRETCH
+solution = 1 / (1 + math.exp(-(hc.TEMPERATURE * math.log(-low / high) - 0.0)))
+print(f"P(g = 0) at log alpha = 0: {solution:.4f}")
+exercises.solved("ch11-closed-gate", solution)
+
 # %% tags=["remove-cell"]
 # the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
 from attnbook.claims.prose import glue_result

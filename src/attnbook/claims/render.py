@@ -61,8 +61,13 @@ def result_summary(claims: Sequence) -> str:
     lines = []
     if comps:
         counts = {v: sum(c.verdict == v for c in comps) for v in ("reproduces", "differs", "undecided")}
-        lines.append(f"**Against the paper**: of {len(comps)} comparisons, {counts['reproduces']} reproduce, "
-                     f"{counts['differs']} differ and {counts['undecided']} are undecided.")
+        def verb(n: int, one: str, many: str) -> str:
+            return f"{n} {one if n == 1 else many}"
+
+        lines.append(f"**Against the paper**: of {len(comps)} comparisons, "
+                     f"{verb(counts['reproduces'], 'reproduces', 'reproduce')}, "
+                     f"{verb(counts['differs'], 'differs', 'differ')} and "
+                     f"{verb(counts['undecided'], 'is undecided', 'are undecided')}.")
         lines.append("")
         for verdict in ("reproduces", "undecided", "differs"):  # a line per verdict, at most SHOWN names each
             names = [c.name for c in comps if c.verdict == verdict]
