@@ -55,9 +55,12 @@ GAPS_EXAMPLE = (0.95, 0.60, 0.04, 0.20, 0.07, 0.03, 0.01, 0.02)
 BOUND_EXAMPLE = dict(beta=1.0, qk_norm=1.0, n_heads=1, d_head=4, residual=0.1)
 
 
+def _layer(example) -> deep_bound.LayerConstants:
+    return deep_bound.LayerConstants(example["beta"], example["qk_norm"], example["n_heads"], example["d_head"])
+
+
 def _one_layer_bound(example) -> float:
-    c = deep_bound.LayerConstants(example["beta"], example["qk_norm"], example["n_heads"], example["d_head"])
-    return math.exp(deep_bound.log_one_layer_bound(math.log(example["residual"]), c))
+    return math.exp(deep_bound.log_one_layer_bound(math.log(example["residual"]), _layer(example)))
 
 
 def _previous_token_share(attention) -> float:
@@ -103,8 +106,7 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         "ch05-contraction",
         "For the layer of exercises.BOUND_EXAMPLE, below which input residual r does the one-layer bound "
         "contract, i.e. bound the output residual by less than r?",
-        lambda: deep_bound.contraction_threshold(deep_bound.LayerConstants(
-            BOUND_EXAMPLE["beta"], BOUND_EXAMPLE["qk_norm"], BOUND_EXAMPLE["n_heads"], BOUND_EXAMPLE["d_head"])),
+        lambda: deep_bound.contraction_threshold(_layer(BOUND_EXAMPLE)),
         "The bound over r is 4 gamma(mu) beta H / sqrt(d_head) r^2, which grows with r: find where it crosses 1 "
         "(bisection on log r).",
         rel_tol=1e-6,
