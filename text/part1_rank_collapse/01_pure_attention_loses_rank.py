@@ -169,7 +169,7 @@ for name, r in ratios.items():
     print(f"{name:>20}: ratio from {min(r):.3f} to {max(r):.3f}")
 all_ratios = [x for r in ratios.values() for x in r]
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("mean-centred / optimal residual, smallest ratio", min(all_ratios),
                    at_least=1 - 1e-9),

@@ -111,7 +111,7 @@ row_sum_error = (P_all.sum(-1) - 1).abs().max().item()
 print(f"{P_all.shape[0]} path products; smallest entry {P_all.min():.2e}; largest |row "
       f"sum - 1| {row_sum_error:.1e}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("path products with a negative entry",
                    int((P_all < 0).any(-1).any(-1).sum()), close_to=0, tol=0),
@@ -202,7 +202,7 @@ def path_sum_errors(skip):
 
 no_skip = path_sum_errors(skip=False)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check(
     "networks (no skips) whose path sum is off by a relative error above 1e-10",
     sum(e > 1e-10 for e in no_skip.values()), close_to=0, tol=0)
@@ -235,7 +235,7 @@ n_configs = len(sizes["configs"])
 print("enumerated lengths match C(L,k) H^k in", n_configs - count_mismatch,
       "of", n_configs, "networks")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "networks (with skips) whose path sum is off by a relative error above 1e-10",
@@ -331,7 +331,7 @@ print("median distance to rank one by path length:",
 collapse_figures.rank1_by_length(distances, heads=H)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("median rank-1 distance: length 1 / length 5",
                    (medians[0] / medians[4]).item(), at_least=1e3),

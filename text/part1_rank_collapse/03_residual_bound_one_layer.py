@@ -175,7 +175,7 @@ step1_error = (Q["P"] - (Q["r"] + Q["E"]).softmax(-1)).abs()
 print(f"largest |P - softmax(1 r^T + E)| over {sizes['n_random']} random instances: "
       f"{step1_error.max():.1e}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check("step 1: instances where |P - softmax(1 r^T + E)| exceeds 1e-12",
                int((step1_error.amax((-1, -2)) > 1e-12).sum()), close_to=0, tol=0)
 
@@ -254,7 +254,7 @@ argmin_ratio = (norm_1_inf(res(Qa["SA"], center="argmin")) / norm_1_inf(D)).max(
 report["3 (argmin)"] = (argmin_ratio, float("nan"))
 print(f"3 (argmin) worst ratio on {sizes['n_argmin']} random instances: {argmin_ratio}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("step 3, mean centring: worst ratio found (random or adversarial)",
                    max(report["3 (mean)"]), at_most=1.0, digits=2),
@@ -314,7 +314,7 @@ search("4 (||E||_1)", ratio_step4_one, seed=41)
 search("4 (||E||_inf)", ratio_step4_inf, seed=42)
 search("4 (m <= mu)", ratio_step4_mu, seed=43)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 check_steps("4 (||E||_1)", "4 (||E||_inf)", "4 (m <= mu)")
 
 
@@ -392,7 +392,7 @@ def ratio_step6_kappa(**kw):
 search("6 (entrywise)", ratio_step6, seed=6)
 search("6 (kappa <= 2m)", ratio_step6_kappa, seed=61)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 check_steps("6 (entrywise)", "6 (kappa <= 2m)")
 
 
@@ -430,7 +430,7 @@ def ratio_step7(norm):
 search("7 (||.||_1)", ratio_step7(norm_1), seed=71)
 search("7 (||.||_inf)", ratio_step7(norm_inf), seed=72)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 check_steps("7 (||.||_1)", "7 (||.||_inf)")
 
 
@@ -513,7 +513,7 @@ report["lemma (argmin)"] = (lemma_argmin, float("nan"))
 print(f"lemma (argmin) worst ratio on {sizes['n_argmin']} random instances: "
       f"{lemma_argmin:.3g}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("one-layer lemma, mean centring: worst ratio observed/bound",
                    max(report["lemma (mean)"]), at_most=1.0, digits=2),

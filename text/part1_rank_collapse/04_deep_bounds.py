@@ -107,7 +107,7 @@ print("log10 bound,             net 0:", [f"{v:.1f}" for v in bounds[0].tolist()
 bound_figures.deep_bound_by_layer(observed, bounds, floor)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "deep bound: (layer, net) pairs above round-off where observed exceeds the "
@@ -169,7 +169,7 @@ print(f"construction: largest relative change of ||res(X^l)|| over {Lc} layers "
 bound_figures.skip_curves(curves)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "skip construction: residual preserved to 1e-10 relative at every layer (1 = "
@@ -302,7 +302,7 @@ print("first layer with relative residual < 1e-8: SAN", depth_below_san,
 bound_figures.mlp_collapse(san_curve, mlp_curves, lambdas)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "SAN+MLP: extra layers to relative residual < 1e-8, lambda x4 vs lambda x1",
@@ -365,7 +365,7 @@ ln_curve = residual_by_layer(san_ln, X)[0]
 bound_figures.layernorm_collapse(san_curve, ln_curve)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("LayerNorm as matrix products: instances off by more than 1e-12",
                    int(ln_error > 1e-12), close_to=0, tol=0),
@@ -398,7 +398,7 @@ first_order = float(shared.norm() / (centre @ shared).norm())
 print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied by "
       f"{growth:.1e}; ||x|| / ||Cx|| = {first_order:.1e}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("LayerNorm counterexample: relative residual after / before",
                    growth, at_least=1e5, digits=2, band=0.3),

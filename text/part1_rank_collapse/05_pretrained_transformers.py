@@ -396,7 +396,7 @@ print("ALBERT at init, SAN+skip, mean r_l by layer")
 print("book surgery: ", np.round(albert0["SAN+skip"].mean(1), 2))
 print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.compare("ALBERT at init, SAN+skip, book surgery: mean r_12",
                      albert0["SAN+skip"][-1].mean(),

@@ -144,7 +144,7 @@ for name, h, e in (("paper", h_paper, mse_paper), ("book", h_book, mse_book)):
 # 1,190 steps leave it close to its initialisation, with a one-step error far *worse* than staying put. The
 # book's recipe fits the one-step map below the stay-put baseline in seconds on a CPU:
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("circle: paper-recipe MSE / book-recipe MSE (d=32 SAN, seed 0)",
                    mse_paper / mse_book, at_least=100, digits=1),
@@ -317,7 +317,7 @@ def delay(steps, a, b):
 SEEDS_UNDECIDED = ("the 90% seed interval of the delay contains 0: at this number of "
                    "seeds the runs do not decide (the paper shows one run per panel)")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.compare(
         "circle, book recipe: delay of collapse from width, d=128 minus d=32 pure SAN "
@@ -351,7 +351,7 @@ if seeds16:
     steps16 = circle.collapse_steps(by16)
     print(circle.merge_report(steps16, "gated"))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.claims.when_available(seeds16, lambda: [
     # the live runs are the file's first seeds: collapsed or not, run by run
     attnbook.check("16 seeds: live runs whose merging differs from the file's "
@@ -414,7 +414,7 @@ if control:
     shipped = every_c[128, "SAN, no attention"][0]  # seed 0
     live_gap = abs(live["mse_over_stay_put"] / shipped["mse_over_stay_put"] - 1)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.claims.when_available(control, lambda: [
     # the live run trains on this CPU's code path, the shipped one on another
     attnbook.check("control: the live run (d=128, seed 0) against the shipped one, "
@@ -479,7 +479,7 @@ for d, variant in ((128, "SAN"), (128, "SAN+MLP")):
     paper_steps[f"d={d} {variant}"] = circle.collapse_step(circle.token_gaps(traj))
 print(paper_steps)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.compare(
     "circle, paper recipe (untrained models): collapse step of d=128 SAN+MLP minus "
     "that of d=32 SAN (seed 0)",

@@ -196,7 +196,7 @@ HULL_GAIN = PAPER_SHORT["hull"] - PAPER_CHANCE["hull"]
 HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, majority line "
                f"{PAPER_CHANCE['hull']}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.compare("paths: sort, best short path (k=1,2, 20 paths), accuracy",
                      best_short["sort"], paper=PAPER_SHORT["sort"], tol=0.15,

@@ -258,7 +258,7 @@ def max_gap(key):
 
 bound = {"pre": 1 - (1 - rho0) / 2.5, "post": 1 - (1 - rho0) * math.exp(-1.5)}
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("post-LN, alpha=1: token cosine at the deepest L",
                    sim["post", False][-1], at_least=0.99),
@@ -328,7 +328,7 @@ M = torch.randn(n, n, dtype=torch.float64, requires_grad=True)
 GA = torch.randn(n, n, dtype=torch.float64)
 (M.softmax(-1) * GA).sum().backward()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "collapsed input: layers where |grad W_Q or W_K| / |grad W_V| exceeds 1e-12",

@@ -139,7 +139,7 @@ formula = prop.uniform_attention_sq_norms(X, sig, sig, sig, dv)
 for key in "qkv":
     print(f"W_{key.upper()}: simulation {mc[key]:10.3f}   formula {formula[key]:10.3f}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("eq. jv: simulation off the exact formula by more than 1e-10 "
                    "relative (1 = yes)", int(abs(mc["v"] / formula["v"] - 1) > 1e-10),
@@ -200,7 +200,7 @@ local = {
 print({k: round(v, 2) for k, v in local.items()})
 glue("ch09_ln_slope", local["LN"])
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("width at fixed sigma: slope of |dS/dW_Q|^2", w_slope["q"],
                    close_to=3, tol=0.3),
@@ -267,7 +267,7 @@ print(
 jacobian_figures.temperature_balance(taus, ratios, tau_formula, TAU_QUOTED.value)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("balancing temperature, simulation / formula", tau_sim / tau_formula,
                    at_least=0.5, at_most=1.5),
@@ -309,7 +309,7 @@ near_uniform = ratios[-1] / (tau_formula / taus[-1]) ** 2
 print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention near "
       f"uniform): {near_uniform:.2f}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "balancing logit multiplier 1/tau*, fairseq init, d = 512, n = 27: token "
@@ -450,7 +450,7 @@ if sweep:
     # the unscaled model's calibration, as the sweep made it (rv.balancing_temperature)
     init_ratio = rv.qv_ratios(size, False, (1.0, tau_star))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.claims.when_available(sweep, lambda: [
     attnbook.check(
         "sweep: the live SGD run against its shipped twin (accuracy gap)", live_gap,
@@ -467,7 +467,7 @@ attnbook.claims.when_available(sweep, lambda: [
         precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: the live run and Adam against SGD")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.claims.when_available(sweep, lambda: [
     attnbook.compare(
         "SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning "
@@ -477,7 +477,7 @@ attnbook.claims.when_available(sweep, lambda: [
         reason="the interval reaches zero", precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: residual scaling with SGD")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.claims.when_available(sweep, lambda: [
     attnbook.compare(
         "SGD, unscaled: its balancing temperature minus tau = 1, accuracy at each "

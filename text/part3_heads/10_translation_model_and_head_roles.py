@@ -608,7 +608,7 @@ checkpoints = {"8 heads of width 16 (shipped)": (meta, roles),
 comparison = hd.checkpoint_comparison(checkpoints)  # rows: (what, one value per model)
 display(Markdown(rf.checkpoint_table(list(checkpoints), comparison)))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.compare(
     "best positional share of an encoder head (-1 or +1), 4 heads of width 32", best_h4,
     paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
@@ -845,7 +845,7 @@ rf.relevance_with_roles(lm_rel, marks,
                         "all-MiniLM-L6-v2: LRP relevance to the sentence embedding")
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("MiniLM LRP recomputed live on the first verses: largest gap",
         lm_live_gap, at_most=2e-3, digits=3, band=1e-3,

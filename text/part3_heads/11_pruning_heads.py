@@ -228,7 +228,7 @@ with torch.no_grad():
 err = float((gated - surgery).abs().max())
 print(f"{L_heads[0]} x {L_heads[1]} heads; max |gated - surgery| = {err:.1e}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check("MiniLM: a zero gate equals removing the head from the output "
                "projection (max abs diff)", err, at_most=1e-5)
 
@@ -337,7 +337,7 @@ print("heads kept per layer:", kept_per_layer.tolist())
 # last layers, whose outputs feed the mean-pooled embedding most directly (the skip connections carry the
 # token information past the emptied layers).
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check(
     f"MiniLM gates, lambda={run['lam']}: share of kept heads in the last two layers",
     kept_per_layer[-2:].sum() / max(1, kept_per_layer.sum()),
@@ -465,7 +465,7 @@ shipped_p = np.array(live_run["snapshots"][1]["p_open"]["enc_self"])
 print(f"P(g != 0) after {hist['snapshots'][1]['step']} steps: "
       f"max |live - shipped| = {abs(live_p - shipped_p).max():.4f}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "live BLEU of the lambda=0.05 encoder masks without fine-tuning = precomputed",
@@ -541,7 +541,7 @@ glue("ch11_main01_kept", int(base.sum()))
 glue("ch11_open_overlap", next(st["same_as_main"] for st in settle
                                 if st["spec"] == open_start["spec"]));
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "encoder gates: heads kept at a larger lambda but pruned at the next smaller "
@@ -609,7 +609,7 @@ figs.encoder_bleu_curves(full_mt, gate_curve, beam_curve, no_ft, michel_curves,
                          paper_curve)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [  # where they differ, the measured reason: the masks' cost, the settling of the gates
     attnbook.compare(
         f"encoder-only gates: BLEU change with {n} of 48 encoder heads (greedy)",
@@ -738,7 +738,7 @@ order_off = sweeps.order_disagreements(order, kind_order.value)
 figs.kinds_and_layers(by_kind, layers_of_run, all_kinds.value, paper_n)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.compare(
         "all kinds: pairs of kinds pruned in the other order than the paper's",
@@ -784,7 +784,7 @@ for who in ("book", "paper"):  # share of each kind kept at about half of all he
     for k, v in near[who].items():
         glue(f"ch11_near_{who}_{k}", v)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.compare(
         f"all kinds: BLEU change with {n} of {book_total} heads (beam 4)", book,
@@ -885,7 +885,7 @@ glue("ch11_recovered_hi", max(recovered))
 glue("ch11_recovered_median", float(np.median(recovered)))
 glue("ch11_split_half", michel_mt["split_half"]["all"]);
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "Michel importance (per token, 96 heads): split-half Spearman correlation",
@@ -950,7 +950,7 @@ glue("ch11_mft_behind_hi", max(behind_ft))
 glue("ch11_mnoft_behind_lo", min(behind))
 glue("ch11_mnoft_behind_hi", max(behind));
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check(
     "Michel masks of the fine-tuned arm recomputed from the shipped importance "
     "(share equal)", float(np.mean(same_masks)), at_least=1.0, digits=2,
@@ -993,7 +993,7 @@ rescored_ft = max(abs(stats.bleu(r["hypotheses_beam_fine_tuned"], refs_ft)
 for n, d in paired.items():  # the gates' lead over Michel's masks, both fine-tuned
     glue(f"ch11_paired_gap_{n}", -d["delta"])
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check(
     "Michel fine-tuned arm: beam BLEU recomputed from the shipped hypotheses, "
     "largest gap",
@@ -1117,7 +1117,7 @@ pruned_loss = [unpruned_beam - r["pruned_beam"] for r in scratch_rows]
 glue("ch11_pruned_loss_lo", min(pruned_loss))
 glue("ch11_pruned_loss_hi", max(pruned_loss));
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("share of rebuilt pruned models with the shipped sweep's masks",
         float(np.mean([r["matches_sweep"] for r in scratch_rows])), at_least=1.0,
