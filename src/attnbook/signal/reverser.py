@@ -107,8 +107,23 @@ def gradient_norms(model: Reverser) -> dict:
         a = b.attn
         qk.append((a.q.weight.grad.norm() ** 2 + a.k.weight.grad.norm() ** 2).sqrt())
         v.append(a.v.weight.grad.norm())
-    gm = lambda xs: float(torch.stack(xs).clamp_min(1e-30).log().mean().exp())  # noqa: E731
-    return {"qk": gm(qk), "v": gm(v)}
+    return {"qk": float(layer_geometric_mean(torch.stack(qk))), "v": float(layer_geometric_mean(torch.stack(v)))}
+
+
+def layer_geometric_mean(norms: torch.Tensor) -> torch.Tensor:
+    """The geometric mean over layers (dimension 0) of per-layer gradient norms, zeros floored at 1e-30: what the
+    training log records (:func:`gradient_norms`; per model for a batched ensemble)."""
+    return norms.clamp_min(1e-30).log().mean(0).exp()
+
+
+def log_entry(step: int, loss: float, qk_grad: float, v_grad: float, cosine: float, alphas=None) -> dict:
+    """One entry of a run's training log, as :func:`train_run` and the batched seeds of
+    :mod:`attnbook.signal.reverser_ensemble` write it: loss and cosine to 4 decimals, the learnable residual
+    scales (``alphas``) when there are any."""
+    entry = {"step": step, "loss": round(loss, 4), "qk_grad": qk_grad, "v_grad": v_grad, "cosine": round(cosine, 4)}
+    if alphas is not None:
+        entry["alphas"] = [round(a, 4) for a in alphas]
+    return entry
 
 
 def qv_ratio(model: Reverser, batch) -> float:
@@ -176,11 +191,8 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
             grads = gradient_norms(m)
             with torch.no_grad():
                 cos = float(prop.token_cosine(m.hidden(x_eval.to(next(m.parameters()).device))).mean())
-            entry = {"step": step, "loss": round(float(losses[-1]), 4), "qk_grad": grads["qk"], "v_grad": grads["v"],
-                     "cosine": round(cos, 4)}
-            if learnable_alpha:
-                entry["alphas"] = [round(float(torch.as_tensor(b.alpha).detach()), 4) for b in m.stack.blocks]
-            log.append(entry)
+            alphas = [float(torch.as_tensor(b.alpha).detach()) for b in m.stack.blocks] if learnable_alpha else None
+            log.append(log_entry(step, float(losses[-1]), grads["qk"], grads["v"], cos, alphas))
 
     hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=0,
                  schedule="constant", clip=None, seed=seed, progress=False, device=device, step_fn=step_fn)

@@ -27,7 +27,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from attnbook.core.presets import device as default_device
 from attnbook.core.train import make_optimizer
 from attnbook.signal import propagation as prop
-from attnbook.signal.reverser import Reverser, ReverserSize
+from attnbook.signal.reverser import Reverser, ReverserSize, layer_geometric_mean, log_entry
 
 
 class _Method(nn.Module):
@@ -109,13 +109,10 @@ def _log(logs, step, losses, params, blocks, learnable_alpha, hidden_fn) -> None
     qk = torch.stack([(norm(f"stack.blocks.{b}.attn.q.weight") ** 2
                        + norm(f"stack.blocks.{b}.attn.k.weight") ** 2).sqrt() for b in blocks])
     v = torch.stack([norm(f"stack.blocks.{b}.attn.v.weight") for b in blocks])
-    gm = lambda t: t.clamp_min(1e-30).log().mean(0).exp().cpu().tolist()  # noqa: E731  geometric mean over layers
+    qk, v = (layer_geometric_mean(t).cpu().tolist() for t in (qk, v))
     with torch.no_grad():
         cosine = prop.token_cosine(hidden_fn()).mean(-1).cpu().tolist()
     alphas = (torch.stack([params[f"stack.blocks.{b}.alpha"].detach() for b in blocks], 1).cpu().tolist()
-              if learnable_alpha else None)
-    for i, (loss, q, vv, cos) in enumerate(zip(losses.detach().cpu().tolist(), gm(qk), gm(v), cosine)):
-        entry = {"step": step, "loss": round(loss, 4), "qk_grad": q, "v_grad": vv, "cosine": round(cos, 4)}
-        if alphas is not None:
-            entry["alphas"] = [round(a, 4) for a in alphas[i]]
-        logs[i].append(entry)
+              if learnable_alpha else [None] * len(logs))
+    for i, (loss, q, vv, cos) in enumerate(zip(losses.detach().cpu().tolist(), qk, v, cosine)):
+        logs[i].append(log_entry(step, loss, q, vv, cos, alphas[i]))
