@@ -15,15 +15,15 @@ test checks.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.func import functional_call, stack_module_state, vmap
+from torch.func import functional_call, vmap
 
+from attnbook.core.ensembles import check_seeds, stack_models
 from attnbook.core.presets import device as default_device
 from attnbook.core.train import make_optimizer
 from attnbook.signal import propagation as prop
@@ -48,9 +48,7 @@ def train_seeds(size: ReverserSize, *, optimizer: str, scaled: bool, temperature
     """:func:`attnbook.signal.reverser.train_run` for every seed of ``seeds``, trained as one batched model on
     ``device`` (default: the book's device): one record per seed, in order, with ``train_run``'s keys (``loss``,
     ``acc``, ``log``, ``losses``, ``steps``)."""
-    seeds = list(seeds)
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
+    seeds = check_seeds(seeds)
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
     if not isinstance(steps, int) or steps < 1:
@@ -61,10 +59,7 @@ def train_seeds(size: ReverserSize, *, optimizer: str, scaled: bool, temperature
         torch.manual_seed(seed)
         models.append(Reverser(size, scaled, temperature, learnable_alpha))
         generators.append(torch.Generator().manual_seed(seed))  # train() re-seeds before its first batch
-    stacked, buffers = stack_module_state(models)
-    params = {k: nn.Parameter(v.detach().to(dev)) for k, v in stacked.items()}
-    buffers = {k: v.to(dev) for k, v in buffers.items()}
-    template = copy.deepcopy(models[0]).to("meta")
+    params, buffers, template = stack_models(models, dev)
     hidden_of = _Method(template, "hidden")
     prefixed = lambda p: {f"model.{k}": v for k, v in p.items()}  # noqa: E731
 

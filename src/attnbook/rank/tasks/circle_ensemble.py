@@ -15,12 +15,12 @@ so a stacked parameter is updated as the separate ones would be). The learning-r
 
 from __future__ import annotations
 
-import copy
 from typing import Mapping, Sequence
 
 import torch
-from torch.func import functional_call, stack_module_state, vmap
+from torch.func import functional_call, vmap
 
+from attnbook.core.ensembles import check_seeds, stack_models
 from attnbook.core.presets import device as default_device
 from attnbook.core.presets import seed_everything
 from attnbook.core.train import lr_factor
@@ -34,9 +34,7 @@ def fit_ensemble(d_model: int, seeds: Sequence[int], *, steps: int, lr: float, b
     each (AdamW, warm-up ``warmup`` then cosine decay, clipping at ``clip``), all in one batched model on
     ``device`` (default: the book's device). Returns the trained models (on the CPU, in eval mode) and the history:
     ``loss``, a list per step of each model's loss."""
-    seeds = list(seeds)
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct and at least one, got {seeds}")
+    seeds = check_seeds(seeds)
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     dev = torch.device(device) if device is not None else default_device()
@@ -46,10 +44,7 @@ def fit_ensemble(d_model: int, seeds: Sequence[int], *, steps: int, lr: float, b
         seed_everything(seed)
         models.append(CircleNet(d_model, n_heads, **variant))
         generators.append(torch.Generator().manual_seed(seed))
-    stacked, buffers = stack_module_state(models)
-    params = {k: v.detach().to(dev).requires_grad_(True) for k, v in stacked.items()}
-    buffers = {k: v.to(dev) for k, v in buffers.items()}
-    template = copy.deepcopy(models[0]).to("meta")
+    params, buffers, template = stack_models(models, dev)
 
     def one_loss(p, b, x, y):
         return ((functional_call(template, (p, b), (x,)) - y) ** 2).sum(-1).mean()
