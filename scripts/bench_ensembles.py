@@ -4,12 +4,15 @@ as one batched model, so that the paper preset fits a GPU):
 - ``circle``: chapter "The circle task"'s sweep (circle.fit per seed against circle_ensemble.fit_ensemble per width
   and variant);
 - ``reverser``: chapter "Unequal gradients"'s optimiser sweep, one arm and learning rate (reverser.train_run per seed
-  against reverser_ensemble.train_seeds).
+  against reverser_ensemble.train_seeds);
+- ``paths``: chapter "Path effectiveness"'s sampled paths (paths.path_forward path by path against the paths of a
+  layer's head batched, ``by_head=True``), on the probes' training sequences, every length and repeat.
 
     python scripts/bench_ensembles.py                      # the quick preset's sweep sizes, on the CPU, 1 thread
     python scripts/bench_ensembles.py --preset paper --device cuda
     python scripts/bench_ensembles.py --steps 100          # a shorter run (the ratio is per step)
     python scripts/bench_ensembles.py --what reverser --steps 60
+    python scripts/bench_ensembles.py --what paths --preset paper --device cuda
 
 Prints seconds per training step of the whole sweep both ways, the speed-up, and the largest difference between
 the two ways' final losses (float rounding: a batched product sums in another order).
@@ -23,6 +26,7 @@ import time
 import torch
 
 import attnbook
+from attnbook.rank import paths, tasks
 from attnbook.rank.tasks import circle
 from attnbook.core import runs as run_table
 from attnbook.rank.tasks.circle_ensemble import fit_ensemble
@@ -38,11 +42,13 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
-    ap.add_argument("--what", choices=("circle", "reverser"), default="circle")
+    ap.add_argument("--what", choices=("circle", "reverser", "paths"), default="circle")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.what == "reverser":
         return bench_reverser(args)
+    if args.what == "paths":
+        return bench_paths(args)
     s = attnbook.preset("circle", args.preset)
     steps = args.steps or s["steps"]
     kw = dict(steps=steps, lr=s["lr"], batch=s["batch"], n_points=s["n_points"], n_heads=s["n_heads"],
@@ -84,6 +90,43 @@ def bench_reverser(args) -> None:
     print(f"preset {args.preset}, {args.device}, {args.threads} thread(s), {len(alone)} seeds x {steps} steps: "
           f"model by model {loop:.1f} s, batched {ens:.1f} s: {loop / ens:.1f}x faster; largest final-loss gap "
           f"{gap:.2e}")
+
+
+def bench_paths(args) -> None:
+    """Chapter "Path effectiveness"'s path outputs on the probes' training sequences (every task, length and
+    repeat, 20 paths; untrained models: the cost does not depend on the weights), path by path and batched by
+    head."""
+    cfg = attnbook.preset("path_effectiveness", args.preset)
+    dev = torch.device(args.device)
+    took = {False: 0.0, True: 0.0}
+    gap = 0.0
+    for name in ("sort", "hull", "memorization"):
+        t = tasks.path_task(name, cfg[name], torch.Generator().manual_seed(0))
+        model = t["model"].to(dev).eval()
+        x, _, mask = t["train_set"]
+        x, mask = x[:cfg["probe_train"]].to(dev), None if mask is None else mask[:cfg["probe_train"]].to(dev)
+        g = torch.Generator().manual_seed(2)
+        draws = [paths.sample_paths(model.depth, model.n_heads, k, 20, g)
+                 for k in range(model.depth + 1) for _ in range(cfg["repeats"])]
+        with torch.no_grad():
+            h = model.embed_inputs(x)
+            out = {}
+            for by_head in (False, True):
+                _sync(dev)
+                t0 = time.perf_counter()
+                out[by_head] = [paths.path_forward(model.blocks, h, p, mask, by_head=by_head) for p in draws]
+                _sync(dev)
+                took[by_head] += time.perf_counter() - t0
+        gap = max(gap, max(float((a - b).abs().max()) for a, b in zip(out[False], out[True])))
+        print(f"{name}: {len(draws)} draws of 20 paths on {len(x)} sequences; path by path "
+              f"{took[False]:.1f} s, by head {took[True]:.1f} s so far", flush=True)
+    print(f"preset {args.preset}, {args.device}, {args.threads} thread(s): path by path {took[False]:.1f} s, "
+          f"batched by head {took[True]:.1f} s: {took[False] / took[True]:.2f}x; largest output gap {gap:.2e}")
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
 
 
 if __name__ == "__main__":

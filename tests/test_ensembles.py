@@ -28,3 +28,15 @@ def test_check_seeds_wants_distinct_seeds():
     for bad in ([], [1, 1]):
         with pytest.raises(ValueError, match="distinct"):
             check_seeds(bad)
+
+
+def test_models_are_batched_on_a_real_gpu_only(monkeypatch):
+    from attnbook.core.ensembles import batches_models_on
+    from attnbook.core.virtual_cuda import virtual_cuda
+
+    assert not batches_models_on("cpu")
+    with virtual_cuda() as dev:  # computes on the CPU
+        assert not batches_models_on(dev)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert batches_models_on("cuda") and batches_models_on(torch.device("cuda", 0))
+    assert not batches_models_on("cpu")

@@ -213,6 +213,44 @@ def test_path_forward_by_hand():
     assert (other - got).abs().max() > 1e-3
 
 
+def test_path_forward_batches_paths_by_head_as_one_by_one(monkeypatch):
+    """On a GPU the paths that share a layer's head run as one batch, in chunks of paths: the same output as
+    running each path alone (eq. path-forward), with a key mask, whatever the chunk size."""
+    model = _path_san()
+    blocks = model.blocks
+    g = torch.Generator().manual_seed(5)
+    x = model.embed_inputs(torch.randint(0, 7, (3, 6), generator=g))
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2, [True] * 5 + [False]])
+    paths = sample_paths(3, 2, 2, 9, g)
+    assert len(set(paths[:, 0].tolist())) > 1  # the draw mixes heads on a layer
+
+    def one_path(path):
+        h = x
+        for layer, head in enumerate(path):
+            if head != SKIP:
+                h = F.layer_norm(head_output(blocks[layer].attn, h, head, mask), (8,))
+        return h
+
+    want = F.layer_norm(sum(one_path(p) for p in paths.tolist()), (8,))
+    for max_elements in (2**26, x.numel() * 4, 1):  # all paths at once, chunks of 4, one at a time
+        got = path_forward(blocks, x, paths, mask, by_head=True, max_elements=max_elements)
+        assert_close(got, want, **F64)
+    assert_close(path_forward(blocks, x, paths, mask), want, **F64)  # the CPU's default
+    # on a GPU the default batches by head (at most one call per layer and head), on the model's device,
+    # with the paths on the CPU
+    from attnbook.core.virtual_cuda import virtual_cuda
+    from attnbook.rank import paths as paths_module
+
+    calls = []
+    monkeypatch.setattr(paths_module, "head_output", lambda *a: calls.append(1) or head_output(*a))
+    with virtual_cuda() as dev:
+        model.to(dev)
+        got = path_forward(blocks, x.detach().to(dev), paths, mask.to(dev))
+        assert got.device.type == "cuda"
+        assert_close(got.cpu(), want, **F64)
+    assert len(calls) <= 3 * 2 < 2 * len(paths)  # one by one would take two calls per path
+
+
 def test_path_san_forward_uses_the_paths_and_the_key_mask():
     model = _path_san()
     ids = torch.randint(1, 7, (2, 6), generator=torch.Generator().manual_seed(4))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Sequence
 
+import torch
 from torch import nn
 from torch.func import stack_module_state
 
@@ -33,3 +34,12 @@ def stack_models(models: Sequence[nn.Module], device) -> tuple[dict, dict, nn.Mo
     stacked, buffers = stack_module_state(list(models))
     params = {k: nn.Parameter(v.detach().to(device)) for k, v in stacked.items()}
     return params, {k: v.to(device) for k, v in buffers.items()}, copy.deepcopy(models[0]).to("meta")
+
+
+def batches_models_on(device) -> bool:
+    """Whether a sweep trains its models as one batched model on ``device``: on a CUDA GPU that exists, where
+    each of a tiny model's kernels costs a launch (chapter "Unequal gradients"'s live runs). On the CPU a loop is
+    as fast, and it keeps the committed numbers (a batched product rounds differently, and the reversal task's
+    training is chaotic enough to turn that into other accuracies). The tests' virtual CUDA device computes on
+    the CPU, and ``vmap`` drops its tag, so it counts as the CPU."""
+    return torch.device(device).type == "cuda" and torch.cuda.is_available()

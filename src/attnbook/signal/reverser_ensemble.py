@@ -23,11 +23,11 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, vmap
 
-from attnbook.core.ensembles import check_seeds, stack_models
+from attnbook.core.ensembles import batches_models_on, check_seeds, stack_models
 from attnbook.core.presets import device as default_device
 from attnbook.core.train import make_optimizer
 from attnbook.signal import propagation as prop
-from attnbook.signal.reverser import Reverser, ReverserSize, layer_geometric_mean, log_entry
+from attnbook.signal.reverser import Reverser, ReverserSize, layer_geometric_mean, log_entry, train_run
 
 
 class _Method(nn.Module):
@@ -49,15 +49,30 @@ def train_seeds(size: ReverserSize, *, optimizer: str, scaled: bool, temperature
     ``device`` (default: the book's device): one record per seed, in order, with ``train_run``'s keys (``loss``,
     ``acc``, ``log``, ``losses``, ``steps``)."""
     seeds = check_seeds(seeds)
+    return train_arms(size, [(scaled, temperature, seed) for seed in seeds], optimizer=optimizer, lr=lr,
+                      steps=steps, x_eval=x_eval, log_every=log_every, device=device,
+                      learnable_alpha=learnable_alpha)
+
+
+def train_arms(size: ReverserSize, arms: Sequence[tuple[bool, float, int]], *, optimizer: str, lr: float,
+               steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
+               learnable_alpha: bool = False) -> list[dict]:
+    """:func:`attnbook.signal.reverser.train_run` for every ``(scaled, temperature, seed)`` of ``arms``, trained
+    as one batched model on ``device`` with one ``optimizer`` and learning rate: one record per arm, in order.
+    Each model keeps its own residual scale and softmax temperature (as per-model buffers, which the batched
+    forward reads like the other weights), so chapter "Unequal gradients"'s arms with and without
+    ``alpha = 1/sqrt(L)`` and the temperature ``tau_*`` train together."""
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if not arms or any(len(arm) != 3 for arm in arms):
+        raise ValueError(f"arms must be a non-empty list of (scaled, temperature, seed), got {arms!r}")
     dev = torch.device(device) if device is not None else default_device()
     models, generators = [], []
-    for seed in seeds:
+    for scaled, temperature, seed in arms:
         torch.manual_seed(seed)
-        models.append(Reverser(size, scaled, temperature, learnable_alpha))
+        models.append(_constants_as_buffers(Reverser(size, scaled, temperature, learnable_alpha)))
         generators.append(torch.Generator().manual_seed(seed))  # train() re-seeds before its first batch
     params, buffers, template = stack_models(models, dev)
     hidden_of = _Method(template, "hidden")
@@ -75,7 +90,7 @@ def train_seeds(size: ReverserSize, *, optimizer: str, scaled: bool, temperature
     opt = make_optimizer(holder, optimizer, lr)
     x_eval = x_eval.to(dev)
     blocks = range(size.depth)
-    logs: list[list] = [[] for _ in seeds]
+    logs: list[list] = [[] for _ in arms]
     per_step = []
     for step in range(1, steps + 1):
         x = torch.stack([torch.randint(0, size.vocab, (size.batch, size.seq_len), generator=g)
@@ -93,6 +108,45 @@ def train_seeds(size: ReverserSize, *, optimizer: str, scaled: bool, temperature
         hits = (logits_of(params, buffers, x_eval).argmax(-1) == x_eval.flip(-1)).float().mean((1, 2)).cpu()
     return [{"loss": run[-1] if math.isfinite(run[-1]) else float("nan"), "acc": float(hits[i]), "log": logs[i],
              "losses": run, "steps": steps} for i, run in enumerate(losses_by_seed)]
+
+
+def train_runs(size: ReverserSize, runs: Sequence[tuple[str, bool, float]], *, lr: dict, seed: int, steps: int,
+               x_eval: torch.Tensor, device=None) -> dict:
+    """Chapter "Unequal gradients"'s live runs: :func:`attnbook.signal.reverser.train_run` for every
+    ``(optimizer, scaled, temperature)`` of ``runs`` from one ``seed``, with the learning rate ``lr[optimizer]``.
+    On a CUDA GPU the runs of one optimiser train as one batched model (:func:`train_arms`); elsewhere one after
+    another (:func:`attnbook.core.ensembles.batches_models_on` says why). Returns ``{run: record}``."""
+    runs = [tuple(run) for run in runs]
+    if len(set(runs)) != len(runs) or not runs:
+        raise ValueError(f"runs must be distinct (optimizer, scaled, temperature) and at least one, got {runs}")
+    dev = torch.device(device) if device is not None else default_device()
+    kw = dict(steps=steps, x_eval=x_eval, device=dev)
+    if not batches_models_on(dev):
+        return {run: train_run(size, optimizer=run[0], scaled=run[1], temperature=run[2], lr=lr[run[0]],
+                               seed=seed, **kw) for run in runs}
+    out = {}
+    for opt in dict.fromkeys(run[0] for run in runs):
+        mine = [run for run in runs if run[0] == opt]
+        records = train_arms(size, [(scaled, tau, seed) for _, scaled, tau in mine], optimizer=opt, lr=lr[opt],
+                             **kw)
+        out.update(zip(mine, records))
+    return {run: out[run] for run in runs}
+
+
+def _constants_as_buffers(model: Reverser) -> Reverser:
+    """``model`` with each block's residual scale ``alpha`` (unless it is learned) and each attention's
+    temperature held as 0-dim buffers instead of Python floats, so that models with different values stack
+    (:func:`attnbook.core.ensembles.stack_models`). The temperature is kept in float64, so that the attention
+    scale ``1 / (tau sqrt(d_head))`` is computed in float64 as from the float, and rounds to the same float32."""
+    for block in model.stack.blocks:
+        if not isinstance(block.alpha, nn.Parameter):
+            alpha = block.alpha
+            del block.alpha
+            block.register_buffer("alpha", torch.tensor(alpha))
+        temperature = block.attn.temperature
+        del block.attn.temperature
+        block.attn.register_buffer("temperature", torch.tensor(temperature, dtype=torch.float64))
+    return model
 
 
 def _log(logs, step, losses, params, blocks, learnable_alpha, hidden_fn) -> None:
