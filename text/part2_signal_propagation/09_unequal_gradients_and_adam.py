@@ -57,6 +57,8 @@ from attnbook.signal import jacobian_figures, reverser_figures
 from attnbook.claims import papers
 from attnbook.claims.prose import glue
 from attnbook.signal import reverser as rv
+from attnbook.signal import reverser_ensemble as rv_ensemble
+from attnbook.signal import fairseq_inputs
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("unequal_gradients")
@@ -320,6 +322,45 @@ print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention nea
         near_uniform, at_least=0.8, at_most=1.25, digits=2),
 ]
 
+# %% [markdown]
+# ### What fairseq's own encoder feeds its attention
+#
+# The cosine need not be assumed: at initialisation fairseq's construction sets it. The first layer receives
+# embeddings scaled to entries of variance 1 plus sinusoidal positions, so its tokens have a squared norm of
+# about $1.5d$ and are correlated only through their positions; every later layer receives the previous
+# layer's LayerNorm output, whose cosine grows with depth (rank collapse at initialisation, the previous
+# chapter). `fairseq_inputs.layer_inputs` builds that encoder (post-LN, $d = 512$, 4 heads of 128, a 1024-wide
+# MLP, six layers, fairseq's Xavier initialisation) on random sentences of distinct tokens of IWSLT's typical
+# length. For each layer we find the balancing logit multiplier twice: by {eq}`ch09-tau-star`, and with real
+# random queries, as the temperature at which one head's mean query and value Jacobian norms are equal over
+# weight draws (`fairseq_inputs.jacobian_sq_norms` computes these norms for any attention by formula, the same
+# numbers automatic differentiation gives, which a unit test checks). Two things are stated before the numbers: the first layer's squared token norm must be $1.5d$
+# within the sampling error (a check of the construction), and if one temperature could serve the whole
+# encoder, the multiplier would not change much from layer to layer, so the check asks whether the last layer
+# needs at least twice the first layer's.
+
+# %%
+inputs = fairseq_inputs.layer_inputs(
+    sizes["fairseq_tokens"], torch.Generator().manual_seed(7),
+    n_sentences=sizes["fairseq_sentences"])
+by_layer = fairseq_inputs.balance_by_layer(inputs, n_draws=sizes["fairseq_draws"])
+display(Markdown(fairseq_inputs.balance_table(by_layer)))
+
+# %% tags=["nbval-check-output", "hide-input"]
+multipliers = [r["simulated"] for r in by_layer]
+[
+    attnbook.check("fairseq-like encoder, layer 1: squared token norm / d (embeddings d, "
+                   "positions d/2)", by_layer[0]["sq_norm"], close_to=1.5, tol=0.05,
+                   digits=2),
+    attnbook.check("fairseq-like encoder: balancing logit multiplier, last layer over first "
+                   "(real random queries)", multipliers[-1] / multipliers[0], at_least=2,
+                   digits=1),
+    attnbook.check("fairseq-like encoder: simulated / formula multiplier, worst layer (as a "
+                   "factor)", max(max(r["simulated"] / r["formula"],
+                                      r["formula"] / r["simulated"]) for r in by_layer),
+                   at_most=1.5, digits=2),
+]
+
 # %% tags=["remove-input"]
 glue("ch09_mult_lo", float(multiplier_range[0]))
 glue("ch09_mult_hi", float(multiplier_range[1]))
@@ -329,13 +370,23 @@ glue("ch09_tau_formula", float(tau_formula))
 glue("ch09_mult_formula", 1 / float(tau_formula))
 glue("ch09_tau_sim", float(tau_sim))
 glue("ch09_sim_side", "lower" if tau_sim < tau_formula else "higher");
+glue("ch09_fs_cos1", by_layer[0]["cosine"])
+glue("ch09_fs_cos_last", by_layer[-1]["cosine"])
+glue("ch09_fs_sim1", by_layer[0]["simulated"])
+glue("ch09_fs_sim_last", by_layer[-1]["simulated"])
+glue("ch09_fs_formula1", by_layer[0]["formula"])
+glue("ch09_fs_formula_last", by_layer[-1]["formula"])
+glue("ch09_fs_where_8p5", fairseq_inputs.where_in_layers(multipliers, TAU_QUOTED.value));
 
 # %% [markdown]
 # With an assumed token cosine of 0.3, {eq}`ch09-tau-star` puts the balancing logit multiplier in the paper's
-# setting at {glue:text}`ch09_mult_lo:.1f`-{glue:text}`ch09_mult_hi:.1f` over IWSLT's sentence lengths, near the quoted 8.5 read as a multiplier. But the cosine
-# is assumed: at $\rho = 0.2$ or $0.4$ the multiplier is about {glue:text}`ch09_mult_rho_lo:.0f` or {glue:text}`ch09_mult_rho_hi:.0f` (the table above), and the tokens of a
-# trained model have a different cosine at every layer. The formula is consistent with 8.5 as an inverse
-# temperature and cannot confirm it: the value stays undetermined. In the book's own,
+# setting at {glue:text}`ch09_mult_lo:.1f`-{glue:text}`ch09_mult_hi:.1f` over IWSLT's sentence lengths, near the quoted 8.5 read as a multiplier. But at $\rho = 0.2$ or $0.4$
+# the multiplier is about {glue:text}`ch09_mult_rho_lo:.0f` or {glue:text}`ch09_mult_rho_hi:.0f`, and fairseq's own encoder does not have one cosine: at initialisation its
+# tokens have a cosine of {glue:text}`ch09_fs_cos1:.2f` at the first layer and {glue:text}`ch09_fs_cos_last:.2f` at the last, and the balancing multiplier
+# grows with it, from {glue:text}`ch09_fs_sim1:.1f` to {glue:text}`ch09_fs_sim_last:.0f` with real random queries ({glue:text}`ch09_fs_formula1:.1f` to {glue:text}`ch09_fs_formula_last:.0f` by the formula; the table
+# above). 8.5 falls {glue:text}`ch09_fs_where_8p5`. One temperature balances at most one layer's gradients, so the formula is
+# consistent with 8.5 as an inverse temperature and cannot confirm it: the value stays undetermined, and the
+# book makes no comparison with it. In the book's own,
 # smaller setting ($\sigma^2 = 1/d$, $n$ and $\rho$ of the preset) the balance lies at $\tau_* \approx$ {glue:text}`ch09_tau_formula:.2f` by
 # the formula (a logit multiplier of about {glue:text}`ch09_mult_formula:.1f`). The simulation with real random queries finds {glue:text}`ch09_tau_sim:.2f`, {glue:text}`ch09_sim_side` than the formula,
 # because at small temperatures attention is no longer uniform, which is the formula's assumption: where
@@ -367,12 +418,10 @@ print("temperature used below:", tau_model)
 # %%
 runs = [("sgd", False, 1.0), ("sgd", False, tau_model), ("sgd", True, 1.0),
         ("sgd", True, tau_model), ("adam", False, 1.0), ("adam", True, 1.0)]
-results = {}
-for opt, scaled, tau in runs:
-    lr = sizes["sgd_lr"] if opt == "sgd" else sizes["adam_lr"]
-    r = rv.train_run(size, optimizer=opt, scaled=scaled, temperature=tau, lr=lr, seed=0,
-                     steps=sizes["steps"], x_eval=x_eval, device=dev)
-    results[opt, scaled, tau] = r
+# one run after another; on a GPU the runs of one optimiser train as one batched model
+results = rv_ensemble.train_runs(size, runs, lr={"sgd": sizes["sgd_lr"], "adam": sizes["adam_lr"]},
+                                 seed=0, steps=sizes["steps"], x_eval=x_eval, device=dev)
+for (opt, scaled, tau), r in results.items():
     print(f"{opt:4s} alpha={'1/sqrt(L)' if scaled else '1':9s} tau={tau:4.2f}: final "
           f"loss {r['loss']:.3f}, accuracy {r['acc']:.3f}")
 
