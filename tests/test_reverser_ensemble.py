@@ -24,14 +24,16 @@ def _close_runs(batched, alone):
         assert b["cosine"] == pytest.approx(a["cosine"], abs=2e-4)
         assert b["qk_grad"] == pytest.approx(a["qk_grad"], rel=1e-3)
         assert b["v_grad"] == pytest.approx(a["v_grad"], rel=1e-3)
+        assert b["qk_update"] == pytest.approx(a["qk_update"], rel=1e-3)
+        assert b["v_update"] == pytest.approx(a["v_update"], rel=1e-3)
         assert b.get("alphas") == pytest.approx(a.get("alphas"), abs=2e-4) if "alphas" in a else "alphas" not in b
 
 
-@pytest.mark.parametrize("optimizer,scaled,temperature,lr,learnable", [
-    ("sgd", False, 1.0, 0.05, False), ("adam", True, 0.5, 1e-3, False), ("adam", True, 1.0, 1e-3, True)])
-def test_batched_seeds_give_each_seed_s_run(optimizer, scaled, temperature, lr, learnable):
+@pytest.mark.parametrize("optimizer,scaled,temperature,lr,learnable,warmup", [
+    ("sgd", False, 1.0, 0.05, False, 0), ("adam", True, 0.5, 1e-3, False, 15), ("adam", True, 1.0, 1e-3, True, 0)])
+def test_batched_seeds_give_each_seed_s_run(optimizer, scaled, temperature, lr, learnable, warmup):
     kw = dict(optimizer=optimizer, scaled=scaled, temperature=temperature, lr=lr, steps=23, x_eval=X_EVAL,
-              log_every=10, device="cpu", learnable_alpha=learnable)
+              log_every=10, device="cpu", learnable_alpha=learnable, warmup=warmup)
     seeds = [4, 1, 7]  # not in order: a record must follow its seed
     batched = train_seeds(SIZE, seeds=seeds, **kw)
     assert len(batched) == 3

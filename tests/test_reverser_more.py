@@ -76,3 +76,19 @@ def test_collapsed_accuracy_is_the_share_of_the_most_frequent_digit():
     assert rv.collapsed_accuracy(10, 8) == pytest.approx(simulated, abs=0.003)
     with pytest.raises(ValueError):
         rv.collapsed_accuracy(0, 8)
+
+
+def test_the_log_measures_each_step_s_update_and_adam_warms_up():
+    """SGD's first step is ``lr`` times the gradient (the momentum buffer starts at the gradient); Adam's first
+    moves every weight by about its learning rate, which a linear warm-up over 10 steps divides by 10."""
+    size = rv.ReverserSize(vocab=6, seq_len=5, d_model=16, heads=2, depth=3, batch=8)
+    x_eval = torch.randint(0, 6, (8, 5), generator=torch.Generator().manual_seed(2))
+    kw = dict(scaled=True, temperature=1.0, seed=0, steps=3, x_eval=x_eval, log_every=1, device="cpu")
+    sgd = rv.train_run(size, optimizer="sgd", lr=0.05, **kw)["log"]
+    assert [e["step"] for e in sgd] == [1, 2, 3]
+    assert sgd[0]["qk_update"] == pytest.approx(0.05 * sgd[0]["qk_grad"], rel=1e-5)
+    assert sgd[0]["v_update"] == pytest.approx(0.05 * sgd[0]["v_grad"], rel=1e-5)
+    assert sgd[1]["v_update"] != pytest.approx(0.05 * sgd[1]["v_grad"], rel=1e-3)  # momentum from step 2
+    adam = rv.train_run(size, optimizer="adam", lr=1e-2, warmup=10, **kw)["log"]
+    assert adam[0]["v_update"] == pytest.approx(1e-3 * 16, rel=1e-2)  # lr / 10 times sqrt(16 x 16 weights)
+    assert adam[1]["v_update"] > 1.4 * adam[0]["v_update"]  # the warm-up doubles the rate at step 2

@@ -30,12 +30,15 @@ def run_main(module, argv, monkeypatch):
 
 
 def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
+    """Learning rates are chosen on the selection seeds and the arm is judged on other seeds at the chosen rate;
+    Adam is warmed up, SGD is not; a GPU's batched seeds give the same file."""
     mod = script("sweep_optimisers")
     calls = []
 
-    def fake_train_run(size, *, optimizer, scaled, temperature, lr, seed, steps, x_eval):
-        calls.append((optimizer, scaled, lr, seed))
-        return {"acc": 0.5 + 0.1 * seed, "loss": 1.0, "log": [{"step": 0, "loss": 1.0}]}
+    def fake_train_run(size, *, optimizer, scaled, temperature, lr, seed, steps, x_eval, warmup):
+        calls.append((optimizer, scaled, lr, seed, warmup))
+        acc = 0.9 if (seed >= 10 and lr == 0.03) or (seed >= 10 and lr == 3e-3) else 0.5 + 0.01 * seed
+        return {"acc": acc, "loss": 1.0, "log": [{"step": 0, "loss": 1.0}]}
 
     def fake_train_seeds(size, *, seeds, device, **kw):  # a GPU's batched seeds: the same records
         assert device == "cuda"
@@ -46,17 +49,23 @@ def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
     monkeypatch.setattr(mod.rv, "balancing_temperature", lambda size, scaled: 2.0)
     run_main(mod, ["--out", str(tmp_path / "on_gpu.json"), "--device", "cuda"], monkeypatch)
     on_gpu = json.loads((tmp_path / "on_gpu.json").read_text())
-    assert len(calls) == 5 * 5 * 3
+    assert len(calls) == 5 * (5 * 3 + 3)
     calls.clear()
     out = tmp_path / "optimiser_sweep_quick.json"
     run_main(mod, ["--out", str(out)], monkeypatch)
     payload = json.loads(out.read_text())
     s = runs.settings("optimiser_sweep", "quick")
-    assert len(calls) == 5 * 5 * 3 and {c[2] for c in calls if c[0] == "adam"} == set(s["learning_rates"]["adam"])
+    assert len(calls) == 5 * (5 * 3 + 3) and {c[2] for c in calls if c[0] == "adam"} == set(s["learning_rates"]["adam"])
+    assert {c[4] for c in calls if c[0] == "adam"} == {s["steps"] // 10} and {c[4] for c in calls if c[0] == "sgd"} == {0}
     assert payload["meta"]["run"] == "optimiser_sweep" and payload["meta"]["settings"] == s
     runs.check_recorded(payload, "optimiser_sweep", "quick")
     assert on_gpu["arms"] == payload["arms"] and on_gpu["device"] == "cuda"
-    assert all(a["best_lr"] == s["learning_rates"][a["optimizer"]][0] for a in payload["arms"])  # a tie: the first
+    for a in payload["arms"]:  # chosen on the selection seeds, where 0.03 (SGD) and 3e-3 (Adam) are best
+        assert a["best_lr"] == (0.03 if a["optimizer"] == "sgd" else 3e-3)
+        judged = [r for r in a["runs"] if r["role"] == "judged"]
+        assert [r["seed"] for r in judged] == s["seeds"] and {r["lr"] for r in judged} == {a["best_lr"]}
+        assert all("log" in r for r in judged) and not any("log" in r for r in a["runs"] if r["role"] != "judged")
+        assert {r["seed"] for r in a["runs"] if r["role"] == "selection"} == set(s["selection_seeds"])
 
 
 def test_head_relevance_writes_a_file_of_its_run_only_with_the_table_s_settings(tmp_path, monkeypatch):

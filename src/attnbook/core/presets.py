@@ -77,16 +77,19 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
     # chapter "Unequal gradients": one-head Jacobian norms
     # (n_draws weight draws), then SGD vs Adam on sequence reversal with a deep post-LN stack;
     # fairseq_*: the balancing temperature on a fairseq IWSLT encoder's layer inputs at initialisation
-    # (sentences of fairseq_tokens tokens; fairseq_draws weight draws per layer).
+    # (sentences of fairseq_tokens tokens; fairseq_draws weight draws per layer); sweep_steps: the
+    # optimiser sweep's runs (scripts/sweep_optimisers.py), long enough for the slower arms to plateau.
     "unequal_gradients": {
         "quick": dict(n_tokens=8, d_model=16, d_k=8, d_v=8, rho=0.3, n_draws=60,
                       vocab=10, seq_len=8, train_d_model=32, train_heads=2, train_depth=8,
                       batch=32, steps=200, sgd_lr=0.1, adam_lr=1e-3, n_eval=512,
-                      fairseq_tokens=27, fairseq_sentences=4, fairseq_draws=16),
+                      fairseq_tokens=27, fairseq_sentences=4, fairseq_draws=16,
+                      sweep_steps=1000),
         "paper": dict(n_tokens=32, d_model=64, d_k=32, d_v=32, rho=0.3, n_draws=400,
                       vocab=10, seq_len=16, train_d_model=128, train_heads=4, train_depth=16,
                       batch=64, steps=1000, sgd_lr=0.1, adam_lr=1e-3, n_eval=2048,
-                      fairseq_tokens=27, fairseq_sentences=16, fairseq_draws=32),
+                      fairseq_tokens=27, fairseq_sentences=16, fairseq_draws=32,
+                      sweep_steps=3000),
     },
     # chapter "A translation model" (Voita et al. 2019): the EN->ES Bible model
     # (scripts/train_translation.py; quick ships its checkpoint) and the dev/test sentences the chapter uses.

@@ -245,11 +245,15 @@ def _circle(preset: str, variants: dict, n_seeds: Optional[int]) -> dict:
 
 def _optimiser_sweep(preset: str) -> dict:
     """The optimiser sweep's settings (chapter "Unequal gradients"): the reversal task's sizes at the preset,
-    five learning rates per optimiser and three seeds."""
-    return {**_pick("unequal_gradients", preset, ("vocab", "seq_len", "train_d_model", "train_heads", "train_depth",
-                                                  "batch", "steps", "n_eval")),
+    ``sweep_steps`` steps per run, five learning rates per optimiser chosen on three ``selection_seeds`` and
+    judged on three other ``seeds``, Adam warmed up linearly over the first tenth of training (as fairseq
+    warms up Adam on post-LN Transformers)."""
+    p = _pick("unequal_gradients", preset, ("vocab", "seq_len", "train_d_model", "train_heads", "train_depth",
+                                             "batch", "n_eval", "sweep_steps"))
+    steps = p.pop("sweep_steps")
+    return {**p, "steps": steps, "adam_warmup": steps // 10,
             "learning_rates": {"sgd": [0.01, 0.03, 0.1, 0.3, 1.0], "adam": [1e-4, 3e-4, 1e-3, 3e-3, 1e-2]},
-            "seeds": [0, 1, 2], "eval_seed": 123}
+            "selection_seeds": [10, 11, 12], "seeds": [0, 1, 2], "eval_seed": 123}
 
 
 #: the training recipe of the translation model (chapter "A translation model"), read from its preset
@@ -277,8 +281,8 @@ RUNS: dict[str, Run] = {r.name: r for r in [
         "the chapter's own sweep has 16 seeds)", args=("seeds16",), minutes=4),
     Run("optimiser_sweep", "Unequal gradients", "scripts/sweep_optimisers.py", "signal/optimiser_sweep_{preset}.json",
         {p: _optimiser_sweep(p) for p in _EVERY},
-        "reversal task, post-LN depth-L stack: final accuracy of every (arm, learning rate, seed); training logs "
-        "of each arm's best learning rate", minutes=5),
+        "reversal task, post-LN depth-L stack: final accuracy of every (arm, learning rate, selection seed) and of "
+        "the judged seeds at each arm's chosen learning rate, with their training logs", minutes=30),
     Run("bench_recipes", "Path effectiveness", "scripts/bench_recipes.py", "bench/bench_recipes_{preset}.json",
         {"quick": dict(tasks=["sort", "hull"], cap=60.0, epochs=70, steps=1000, eval_every=25, full=True, seed=0)},
         "the paper's training recipe against the book's on the sort and hull tasks (CPU seconds to the target "

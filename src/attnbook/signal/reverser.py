@@ -116,14 +116,37 @@ def layer_geometric_mean(norms: torch.Tensor) -> torch.Tensor:
     return norms.clamp_min(1e-30).log().mean(0).exp()
 
 
-def log_entry(step: int, loss: float, qk_grad: float, v_grad: float, cosine: float, alphas=None) -> dict:
+def log_entry(step: int, loss: float, qk_grad: float, v_grad: float, cosine: float, alphas=None,
+              qk_update: float | None = None, v_update: float | None = None) -> dict:
     """One entry of a run's training log, as :func:`train_run` and the batched seeds of
     :mod:`attnbook.signal.reverser_ensemble` write it: loss and cosine to 4 decimals, the learnable residual
-    scales (``alphas``) when there are any."""
+    scales (``alphas``) when there are any, and the sizes of the step's updates of ``W_Q, W_K`` together and
+    of ``W_V`` (geometric means over layers, :func:`update_norms`) when given."""
     entry = {"step": step, "loss": round(loss, 4), "qk_grad": qk_grad, "v_grad": v_grad, "cosine": round(cosine, 4)}
     if alphas is not None:
         entry["alphas"] = [round(a, 4) for a in alphas]
+    if qk_update is not None:
+        entry["qk_update"], entry["v_update"] = qk_update, v_update
     return entry
+
+
+def attention_weights(model: Reverser) -> dict:
+    """Copies of every block's ``W_Q``, ``W_K`` and ``W_V`` (``{"q": [...], "k": [...], "v": [...]}``), to
+    measure an optimiser step by :func:`update_norms`."""
+    blocks = model.stack.blocks
+    return {key: [getattr(b.attn, key).weight.detach().clone() for b in blocks] for key in "qkv"}
+
+
+def update_norms(before: dict, model: Reverser) -> dict:
+    """The size of the step from ``before`` (:func:`attention_weights`) to ``model``'s weights: the geometric
+    mean over layers of ``|dW_Q, dW_K|`` (together, as the root of the sum of squares) and of ``|dW_V|``
+    (chapter "Unequal gradients": Adam's steps against SGD's, where the gradients differ by orders of
+    magnitude)."""
+    after = attention_weights(model)
+    diff = {key: torch.stack([(a - b.to(a.device)).norm() for a, b in zip(after[key], before[key])])
+            for key in "qkv"}
+    qk = (diff["q"] ** 2 + diff["k"] ** 2).sqrt()
+    return {"qk": float(layer_geometric_mean(qk)), "v": float(layer_geometric_mean(diff["v"]))}
 
 
 def qv_ratio(model: Reverser, batch) -> float:
@@ -167,11 +190,12 @@ def balancing_temperature(size: ReverserSize, scaled: bool, grid=(0.1, 0.15, 0.2
 
 def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: float, lr: float, seed: int,
               steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
-              learnable_alpha: bool = False) -> dict:
+              learnable_alpha: bool = False, warmup: int = 0) -> dict:
     """Train one :class:`Reverser` (chapter "Unequal gradients"): ``optimizer`` ``"sgd"`` (momentum 0.9) or
-    ``"adam"``, constant learning rate, no clipping, no warm-up. Returns the final loss and accuracy on
-    ``x_eval`` and a log every ``log_every`` steps of the loss, the query/key and value gradient norms
-    (:func:`gradient_norms`) and the mean cosine between the output tokens of ``x_eval``, and the loss of
+    ``"adam"``, constant learning rate after a linear warm-up over ``warmup`` steps (none by default), no
+    clipping. Returns the final loss and accuracy on ``x_eval`` and a log every ``log_every`` steps of the
+    loss, the query/key and value gradient norms (:func:`gradient_norms`), the sizes of that step's updates
+    (:func:`update_norms`) and the mean cosine between the output tokens of ``x_eval``, and the loss of
     every step (``losses``). With ``learnable_alpha`` each block's residual scale is trained too and the
     log holds their values (``alphas``)."""
     if optimizer not in ("sgd", "adam"):
@@ -180,6 +204,8 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
     model = Reverser(size, scaled, temperature, learnable_alpha)
     log: list = []
     losses: list = []
+    logged = lambda step: step % log_every == 0 or step == steps  # noqa: E731
+    before = {"weights": attention_weights(model)}  # the weights before the next logged step
 
     def logged_loss(m, batch):
         loss = loss_fn(m, batch)
@@ -187,14 +213,17 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
         return loss
 
     def step_fn(step, m):
-        if step % log_every == 0 or step == steps:
-            grads = gradient_norms(m)
+        if logged(step):
+            grads, moved = gradient_norms(m), update_norms(before["weights"], m)
             with torch.no_grad():
                 cos = float(prop.token_cosine(m.hidden(x_eval.to(next(m.parameters()).device))).mean())
             alphas = [float(torch.as_tensor(b.alpha).detach()) for b in m.stack.blocks] if learnable_alpha else None
-            log.append(log_entry(step, float(losses[-1]), grads["qk"], grads["v"], cos, alphas))
+            log.append(log_entry(step, float(losses[-1]), grads["qk"], grads["v"], cos, alphas,
+                                 moved["qk"], moved["v"]))
+        if logged(step + 1):
+            before["weights"] = attention_weights(m)
 
-    hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=0,
+    hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=warmup,
                  schedule="constant", clip=None, seed=seed, progress=False, device=device, step_fn=step_fn)
     losses = torch.stack(losses).cpu().tolist()
     final = losses[-1]

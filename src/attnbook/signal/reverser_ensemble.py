@@ -25,7 +25,7 @@ from torch.func import functional_call, vmap
 
 from attnbook.core.ensembles import batches_models_on, check_seeds, stack_models
 from attnbook.core.presets import device as default_device
-from attnbook.core.train import make_optimizer
+from attnbook.core.train import lr_factor, make_optimizer
 from attnbook.signal import propagation as prop
 from attnbook.signal.reverser import Reverser, ReverserSize, layer_geometric_mean, log_entry, train_run
 
@@ -44,19 +44,19 @@ class _Method(nn.Module):
 
 def train_seeds(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: float, lr: float,
                 seeds: Sequence[int], steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
-                learnable_alpha: bool = False) -> list[dict]:
+                learnable_alpha: bool = False, warmup: int = 0) -> list[dict]:
     """:func:`attnbook.signal.reverser.train_run` for every seed of ``seeds``, trained as one batched model on
     ``device`` (default: the book's device): one record per seed, in order, with ``train_run``'s keys (``loss``,
     ``acc``, ``log``, ``losses``, ``steps``)."""
     seeds = check_seeds(seeds)
     return train_arms(size, [(scaled, temperature, seed) for seed in seeds], optimizer=optimizer, lr=lr,
                       steps=steps, x_eval=x_eval, log_every=log_every, device=device,
-                      learnable_alpha=learnable_alpha)
+                      learnable_alpha=learnable_alpha, warmup=warmup)
 
 
 def train_arms(size: ReverserSize, arms: Sequence[tuple[bool, float, int]], *, optimizer: str, lr: float,
                steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
-               learnable_alpha: bool = False) -> list[dict]:
+               learnable_alpha: bool = False, warmup: int = 0) -> list[dict]:
     """:func:`attnbook.signal.reverser.train_run` for every ``(scaled, temperature, seed)`` of ``arms``, trained
     as one batched model on ``device`` with one ``optimizer`` and learning rate: one record per arm, in order.
     Each model keeps its own residual scale and softmax temperature (as per-model buffers, which the batched
@@ -88,6 +88,7 @@ def train_arms(size: ReverserSize, arms: Sequence[tuple[bool, float, int]], *, o
     logits_of = vmap(lambda p, b, x: functional_call(template, (p, b), (x,)), in_dims=(0, 0, None))
     holder = nn.ParameterList(params.values())  # make_optimizer's settings (SGD's momentum 0.9), stacked
     opt = make_optimizer(holder, optimizer, lr)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, steps, warmup, "constant"))
     x_eval = x_eval.to(dev)
     blocks = range(size.depth)
     logs: list[list] = [[] for _ in arms]
@@ -98,11 +99,14 @@ def train_arms(size: ReverserSize, arms: Sequence[tuple[bool, float, int]], *, o
         losses = losses_of(params, buffers, x)
         opt.zero_grad(set_to_none=True)
         losses.sum().backward()
+        logged = step % log_every == 0 or step == steps
+        before = {k: params[k].detach().clone() for k in _attention_weight_names(blocks)} if logged else None
         opt.step()
+        sched.step()
         per_step.append(losses.detach())  # on the device: read at the logged steps, not at every step
-        if step % log_every == 0 or step == steps:
+        if logged:
             _log(logs, step, losses, params, blocks, learnable_alpha,
-                 lambda: hidden(params, buffers, x_eval))
+                 lambda: hidden(params, buffers, x_eval), before)
     losses_by_seed = torch.stack(per_step).T.cpu().tolist()
     with torch.no_grad():
         hits = (logits_of(params, buffers, x_eval).argmax(-1) == x_eval.flip(-1)).float().mean((1, 2)).cpu()
@@ -149,19 +153,31 @@ def _constants_as_buffers(model: Reverser) -> Reverser:
     return model
 
 
-def _log(logs, step, losses, params, blocks, learnable_alpha, hidden_fn) -> None:
+def _attention_weight_names(blocks) -> list[str]:
+    return [f"stack.blocks.{b}.attn.{key}.weight" for b in blocks for key in "qkv"]
+
+
+def _log(logs, step, losses, params, blocks, learnable_alpha, hidden_fn, before) -> None:
     """Each seed's log entry at ``step``: :func:`attnbook.signal.reverser.train_run`'s, from the stacked
-    gradients (each model's own rows) and each model's output tokens on the evaluation digits."""
+    gradients and the step from ``before`` (each model's own rows) and each model's output tokens on the
+    evaluation digits."""
     def norm(name):  # (models,) gradient norms of one stacked weight
         return params[name].grad.flatten(1).norm(dim=1)
 
-    qk = torch.stack([(norm(f"stack.blocks.{b}.attn.q.weight") ** 2
-                       + norm(f"stack.blocks.{b}.attn.k.weight") ** 2).sqrt() for b in blocks])
-    v = torch.stack([norm(f"stack.blocks.{b}.attn.v.weight") for b in blocks])
-    qk, v = (layer_geometric_mean(t).cpu().tolist() for t in (qk, v))
+    def moved(name):  # (models,) norms of the step of one stacked weight
+        return (params[name].detach() - before[name]).flatten(1).norm(dim=1)
+
+    def qk_and_v(size_of):  # geometric means over layers, per model
+        qk = torch.stack([(size_of(f"stack.blocks.{b}.attn.q.weight") ** 2
+                           + size_of(f"stack.blocks.{b}.attn.k.weight") ** 2).sqrt() for b in blocks])
+        v = torch.stack([size_of(f"stack.blocks.{b}.attn.v.weight") for b in blocks])
+        return (layer_geometric_mean(t).cpu().tolist() for t in (qk, v))
+
+    qk, v = qk_and_v(norm)
+    qk_step, v_step = qk_and_v(moved)
     with torch.no_grad():
         cosine = prop.token_cosine(hidden_fn()).mean(-1).cpu().tolist()
     alphas = (torch.stack([params[f"stack.blocks.{b}.alpha"].detach() for b in blocks], 1).cpu().tolist()
               if learnable_alpha else [None] * len(logs))
-    for i, (loss, q, vv, cos) in enumerate(zip(losses.detach().cpu().tolist(), qk, v, cosine)):
-        logs[i].append(log_entry(step, loss, q, vv, cos, alphas[i]))
+    for i, (loss, cos) in enumerate(zip(losses.detach().cpu().tolist(), cosine)):
+        logs[i].append(log_entry(step, loss, qk[i], v[i], cos, alphas[i], qk_step[i], v_step[i]))
