@@ -386,3 +386,29 @@ def test_gates_are_counted_apart_and_a_failed_one_shows_what_it_guards(tmp_path)
     assert "**1** must-hold check, **1** of which hold" in summary
     assert "**2** gates (the evidence an analysis needs, recorded even when it fails), **1** of which fail" in summary
     assert "| ✗ fails: failed: the role analyses |" in reproduction.markdown_table(rows)
+
+
+def test_glance_table_gives_each_headline_its_verdict_reason_and_chapter_tally():
+    from attnbook.booktools.reproduction import Row, glance_table
+
+    def row(n, name, kind, verdict, reason=""):
+        return Row(chapter=str(n), notebook=f"book/part/{n:02d}_c.ipynb", name=name, paper=2.0, paper_note="",
+                   value=1.5, condition="", holds=verdict != "fails", kind=kind, verdict=verdict, reason=reason)
+
+    rows = [row(1, "a", "comparison", "reproduces"), row(1, "b", "comparison", "differs", "too short"),
+            row(1, "c", "comparison", "differs", "other"), row(2, "d", "check", "holds")]
+    lines = glance_table(rows, {1: ("b", "a"), 2: ("d",)}).splitlines()
+    assert len(lines) == 2 + 3
+    assert lines[2] == ("| ≠ differs: too short | [1](part/01_c.ipynb) | b | 1.5 | 2 | "
+                        "3 comparisons: 1 reproduces, 2 differ |")
+    assert lines[3].startswith("| ✓ reproduces |  | a |") and lines[3].endswith("|  |")  # one link a chapter
+    assert lines[4].endswith("| 1 of 1 checks hold |")
+    with pytest.raises(ValueError, match="'z' is not a claim of chapter 2"):
+        glance_table(rows, {2: ("z",)})
+
+
+def test_every_headline_of_the_intro_is_a_claim_of_its_committed_chapter():
+    rows = reproduction.collect(reproduction.find_root())
+    table = reproduction.glance_table(rows)  # raises on a renamed or dropped headline
+    assert len(table.splitlines()) == 2 + sum(len(names) for names in reproduction.HEADLINES.values())
+    assert set(reproduction.HEADLINES) == set(range(1, 12))  # every chapter has a headline

@@ -378,8 +378,13 @@ plt.show()
 # %% [markdown]
 # ### When LayerNorm undoes collapse
 #
-# The exception is real, and {cite:t}`wu2024role` build on it to show that self-attention with LayerNorm
-# need not collapse to rank one. A counterexample in numbers: $n = 16$ tokens of width $d = 32$ whose shared
+# The exception is real. It is the book's own small construction, and it is not how
+# {cite:t}`wu2024role` show that self-attention with LayerNorm need not collapse. They keep the LayerNorm and
+# choose the *value matrices*: "with proper choice of value matrices, a general class of sequences may not
+# converge to a rank one subspace", and the dynamics then have equilibria "with any possible rank between one
+# and full"; for other classes of value matrices they show that collapse still happens exponentially (both
+# from their abstract; the book has not reproduced their construction). The book's counterexample keeps the
+# weights out of it and chooses the *input* instead. In numbers: $n = 16$ tokens of width $d = 32$ whose shared
 # row is $x = \mathbf 1 + 10^{-7} u$ (almost a multiple of the all-ones vector) and whose residual is
 # $10^{-12}$ times a Gaussian matrix, in float64, through a LayerNorm with unit gain and zero bias.
 
@@ -422,7 +427,8 @@ print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied 
 # * LayerNorm is a per-token rescaling on the left and fixed matrices on the right; identical rows stay
 #   identical, and with generic weights a SAN with LayerNorm still collapses. It is not a general law: when the
 #   shared row is close to a multiple of the all-ones vector, centring removes it and the relative residual can
-#   grow by orders of magnitude ({cite:t}`wu2024role`).
+#   grow by orders of magnitude (the book's construction above). {cite:t}`wu2024role` go further by choosing
+#   the value matrices: with LayerNorm, a general class of inputs then need not collapse to rank one.
 #
 # ## Exercises
 #

@@ -425,3 +425,62 @@ def per_paper_summary(rows: Iterable[Row]) -> str:
                    f"{len(analogues)} ({sum(r.verdict == 'reproduces' for r in analogues)}) | "
                    f"{', '.join(map(str, untested)) if untested else 'none'} |")
     return "\n".join(out)
+
+
+#: the headline claim of each chapter (chapter number -> claim names), for the intro's results at a glance; a
+#: test checks that every name is a claim of its chapter, so renaming a claim cannot silently drop a row
+HEADLINES = {
+    1: ("pure SAN: order of collapse p in log r(l+1) = log C + p log r(l)",),
+    2: ("BERT-base: most common path length (smallest of ties)",),
+    3: ("log-log slope of observed residual, median (cubic regime)",),
+    4: ("deep bound: (layer, net) pairs above round-off where observed exceeds the bound",),
+    5: ("BERT-base at init, SAN+skip: mean r_12",),
+    6: ("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 pure SAN (steps)",),
+    7: ("paths: sort, best short path (k=1,2, 20 paths), accuracy",),
+    8: ("post-LN, alpha=1: |grad W_Q,K| / |grad W_V| at the last layer (floored at 1e-5)",),
+    9: ("SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning rate",
+        "unscaled model: Adam minus SGD, accuracy at each one's best learning rate"),
+    10: ("most confident encoder self-attention head", "best positional share of an encoder head (-1 or +1)"),
+    11: ("encoder-only, like with like: BLEU change with 8 of 48 encoder heads, pruned and unpruned both trained on "
+         "(beam 4)", "Michel importance: share of heads pruned before BLEU drops by 0.5 (no fine-tuning)"),
+}
+
+_MARKS = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}
+
+
+def _tally(rows: list[Row]) -> str:
+    """A chapter's claims in a few words: its comparisons by verdict, else its checks."""
+    _, comps, _, _ = by_kind(rows)
+    if not comps:
+        checks = [r for r in rows if r.kind == CHECK]
+        return f"{sum(r.holds for r in checks)} of {len(checks)} checks hold"
+    counts = {v: sum(r.verdict == v for r in comps) for v in ("reproduces", "differs", "undecided")}
+    plural = {"reproduces": "reproduce", "differs": "differ", "undecided": "undecided"}
+    said = ", ".join(f"{k} {v if k == 1 else plural[v]}" for v, k in counts.items() if k)
+    return f"{len(comps)} comparison{'' if len(comps) == 1 else 's'}: {said}"
+
+
+def glance_table(rows: Iterable[Row], headlines: Optional[dict] = None, link_from: str = "book") -> str:
+    """The intro's results at a glance (issue: the answer first): one row per headline claim of each chapter
+    (:data:`HEADLINES`), as this run's claims state it: the chapter (a link, relative to ``link_from``), the claim,
+    the book's value and the paper's, the verdict with its reason when it differs or is undecided, and all of the
+    chapter's comparisons by verdict. Raises if a headline is not among ``rows``."""
+    rows = list(rows)
+    headlines = HEADLINES if headlines is None else headlines
+    out = ["| verdict | chapter | result | this book | paper | all of the chapter's claims |", "|---|---|---|---|---|---|"]
+    for number, names in headlines.items():
+        mine = [r for r in rows if _chapter_number(r) == number]
+        for i, name in enumerate(names):
+            found = [r for r in mine if r.name == name]
+            if not found:
+                raise ValueError(f"headline {name!r} is not a claim of chapter {number}")
+            r = found[0]
+            link = Path(r.notebook).relative_to(link_from).as_posix() if r.notebook.startswith(link_from) else r.notebook
+            verdict = f"{_MARKS.get(r.verdict, '✗')} {r.verdict}"
+            if r.verdict in ("differs", "undecided") and r.reason:
+                verdict += f": {r.reason}"
+            chapter = f"[{number}]({link})" if i == 0 else ""
+            paper = "" if r.paper is None else _num(r.paper)
+            out.append("| " + " | ".join(_cell(c) for c in (verdict, chapter, r.name, _num(r.value), paper,
+                                                           _tally(mine) if i == 0 else "")) + " |")
+    return "\n".join(out)

@@ -1,0 +1,126 @@
+# %% tags=["remove-cell"]
+# Colab set-up: install the book's library when it is not importable (hidden in the book).
+try:
+    import attnbook
+except ImportError:
+    # %pip install --quiet "attnbook @ git+https://github.com/attnbook/attnbook"
+    try:
+        import attnbook
+    except ImportError:
+        raise RuntimeError("attnbook could not be installed from https://github.com/attnbook/attnbook: the repository must be "
+                           "published there (README, 'Running the chapters on Colab'), or upload "
+                           "the project folder and run %pip install <folder>") from None
+
+# %% [markdown]
+# # What attention alone cannot do
+#
+# This book teaches, and reproduces in code you can run, three results about attention:
+#
+# 1. **Rank collapse.** A network built only of self-attention layers loses rank *doubly exponentially*
+#    with depth: its output converges to a matrix whose rows are all the same {cite:p}`dong2021attention`.
+#    Skip connections can stop it; MLPs and LayerNorm only change how fast it happens.
+# 2. **Signal propagation.** At initialisation, collapsed tokens make the gradients of the queries and keys
+#    vanish; scaling the residual branches with depth prevents it, and queries/keys and values receive
+#    gradients of very different sizes, which is why adaptive optimisers help {cite:p}`noci2022signal`.
+# 3. **Heads.** A few specialised heads do the heavy lifting; the rest can be pruned with hard-concrete
+#    gates {cite:p}`voita2019analyzing`, or by gradient importance {cite:p}`michel2019sixteen`.
+#
+
+# %% [markdown]
+# ## Results at a glance
+#
+# The headline claim of every chapter, as the chapter's committed run states it (the
+# [reproduction page](reproduction.ipynb) lists all of them, from the run that built this book). A check
+# (✓ holds) is something that must be true; a comparison with a paper says *reproduces*, *differs* (≠, with
+# the measured reason) or *undecided* (?, the book's interval straddles the rule's threshold).
+
+# %% tags=["remove-input", "full-width"]
+from IPython.display import Markdown, display
+
+from attnbook.booktools import reproduction
+
+display(Markdown(reproduction.glance_table(reproduction.collect())))
+
+# %% [markdown]
+# ## Before you start
+#
+# You need linear algebra (matrix products, norms, rank, singular values), the softmax and the self-attention
+# layer as Transformers use it, and enough PyTorch to read a training loop. The proofs use nothing beyond
+# calculus and the triangle inequality; each is spelled out step by step.
+#
+# **Reading paths.** The chapters build on each other, but three shorter routes work:
+#
+# * *The theory of collapse*: chapters 1-4 (the phenomenon, paths, the one-layer bound proved, the deep bounds).
+# * *What it means for training*: chapters 1 and 8-9 (collapse at initialisation, vanishing query/key gradients,
+#   residual scaling, temperature, Adam).
+# * *What heads do*: chapters 10-11 (roles and relevance in a translation model, pruning heads), after
+#   chapter 1 for the notation.
+#
+# Every chapter opens with a **result box**: the verdict of each of its comparisons with the paper, as the run
+# that built the page computed it. Every chapter ends with exercises; those marked *checked* have a cell that
+# tells you whether your answer is right, and a worked solution behind a toggle.
+#
+# ## How to read it
+#
+# Every chapter is a notebook: prose and mathematics, then the smallest code that shows the step, then a
+# figure. Every result the prose states is a claim of one of two kinds, shown in a small table under the code:
+#
+# * a **must-hold check** (`attnbook.check`): an identity, a step of a proof, a control, or a gate saying that a
+#   model is trained enough for the analysis that follows to mean anything. It raises if it does not hold in
+#   *your* run;
+# * a **comparison with a paper** (`attnbook.compare`): the book's value beside a number the paper printed, an
+#   agreement rule stated with it (a tolerance, a level reached, a direction decided by an interval over
+#   seeds, or a test against chance for a statement the paper makes without a number), and the verdict,
+#   *reproduces*, *differs* (with the measured reason) or *undecided* (the book's interval straddles the
+#   rule's threshold). The same rule applied to another model than the paper's is an **analogue**, counted
+#   apart.
+#
+# A **gate** (`attnbook.gate`) records whether a model meets the evidence an analysis needs even when it does
+# not: the chapter then says what the failure means for the analyses that follow.
+#
+# Continuous integration executes every chapter, under two CPU code paths, and fails when a check fails, a
+# verdict flips, or a value leaves the band around its committed value. A claim read from a file the project
+# ships says so (*precomputed*) and names the command that made the file. Where the book's reduced `quick` run
+# differs from the paper's set-up, the chapter says by how much and why.
+#
+# ## How to run it
+#
+# * **Locally.** `make book` sets up a virtual environment and renders the book into `_build/html`;
+#   `make test` runs every test and executes every chapter. Python 3.11 and the package registries are all
+#   it needs.
+# * **On Colab.** Every chapter has a launch button (the rocket at the top of the page). The first cell
+#   installs the book's library, `attnbook`, from the repository.
+# * **Presets.** One environment variable, `ATTNBOOK_PRESET`, sizes every experiment: `quick` (the default
+#   on a CPU; the whole book executes in about seven minutes on two cores, within its 15-minute budget) or `paper` (the default on a GPU; the
+#   papers' own model sizes, data sizes and training lengths). Each chapter prints the preset it runs.
+#   The [reproduction page](reproduction.ipynb) lists every claim, its kind and its verdict at both presets, with the `paper`
+#   runs recorded on a GPU so far.
+#
+# ## The library
+#
+# The shared library `attnbook` is thin: one module per concept (`norms`, `attention`, `paths`, `claims`,
+# ...), each function naming in its docstring the chapter and equation it implements, so you can go from
+# code to text and back.
+#
+# ## How long it takes
+#
+# Every chapter executes in under two minutes on a 2-core CPU at the `quick` preset, most in under one; the
+# whole book in about seven minutes. These are the times `make book` logged ("Executed notebook in ...") on
+# 2026-12-04, on this project's 2-core machine:
+#
+# | chapter | seconds (quick, 2 cores) |
+# |---|---|
+# | 1. Pure attention loses rank | 6 |
+# | 2. Path decomposition | 4 |
+# | 3. The one-layer residual bound | 9 |
+# | 4. Deep bounds and what breaks collapse | 10 |
+# | 5. Rank collapse in pretrained transformers | 24 |
+# | 6. The circle task | 114 |
+# | 7. Path effectiveness | 64 |
+# | 8. Collapse kills query/key gradients | 7 |
+# | 9. Unequal gradients, temperature and Adam | 58 |
+# | 10. A translation model and its heads | 54 |
+# | 11. Pruning heads | 52 |
+# | Reproduction page | 3 |
+# | **whole book** | **404** |
+#
