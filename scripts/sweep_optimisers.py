@@ -7,7 +7,7 @@
 Trains the reversal task's deep post-LN model (``attnbook.signal.reverser``) for every arm (SGD or Adam;
 residual scaling alpha = 1 or 1/sqrt(L); temperature 1 or the one that balances the query and value
 gradients of that very model at initialisation). Each arm's learning rate is chosen out of five on three
-*selection* seeds (highest mean final accuracy), and the arm is then judged on three *other* seeds at that rate,
+*selection* seeds (highest mean final accuracy, ties broken by the lowest mean final loss), and the arm is then judged on three *other* seeds at that rate,
 so that the seeds a verdict rests on did not pick its learning rate. Adam is warmed up linearly over the first
 tenth of training, as fairseq warms up Adam on post-LN Transformers; SGD (momentum 0.9) is not. On a GPU the
 seeds of an arm and learning rate train as one batched model (``attnbook.signal.reverser_ensemble``); on the
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import sys
@@ -68,6 +69,18 @@ def seed_runs(size: rv.ReverserSize, arm: dict, lr: float, seeds, steps: int, x_
                        warmup=warmup)
 
 
+def choose_learning_rate(runs: list[dict], learning_rates) -> float:
+    """The learning rate of the highest mean final accuracy over the selection seeds; among rates tied on it (for
+    example several at full accuracy), the one of the lowest mean final loss (a diverged run's loss counts as
+    infinite). The tie-break was added after the first run of this sweep, whose ties went to the first rate
+    listed, the slowest."""
+    def mean(key, lr):
+        vals = [r[key] if math.isfinite(r[key]) else math.inf for r in runs if r["lr"] == lr]
+        return sum(vals) / len(vals)
+
+    return max(learning_rates, key=lambda lr: (round(mean("acc", lr), 4), -mean("loss", lr)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
@@ -109,9 +122,7 @@ def main() -> None:
             results.append(done[arm_name(arm)])
             continue
         picked = [r for lr in LEARNING_RATES[arm["optimizer"]] for r in run_seeds(arm, lr, PICKERS, "selection")]
-        mean_acc = {lr: sum(r["acc"] for r in picked if r["lr"] == lr) / len(PICKERS)
-                    for lr in LEARNING_RATES[arm["optimizer"]]}
-        best = max(mean_acc, key=mean_acc.get)
+        best = choose_learning_rate(picked, LEARNING_RATES[arm["optimizer"]])
         results.append({**arm, "name": arm_name(arm), "best_lr": best,
                         "runs": picked + run_seeds(arm, best, SEEDS, "judged")})
         partial.write_text(json.dumps({"settings": p, "device": str(args.device), "arms": results}))

@@ -37,8 +37,11 @@ def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
 
     def fake_train_run(size, *, optimizer, scaled, temperature, lr, seed, steps, x_eval, warmup):
         calls.append((optimizer, scaled, lr, seed, warmup))
-        acc = 0.9 if (seed >= 10 and lr == 0.03) or (seed >= 10 and lr == 3e-3) else 0.5 + 0.01 * seed
-        return {"acc": acc, "loss": 1.0, "log": [{"step": 0, "loss": 1.0}]}
+        # on the selection seeds SGD ties at 0.03 and 0.1 (0.1 has the lower loss), Adam is best at 3e-3
+        best = (0.03, 0.1, 3e-3)
+        acc = 0.9 if seed >= 10 and lr in best else 0.5 + 0.01 * seed
+        loss = 0.5 if lr == 0.1 else (float("nan") if lr == 1.0 else 1.0)
+        return {"acc": acc, "loss": loss, "log": [{"step": 0, "loss": loss}]}
 
     def fake_train_seeds(size, *, seeds, device, **kw):  # a GPU's batched seeds: the same records
         assert device == "cuda"
@@ -60,8 +63,8 @@ def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
     assert payload["meta"]["run"] == "optimiser_sweep" and payload["meta"]["settings"] == s
     runs.check_recorded(payload, "optimiser_sweep", "quick")
     assert on_gpu["arms"] == payload["arms"] and on_gpu["device"] == "cuda"
-    for a in payload["arms"]:  # chosen on the selection seeds, where 0.03 (SGD) and 3e-3 (Adam) are best
-        assert a["best_lr"] == (0.03 if a["optimizer"] == "sgd" else 3e-3)
+    for a in payload["arms"]:  # chosen on the selection seeds: the tie broken by the loss, 3e-3 alone for Adam
+        assert a["best_lr"] == (0.1 if a["optimizer"] == "sgd" else 3e-3)
         judged = [r for r in a["runs"] if r["role"] == "judged"]
         assert [r["seed"] for r in judged] == s["seeds"] and {r["lr"] for r in judged} == {a["best_lr"]}
         assert all("log" in r for r in judged) and not any("log" in r for r in a["runs"] if r["role"] != "judged")
