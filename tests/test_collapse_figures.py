@@ -96,3 +96,18 @@ def test_rank1_by_length_one_box_per_length_and_title_from_the_data():
     flat = {round(float(ln.get_xdata().mean())): float(ln.get_ydata()[0]) for ln in ax.get_lines()
             if len(ln.get_xdata()) == 2 and ln.get_ydata()[0] == ln.get_ydata()[1] and ln.get_xdata()[0] != 0}
     assert all(flat[k] == pytest.approx(10.0**-k) for k in distances)
+
+
+def test_path_diagram_draws_each_path_through_its_heads_and_the_identity():
+    from attnbook.rank.paths import SKIP
+
+    fig = cf.path_diagram(3, 2, {"a": (1, SKIP, 0), "b": (SKIP, SKIP, SKIP)})
+    ax = fig.axes[0]
+    a, b = ax.lines
+    assert list(a.get_xdata()) == [0, 1, 2, 3, 4]
+    ys = a.get_ydata()
+    assert ys[1] > 0.5 and ys[2] < -0.5 and abs(ys[3]) < 0.2  # head 2, the identity, head 1
+    assert list(b.get_ydata()[1:4]) == pytest.approx([-0.96] * 3)  # the identity at every layer (offset)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a (length 2)", "b (length 0)"]
+    with pytest.raises(ValueError, match="one head"):
+        cf.path_diagram(3, 2, {"bad": (2, 0, 0)})

@@ -342,3 +342,11 @@ def test_strongest_role_is_the_largest_share():
     assert hd.strongest_role(roles).tolist() == [[0.8999999761581421, 0.4000000059604645]]
     with pytest.raises(ValueError, match="rare"):
         hd.strongest_role({"prev": roles["prev"], "next": roles["next"]})
+
+
+def test_top_head_counts_layers_and_heads_from_one():
+    v = torch.zeros(3, 4)
+    v[2, 1] = 1.0
+    assert hd.top_head(v) == (3, 2)
+    with pytest.raises(ValueError, match="layers, heads"):
+        hd.top_head(torch.zeros(4))

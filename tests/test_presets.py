@@ -61,3 +61,16 @@ def test_setup_prints_preset(capsys, monkeypatch):
     dev = presets.setup(seed=1)
     assert isinstance(dev, torch.device)
     assert "preset=quick" in capsys.readouterr().out
+
+
+def test_cpu_threads_respects_omp_num_threads():
+    from attnbook.core.presets import cpu_threads
+
+    assert cpu_threads(2, {}) == 2
+    assert cpu_threads(2, {"OMP_NUM_THREADS": "1"}) == 1
+    assert cpu_threads(2, {"OMP_NUM_THREADS": "8"}) == 2
+    assert cpu_threads(2, {"OMP_NUM_THREADS": " "}) == 2
+    with pytest.raises(ValueError, match="not a number"):
+        cpu_threads(2, {"OMP_NUM_THREADS": "two"})
+    with pytest.raises(ValueError, match="positive"):
+        cpu_threads(0, {})

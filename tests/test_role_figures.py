@@ -116,3 +116,23 @@ def test_reproduction_table():
     assert lines[5] == "| positional heads (encoder) | >= 90% | 0.58 (MiniLM 0.97) |"
     assert lines[6] == "| syntactic gain over baseline | >= 10 points | +2 (MiniLM +25) |"
     assert lines[9].endswith("| 3 (MiniLM 2) |")
+
+
+def test_encoder_attention_maps_show_the_chosen_heads_rows_summing_to_one():
+    import pytest
+
+    from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
+
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=12, d_model=16, n_heads=2, enc_layers=2, dec_layers=1,
+                                             d_ff=16, dropout=0.0, max_len=8))
+    ids, labels = [5, 6, 7, 2], ["a", "b", "c", "</s>"]
+    fig = rf.encoder_attention_maps(model, ids, labels, {"first": (1, 2), "second": (2, 1)})
+    assert len(fig.axes) == 2 and fig.axes[0].get_title() == "first\nlayer 1, head 2"
+    shown = fig.axes[1].images[0].get_array()
+    _, _, attns = model.encode(torch.tensor([ids]), return_attention=True)
+    assert np.allclose(shown, attns[1][0, 0].detach().numpy()) and np.allclose(shown.sum(1), 1)
+    with pytest.raises(ValueError, match="outside 2 layers"):
+        rf.encoder_attention_maps(model, ids, labels, {"x": (3, 1)})
+    with pytest.raises(ValueError, match="one label per token"):
+        rf.encoder_attention_maps(model, ids, labels[:2], {"x": (1, 1)})

@@ -220,6 +220,15 @@ attnbook.check(
 # \#\{\text{paths of length } k\} = \binom{L}{k} H^k, \qquad \sum_{k=0}^{L} \binom{L}{k} H^k = (H+1)^L .
 # $$ (eq-path-count)
 #
+# {numref}`fig-ch02-paths` draws two of the $(2+1)^3 = 27$ paths of a 3-layer, 2-head network.
+#
+
+# %% tags=["hide-input"]
+collapse_figures.path_diagram(
+    3, 2, {"through a head at every layer": (1, 0, 1), "one head, two skips": (SKIP, 0, SKIP)})
+plt.show()
+
+# %% [markdown]
 # `path_decomposition(..., skip=True)` enumerates these paths (a skipped layer is marked `SKIP` $=-1$); check
 # the sum and the count ({numref}`fig-ch02-1`):
 

@@ -61,7 +61,8 @@ from attnbook.heads.masks import ATTENTION_KINDS
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("translation")
-torch.set_num_threads(2)
+# two threads, or one where OMP_NUM_THREADS asks for one (two chapters side by side)
+torch.set_num_threads(attnbook.core.presets.cpu_threads(2))
 VOITA = papers.numbers("voita2019")  # the paper's numbers, each with where it was read
 
 # %% [markdown]
@@ -369,6 +370,22 @@ glue("ch10_sinks", sum(s["sinks"] for s in summary.values()))
 # that yardstick (five times chance) {glue:text}`ch10_confident_dec_self:d` of the {glue:text}`ch10_heads_dec_self:d` decoder self-attention heads stand out.
 # The translation model has {glue:text}`ch10_sinks:d` sink heads (heads that park more than half of their queries on EOS);
 # MiniLM, below, has {glue:text}`ch10_lm_sinks:d`.
+
+# %% [markdown]
+# What do such heads look like? In {numref}`fig-ch10-maps`, one dev verse through three encoder heads: the most confident one,
+# the one whose top key is most often the previous token, and the one for the next token (rows are the
+# queries, columns the keys; each row's weights sum to one). A positional head draws a diagonal just below or
+# above the main one; a confident head puts most of each row on one key, which may be the end-of-sentence token
+# (a *sink*).
+
+# %% tags=["hide-input"]
+verse = verses.src_ids[0]
+rf.encoder_attention_maps(model, verse, [tok.id_to_token(i) for i in verse], {
+    "most confident": hd.top_head(roles["enc_self"]["confidence"]),
+    "best previous-token": hd.top_head(roles["enc_self"]["prev"]),
+    "best next-token": hd.top_head(roles["enc_self"]["next"]),
+})
+plt.show()
 
 # %% [markdown]
 # ## Relevance

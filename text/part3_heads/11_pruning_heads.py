@@ -73,7 +73,8 @@ from attnbook.claims.prose import glue
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("pruning_heads")
-torch.set_num_threads(2)
+# two threads, or one where OMP_NUM_THREADS asks for one (two chapters side by side)
+torch.set_num_threads(attnbook.core.presets.cpu_threads(2))
 print(dict(sizes))
 
 # %% [markdown]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import random
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import numpy as np
 import torch
@@ -211,6 +211,23 @@ def device_name(dev: torch.device | str) -> str:
     if dev.type != "cuda":
         return dev.type
     return torch.cuda.get_device_name(dev) if torch.cuda.is_available() else "virtual CUDA on the CPU"
+
+
+def cpu_threads(wanted: int, environ: Optional[Mapping[str, str]] = None) -> int:
+    """The CPU threads a chapter should use: ``wanted``, or fewer when ``OMP_NUM_THREADS`` asks for fewer (issue:
+    chapters 10 and 11 asked torch for two threads even when ``make test`` runs two chapters side by side with
+    one thread each; on two cores the four threads then waited on each other, and a 50-second chapter took up
+    to 700 seconds)."""
+    if not isinstance(wanted, int) or wanted < 1:
+        raise ValueError(f"wanted must be a positive int, got {wanted!r}")
+    value = (os.environ if environ is None else environ).get("OMP_NUM_THREADS", "").strip()
+    if not value:
+        return wanted
+    try:
+        limit = int(value)
+    except ValueError:
+        raise ValueError(f"OMP_NUM_THREADS={value!r} is not a number of threads") from None
+    return max(1, min(wanted, limit))
 
 
 def setup(seed: int = 0) -> torch.device:

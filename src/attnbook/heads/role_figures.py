@@ -11,6 +11,7 @@ from typing import Mapping, Sequence
 import matplotlib.patheffects as pe
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
 from attnbook.heads import roles as hd
 
@@ -54,6 +55,33 @@ def neighbour_shares(prev, next_) -> plt.Figure:
         ax.grid(False)
     axes[-1].set_xlabel("encoder head")
     fig.colorbar(im, ax=axes, shrink=0.6)
+    return fig
+
+
+def encoder_attention_maps(model, src_ids: Sequence[int], tokens: Sequence[str],
+                           heads: Mapping[str, tuple[int, int]]) -> plt.Figure:
+    """The attention maps of chosen encoder heads on one source sentence (chapter "A translation model": what a
+    confident, a previous-token and a next-token head look like). ``src_ids``: the sentence's ids (ending in
+    EOS); ``tokens``: their labels; ``heads``: panel title -> ``(layer, head)``, counted from 1. Rows are
+    queries, columns keys; each row sums to one."""
+    if len(tokens) != len(src_ids):
+        raise ValueError(f"need one label per token, got {len(tokens)} labels for {len(src_ids)} ids")
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        _, _, attns = model.encode(torch.tensor([list(src_ids)], device=device), return_attention=True)
+    n_layers, n_heads = len(attns), attns[0].shape[1]
+    fig, axes = plt.subplots(1, len(heads), figsize=(3.3 * len(heads), 3.8), layout="constrained", squeeze=False)
+    for ax, (title, (layer, head)) in zip(axes[0], heads.items()):
+        if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
+            raise ValueError(f"head ({layer}, {head}) is outside {n_layers} layers x {n_heads} heads (from 1)")
+        a = attns[layer - 1][0, head - 1].cpu().numpy()
+        ax.imshow(a, vmin=0, vmax=1, cmap="Greys")
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+        ax.set_title(f"{title}\nlayer {layer}, head {head}", fontsize=9)
+        ax.set_xlabel("key")
+        ax.grid(False)
+    axes[0, 0].set_ylabel("query")
     return fig
 
 

@@ -142,6 +142,16 @@ def strongest_role(enc_roles: Mapping[str, torch.Tensor]) -> torch.Tensor:
     return torch.maximum(torch.maximum(enc_roles["prev"], enc_roles["next"]), enc_roles["rare"])
 
 
+def top_head(values: torch.Tensor) -> tuple[int, int]:
+    """The ``(layer, head)`` of the largest entry of a ``(layers, heads)`` statistic, both counted from 1 as
+    Part III counts them (chapter "A translation model")."""
+    values = torch.as_tensor(values)
+    if values.ndim != 2 or values.numel() == 0:
+        raise ValueError(f"expected a (layers, heads) tensor, got shape {tuple(values.shape)}")
+    i = int(values.argmax())
+    return i // values.shape[1] + 1, i % values.shape[1] + 1
+
+
 def positional_heads(shares: torch.Tensor, threshold: float = 0.9) -> torch.Tensor:
     """Boolean ``(layers, heads)``: heads whose maximum is on one relative position in at least
     ``threshold`` of the queries (chapter "A translation model", Voita et al.'s positional heads, threshold 90%)."""

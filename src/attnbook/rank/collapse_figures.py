@@ -134,3 +134,37 @@ def rank1_by_length(distances: dict, heads: int) -> plt.Figure:
                  f"{len(next(iter(distances.values())))} paths per length)")
     fig.legend(loc="outside lower center", ncol=2)
     return fig
+
+
+def path_diagram(n_layers: int, n_heads: int, paths: dict) -> plt.Figure:
+    """A picture of paths through an ``n_layers``-layer network with ``n_heads`` heads per layer and skip
+    connections (chapter "Path decomposition", eq. ``path-count``): each layer is a column of heads with the
+    identity (the skip connection) below them; each path of ``paths`` (label -> a sequence of head indices from
+    0, or :data:`attnbook.rank.paths.SKIP`, one per layer) is a line from the input through the head or the
+    identity it takes at every layer, its length (the heads it goes through) in the legend."""
+    from attnbook.rank.paths import SKIP
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
+    skip_row = -1.0  # the identity lane, under the heads
+    for layer in range(1, n_layers + 1):
+        for h in range(n_heads):
+            ax.add_patch(plt.Rectangle((layer - 0.22, h - 0.3), 0.44, 0.6, fill=False, lw=1, color="0.4"))
+            ax.text(layer, h, f"head {h + 1}", ha="center", va="center", fontsize=7, color="0.3")
+        ax.text(layer, skip_row, "identity", ha="center", va="center", fontsize=7, color="0.3",
+                bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="0.6", lw=0.8, ls="--"))
+        ax.text(layer, n_heads - 0.35, f"layer {layer}", ha="center", va="bottom", fontsize=8)
+    mid = (n_heads - 1) / 2
+    ax.text(0, mid, "X", ha="center", va="center", fontsize=12)
+    ax.text(n_layers + 1, mid, "output", ha="center", va="center", fontsize=10)
+    for k, (label, path) in enumerate(paths.items()):
+        if len(path) != n_layers or any(h != SKIP and not 0 <= h < n_heads for h in path):
+            raise ValueError(f"path {label!r} must give one head in 0..{n_heads - 1} or SKIP per layer, got {path}")
+        offset = 0.08 * (k - (len(paths) - 1) / 2)  # side by side where two paths share a box
+        ys = [mid] + [(skip_row if h == SKIP else h) + offset for h in path] + [mid]
+        length = sum(h != SKIP for h in path)
+        ax.plot(range(n_layers + 2), ys, marker="o", ms=4, lw=2, color=f"C{k}",
+                label=f"{label} (length {length})")
+    ax.set(xlim=(-0.5, n_layers + 1.6), ylim=(skip_row - 0.6, n_heads + 0.1))
+    ax.axis("off")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=len(paths), fontsize=8, frameon=False)
+    return fig
