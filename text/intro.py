@@ -35,11 +35,11 @@ except ImportError:
 # the measured reason) or *undecided* (?, the book's interval straddles the rule's threshold).
 
 # %% tags=["remove-input", "full-width"]
+import attnbook.booktools.reproduction
 from IPython.display import Markdown, display
 
-from attnbook.booktools import reproduction
-
-display(Markdown(reproduction.glance_table(reproduction.collect())))
+rows = attnbook.booktools.reproduction.collect()  # every chapter's committed claims
+display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 
 # %% [markdown]
 # ## Before you start
