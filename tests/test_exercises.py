@@ -136,3 +136,8 @@ def test_every_chapter_has_a_checked_exercise():
     without = [p.name for p in sorted(BOOK.glob("part*/*.ipynb"))
                if "exercises.solved(" not in p.read_text()]
     assert not without, f"chapters without a checked exercise: {without}"
+
+
+def test_the_window_exercise_counts_layers_of_three_positions():
+    assert exercises.check("ch12-window-reach", math.ceil(15 / 3)).right
+    assert not exercises.check("ch12-window-reach", math.ceil(15 / 4)).right  # counted the token itself too

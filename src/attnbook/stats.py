@@ -158,3 +158,17 @@ def top_overlap_p(n_items: int, top: int, overlap: int) -> float:
     from scipy.stats import hypergeom
 
     return float(hypergeom.sf(overlap - 1, n_items, top, top))
+
+
+def spearman(x, y) -> dict:
+    """Spearman's rank correlation of two equally long sequences with its one-sided p-values (scipy's
+    ``spearmanr``): ``{"rho", "p_less", "p_greater"}``, ``p_less`` the probability under independence of a
+    correlation at most the observed one (chapter "What came after": do heads that attend to sinks add less?)."""
+    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if len(x) != len(y) or len(x) < 3:
+        raise ValueError(f"need two sequences of the same length, at least 3; got {len(x)} and {len(y)}")
+    from scipy.stats import spearmanr
+
+    rho = float(spearmanr(x, y)[0])
+    return {"rho": rho, "p_less": float(spearmanr(x, y, alternative="less")[1]),
+            "p_greater": float(spearmanr(x, y, alternative="greater")[1])}

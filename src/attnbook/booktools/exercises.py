@@ -18,7 +18,7 @@ import torch
 
 from attnbook.core.norms import relative_residual
 from attnbook.heads import gates, roles
-from attnbook.rank import deep_bound, one_layer
+from attnbook.rank import deep_bound, masked_collapse, one_layer
 from attnbook.rank.tasks import circle
 from attnbook.rank.paths import path_length_counts
 from attnbook.signal import propagation as prop
@@ -149,6 +149,15 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         lambda: prop.uniform_qk_v_ratio(0.5, 16),
         "Use the closed forms of the Jacobian norms for these tokens: ||X||_F^2 = n d, ||xbar||^2 = d (1 + (n-1) "
         "rho) / n, ||C||_F^2 = d^2 (1 - rho)^2 (n - 1), with sigma^2 = 1/d; the width d cancels.",
+    ),
+    Exercise(
+        "ch12-window-reach",
+        "A causal sliding window lets every token attend to itself and the 3 tokens before it. After how many "
+        "layers does the last of 16 tokens depend on the first?",
+        lambda: float(masked_collapse.layers_to_reach(16, 3)),
+        "Each layer carries information at most 3 positions forward: count the layers it takes to cover the 15 "
+        "positions from the first token to the last.",
+        rel_tol=0.0,
     ),
     Exercise(
         "ch09-collapsed",

@@ -401,7 +401,8 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
 #: which paper each chapter reproduces (chapter number -> paper), for the per-paper summary
 PAPERS = {"Dong, Cordonnier, Loukas 2021 (rank collapse)": range(1, 8),
           "Noci et al. 2022 (signal propagation)": range(8, 10),
-          "Voita et al. 2019 and Michel et al. 2019 (heads)": range(10, 12)}
+          "Voita et al. 2019 and Michel et al. 2019 (heads)": range(10, 12),
+          "Follow-ups: Wu et al. 2024, Geshkovski et al. 2023, Noci et al. 2023, sinks": range(12, 13)}
 
 
 def _chapter_number(row: Row) -> Optional[int]:
@@ -443,6 +444,7 @@ HEADLINES = {
     10: ("most confident encoder self-attention head", "best positional share of an encoder head (-1 or +1)"),
     11: ("encoder-only, like with like: BLEU change with 8 of 48 encoder heads, pruned and unpruned both trained on "
          "(beam 4)", "Michel importance: share of heads pruned before BLEU drops by 0.5 (no fine-tuning)"),
+    12: ("causal mask: order of collapse p (exponential: 1)",),
 }
 
 _MARKS = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}

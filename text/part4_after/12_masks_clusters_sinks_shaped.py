@@ -1,0 +1,492 @@
+# %% tags=["remove-cell"]
+# Colab set-up: install the book's library when it is not importable (hidden in the book).
+try:
+    import attnbook
+except ImportError:
+    # %pip install --quiet "attnbook @ git+https://github.com/attnbook/attnbook"
+    try:
+        import attnbook
+    except ImportError:
+        raise RuntimeError("attnbook could not be installed from https://github.com/attnbook/attnbook: the repository must be "
+                           "published there (README, 'Running the chapters on Colab'), or upload "
+                           "the project folder and run %pip install <folder>") from None
+
+# %% [markdown]
+# # What came after: masks, clusters, sinks and shaped attention
+#
+# The three papers of this book are from 2019-2022. The models people train in 2026 are mostly decoder-only language
+# models: they attend *causally*, often within a *sliding window*, they keep a LayerNorm in every block, and their heads
+# park attention on a few *sink* tokens. This chapter asks what the book's results say about them, with the follow-up
+# work that answered it, each idea as a simulation or a measurement and each result a claim.
+#
+# **In this chapter you will**
+#
+# * run the pure self-attention networks of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) under
+#   causal and sliding-window masks, and see the collapse turn from doubly exponential into exponential, and slower
+#   still under a window ({cite:t}`wu2024role`);
+# * watch tokens on a sphere form a few clusters that last a long time before they merge into one
+#   ({cite:t}`geshkovski2023mathematical`);
+# * measure how much of each layer of two trained models the skip path carries, as the official rank-collapse code
+#   does, and what sink heads add;
+# * say when collapse is exponential and when doubly exponential;
+# * simulate *shaped* attention, the identity plus a centred softmax ({cite:t}`noci2023shaped`), which keeps the
+#   tokens apart at any depth.
+#
+# The follow-ups are cited for what their abstracts and code say; where the book has not read a theorem's statement,
+# it says so and claims nothing about it.
+
+# %% [markdown]
+# :::{admonition} The result, as this run computed it
+# :class: tip
+# ```{glue:md} ch12_result
+# :format: myst
+# ```
+# Every line is a claim of this page, with its rule and numbers in the tables below and on the [reproduction page](../reproduction.ipynb).
+# :::
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+import attnbook
+from attnbook.claims.prose import glue
+from attnbook.core import norms
+from attnbook.rank import masked_collapse as mc
+from attnbook.rank import sphere_clusters as sc
+from attnbook.signal import propagation as prop
+from attnbook.signal import shaped_attention as sa
+
+dev = attnbook.setup(seed=0)
+sizes = attnbook.preset("after")
+torch.set_num_threads(attnbook.core.presets.cpu_threads(2))
+print(dict(sizes))
+
+# %% [markdown]
+# ## Causal and sliding-window masks
+#
+# Under a mask, query $i$ attends only to the keys $j$ the mask allows, and the softmax renormalises over them.
+# {cite:t}`wu2024role` write, in their abstract, that "although pure masked attention still suffers from exponential
+# collapse to a rank one subspace, sparse or local masked attention can provably slow down the collapse rate". The
+# book has read their abstract and figure captions, not their theorems, so it states no more than that, and measures.
+#
+# In {numref}`fig-ch12-masks`, the pure SANs of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) (no skip, MLP or LayerNorm; float64) run under four masks: **full**, **causal**
+# (token $i$ sees tokens $1..i$), a **window** of two tokens on either side, and a **causal window** (itself and the two
+# tokens before it). Every mask meets the same networks and inputs. Before the numbers, what to expect and how it is
+# checked: the relative residual $r_\ell$ of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) falls *doubly* exponentially under full attention (order
+# $p \approx 3$ in $\log r_{\ell+1} = \log C + p \log r_\ell$); if Wu et al.'s "exponential" describes the causal
+# mask, its order is near 1 (the check allows 0.8 to 1.3); and if local masks slow collapse, both windows end the
+# stack far from round-off, where the causal mask ends (the checks ask for a residual above $10^{-1}$ for the window
+# and above $10^{-5}$ for the causal window, and below $10^{-10}$ for the causal mask).
+
+# %%
+curve_kw = {k: sizes[k] for k in ("n_tokens", "d_model", "n_heads", "depth", "n_nets",
+                                   "n_inputs", "window")}
+curves = {kind: mc.residual_curves(kind, device=dev, **curve_kw) for kind in mc.MASKS}
+order = {kind: norms.collapse_order(curves[kind], hi=0.9)["order"]
+         for kind in ("full", "causal")}
+last = {kind: float(c[:, -1].median()) for kind, c in curves.items()}
+print("order of collapse:", {k: round(v, 2) for k, v in order.items()})
+print("median relative residual at the last layer:",
+      {k: f"{v:.1e}" for k, v in last.items()})
+
+# %% tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
+for kind, c in curves.items():
+    ax.plot(c.median(0).values.clamp_min(1e-17), label=kind)
+ax.set(yscale="log", xlabel="layer", ylabel="relative residual (median)",
+       title="Pure SANs under four masks")
+ax.legend()
+plt.show()
+
+# %%
+# the first token under a causal mask sees only itself: its trajectory does not
+# depend on the others, and they collapse onto it
+torch.manual_seed(1)
+net = mc.pure_san(sizes["depth"], sizes["d_model"], sizes["n_heads"], device=dev)
+X = torch.randn(2, sizes["n_tokens"], sizes["d_model"], dtype=torch.float64,
+                generator=torch.Generator().manual_seed(1)).to(dev)
+others = X.clone()
+others[:, 1:] = torch.randn(2, sizes["n_tokens"] - 1, sizes["d_model"],
+                            dtype=torch.float64,
+                            generator=torch.Generator().manual_seed(2)).to(dev)
+causal = mc.attention_mask("causal", sizes["n_tokens"], device=dev)
+hidden = mc.masked_hidden(net, X, causal)
+first_moved = float((hidden[-1][:, 0] - mc.masked_hidden(net, others, causal)[-1][:, 0])
+                    .abs().max())
+to_first = mc.distance_to_first_token(hidden)
+print(f"token 1 after {sizes['depth']} layers, other tokens swapped: largest change "
+      f"{first_moved:.1e}; farthest token from token 1: {to_first[0]:.2f} -> "
+      f"{to_first[-1]:.1e} (relative)")
+
+# %% tags=["nbval-check-output", "hide-input"]
+[
+    attnbook.check("full attention: order of collapse p (doubly exponential: about 3)",
+                   order["full"], at_least=2.5, digits=2),
+    attnbook.check("causal mask: order of collapse p (exponential: 1)", order["causal"],
+                   at_least=0.8, at_most=1.3, digits=2),
+    attnbook.check("causal mask: change of token 1's output when the others change",
+                   first_moved, close_to=0, tol=0),
+    attnbook.check("causal mask: farthest token from token 1 at the last layer below "
+                   "1e-3 of where it started (1 = yes)",
+                   int(to_first[-1] < 1e-3 * to_first[0]), close_to=1, tol=0),
+    attnbook.check("causal mask: median residual at the last layer below 1e-10 "
+                   "(1 = yes)", int(last["causal"] < 1e-10), close_to=1, tol=0),
+    attnbook.check("window (2 each side): median residual at the last layer",
+                   last["window"], at_least=0.1, digits=2),
+    attnbook.check("causal window (2 before): median residual at the last layer",
+                   last["causal window"], at_least=1e-5, digits=2),
+]
+
+# %% tags=["remove-input"]
+glue("ch12_order_full", order["full"])
+glue("ch12_order_causal", order["causal"])
+glue(
+    "ch12_factor_causal", mc.decay_per_layer(curves["causal"].median(0).values, hi=0.9)
+)
+glue(
+    "ch12_full_roundoff",
+    int((curves["full"].median(0).values < 1e-10).float().argmax()),
+)
+glue("ch12_last_window", last["window"])
+glue("ch12_last_cwindow", last["causal window"])
+
+# %% [markdown]
+# Full attention collapses doubly exponentially (order {glue:text}`ch12_order_full:.1f`): by layer {glue:text}`ch12_full_roundoff:d` the residual is at round-off. Under
+# the causal mask the order is {glue:text}`ch12_order_causal:.2f`: the residual shrinks by a constant factor, about {glue:text}`ch12_factor_causal:.2f` per layer,
+# exponential as Wu et al. say, and much slower. The reason is visible in the first token: it attends only to itself,
+# so its trajectory is fixed by the weights alone (changing every other token does not move it, the third check), and
+# every other token is pulled towards it one layer at a time. The last token moves towards the first only through the
+# tokens between them, and the second token keeps a weight on itself that does not shrink with the residual; the
+# cubic mechanism of [chapter 3](../part1_rank_collapse/03_residual_bound_one_layer.ipynb), where the attention's distance from uniform is itself proportional to the residual,
+# needs every token to see every other. Local windows slow the collapse further: after the same depth their residual
+# is still {glue:text}`ch12_last_window:.2f` (window) and {glue:text}`ch12_last_cwindow:.2f` (causal window), because information needs many layers to cross the sequence
+# (the checked exercise below counts them).
+#
+# Wu et al. also study LayerNorm, and there their abstract says something [chapter 4](../part1_rank_collapse/04_deep_bounds.ipynb) could not: "with proper choice
+# of value matrices, a general class of sequences may not converge to a rank one subspace", and the dynamics have
+# equilibria "with any possible rank between one and full". [Chapter 4](../part1_rank_collapse/04_deep_bounds.ipynb)'s counterexample is a special *input*; theirs
+# are chosen *weights*. The book has not reproduced their construction.
+
+# %% [markdown]
+# ## Clusters before collapse
+#
+# {cite:t}`geshkovski2023mathematical` study self-attention as particles: $n$ tokens on the unit sphere, one shared
+# layer with $Q = K = V = I$ and an inverse temperature $\beta$, the LayerNorm as the projection back to the sphere, and
+# depth as continuous time,
+#
+# $$
+# \dot x_i = P_{x_i}\Big(\sum_j \frac{e^{\beta \langle x_i, x_j\rangle}}{\sum_k e^{\beta \langle x_i, x_k\rangle}}\, x_j\Big),
+# \qquad P_x(y) = y - \langle x, y\rangle x .
+# $$ (eq-sphere)
+#
+# Their abstract puts "particular emphasis on long-time clustering behavior", and a later paper by the same group
+# proves "that although particles collapse to a single cluster in infinite time, they remain trapped near a
+# configuration of several clusters for an exponentially long period of time" ({cite:t}`geshkovski2024dynamic`, abstract).
+# `sc.simulate` integrates {eq}`eq-sphere` as the authors' code does ({numref}`fig-ch12-clusters`) (an Euler step, then every token renormalised),
+# here on the circle. Stated before the run: at $\beta = 1$ the tokens should merge into one cluster quickly; at
+# $\beta = 4$ the checks ask that a phase of two clusters last at least five times as long as it took to form, and that
+# it ends in one; at $\beta = 9$, that several clusters remain at the end of the window.
+
+# %%
+trajectories, counts = {}, {}
+for beta in sizes["betas"]:
+    trajectories[beta] = sc.simulate(
+        sizes["n_points"],
+        sizes["sphere_dim"],
+        beta,
+        steps=sizes["sphere_steps"],
+        dt=sizes["dt"],
+        generator=torch.Generator().manual_seed(0),
+        every=sizes["every"],
+    )
+    counts[beta] = sc.clusters_over_time(trajectories[beta])
+times = [k * sizes["every"] * sizes["dt"] for k in range(len(counts[1.0]))]
+print(
+    {beta: (c[1], c[len(c) // 2], c[-1]) for beta, c in counts.items()},
+    "clusters at the first save, half-way and the end",
+)
+
+# %% tags=["hide-input"]
+fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.8), layout="constrained")
+angles = torch.atan2(trajectories[4.0][..., 1], trajectories[4.0][..., 0])
+for i in range(angles.shape[1]):
+    left.plot(times, angles[:, i], lw=0.6, color="0.3")
+left.set(
+    xlabel="time", ylabel="angle of each token", title="beta = 4: tokens on the circle"
+)
+for beta, c in counts.items():
+    right.step(times, c, where="post", label=f"beta = {beta:g}")
+right.set(xlabel="time", ylabel="clusters", yscale="log", title="Number of clusters")
+right.legend()
+plt.show()
+
+
+# %%
+def first_time(c, at_most):  # the first saved time with at most that many clusters
+    return next((t for t, k in zip(times, c) if k <= at_most), math.inf)
+
+
+formed, merged = first_time(counts[4.0], 2), first_time(counts[4.0], 1)
+print(f"beta = 4: two clusters by t = {formed:g}, one by t = {merged:g}; "
+      f"beta = 1: one by t = {first_time(counts[1.0], 1):g}")
+
+# %% tags=["nbval-check-output", "hide-input"]
+[
+    attnbook.check(
+        "sphere, beta = 1: time to a single cluster",
+        first_time(counts[1.0], 1),
+        at_most=50,
+    ),
+    attnbook.check(
+        "sphere, beta = 4: length of the two-cluster phase over the time to form it",
+        (merged - formed) / formed,
+        at_least=5,
+        digits=2,
+    ),
+    attnbook.check(
+        "sphere, beta = 4: clusters at the end", counts[4.0][-1], close_to=1, tol=0
+    ),
+    attnbook.check(
+        "sphere, beta = 9: clusters at the end (still more than one)",
+        counts[9.0][-1],
+        at_least=2,
+    ),
+]
+
+# %% tags=["remove-input"]
+glue("ch12_formed", formed)
+glue("ch12_merged", merged)
+glue("ch12_t_end", times[-1])
+glue("ch12_beta9_end", counts[9.0][-1])
+
+# %% [markdown]
+# At $\beta = 4$ two clusters form by $t =$ {glue:text}`ch12_formed:.0f` and last until $t =$ {glue:text}`ch12_merged:.0f`; at $\beta = 9$, {glue:text}`ch12_beta9_end:d` clusters are still apart at
+# $t =$ {glue:text}`ch12_t_end:.0f`. This is collapse in the end, but not Dong et al.'s: their random, unnormalised layers without a skip
+# connection reach one point within a few layers (the full mask above), while here the skip (the small step), the
+# normalisation and the shared, symmetric weights make the way to one point pass through a long phase of a few clusters,
+# which a model of finite depth may never leave.
+
+# %% [markdown]
+# ## How trained models stay away from collapse
+#
+# The official rank-collapse code has a switch, `--compute_alpha`, that measures for every layer how much of the
+# attention sub-block's output the skip path carries: the composite norms of the layer's input $X$ and of the
+# self-attention's update $\mathrm{SA}(X)$, summed over up to 15 examples, give
+# $\alpha_\ell = \sum\|X\| / (\sum\|X\| + \sum\|\mathrm{SA}(X)\|)$, and its plotting code weights the paths that skip
+# layer $\ell$ by $\alpha_\ell$. The code's norm is $\|X\|_1\|X\|_\infty$, without the square root of the paper's
+# $\|X\|_{1,\infty}$; the book follows the code (`attnbook.rank.skip_share`). The check, stated first: in a trained
+# model the skip path carries more than half of every layer ($\alpha_\ell > 0.5$).
+#
+# The second mechanism is the *sink*. Many heads put most of their weight on a special token, [SEP] or [CLS] in BERT
+# ({cite:t}`clark2019what`: "attention over these special tokens might be used as a sort of 'no-op'"), the first
+# tokens in a language model ({cite:t}`xiao2024efficient`, who name them attention sinks and attribute them to the
+# softmax, "which requires attention scores to sum up to one"). A head that attends only to a sink adds the same row to
+# every token, a shift that does not change the rank, so with the skip connection it approximates the identity path.
+# We measure, over MiniLM's 72 heads, each head's sink share (of queries whose largest weight is on a special token)
+# against the size of what it adds (its output's norm over its input's) and against how far its output is from one
+# shared row (its relative residual). Two rank correlations were looked at while this section was written; both are
+# shown, and the check asks only for the sign of the first: heads that attend more to sinks add less.
+
+# %%
+from attnbook import hf
+from attnbook.core import text
+from attnbook.heads import skip_paths as mt_skip
+from attnbook.heads import translation as tr
+from attnbook.hf import skip_paths as lm_skip
+from attnbook.stats import spearman
+
+lm, lm_tok = hf.load_pretrained(hf.minilm_source(), device=dev)
+sentences = text.english_sentences()[: sizes["n_sentences"]]
+alpha = {
+    "all-MiniLM-L6-v2": lm_skip.skip_shares(lm, lm_tok, sentences, sizes["max_length"])
+}
+mt_model, _ = tr.load_translation_model(device=dev)
+mt_verses = tr.analysis_verses(sizes["n_sentences"], mt_model.cfg.max_len)
+alpha["EN-ES translation model"] = mt_skip.encoder_skip_shares(
+    mt_model, mt_verses.src_ids
+)
+for name, a in alpha.items():
+    print(f"{name}: alpha by layer", [round(x, 2) for x in a])
+heads = lm_skip.head_outputs(lm, lm_tok, sentences, sizes["max_length"])
+rho_size = spearman(heads["sink"].flatten(), heads["size"].flatten())
+rho_residual = spearman(heads["sink"].flatten(), heads["residual"].flatten())
+print("sink share against the output's size:", rho_size)
+print("sink share against the output's relative residual:", rho_residual)
+
+# %% tags=["nbval-check-output", "hide-input"]
+[
+    attnbook.check(
+        "MiniLM: smallest skip share alpha over layers (official --compute_alpha)",
+        min(alpha["all-MiniLM-L6-v2"]),
+        at_least=0.5,
+        digits=2,
+    ),
+    attnbook.check(
+        "translation model encoder: smallest skip share alpha over layers",
+        min(alpha["EN-ES translation model"]),
+        at_least=0.5,
+        digits=2,
+    ),
+    attnbook.check(
+        "MiniLM heads: rank correlation of sink share and output size (negative)",
+        rho_size["rho"],
+        at_most=0,
+        digits=2,
+    ),
+]
+
+# %% tags=["remove-input"]
+glue("ch12_alpha_lm_lo", min(alpha["all-MiniLM-L6-v2"]))
+glue("ch12_alpha_lm_hi", max(alpha["all-MiniLM-L6-v2"]))
+glue("ch12_alpha_mt_lo", min(alpha["EN-ES translation model"]))
+glue("ch12_alpha_mt_hi", max(alpha["EN-ES translation model"]))
+glue("ch12_rho_size", rho_size["rho"])
+glue("ch12_p_size", rho_size["p_less"])
+glue("ch12_rho_res", rho_residual["rho"])
+glue("ch12_p_res", rho_residual["p_less"])
+
+# %% [markdown]
+# The skip path carries {glue:text}`ch12_alpha_lm_lo:.2f` to {glue:text}`ch12_alpha_lm_hi:.2f` of MiniLM's layers and {glue:text}`ch12_alpha_mt_lo:.2f` to {glue:text}`ch12_alpha_mt_hi:.2f` of the translation encoder's: in both
+# trained models the identity path dominates every layer, which is how they keep the paths of length 0 and 1 that
+# [chapter 7](../part1_rank_collapse/07_path_effectiveness.ipynb) found doing the work. The sinks are a weaker story on this evidence: heads that park more of their queries on
+# [CLS] or [SEP] add somewhat less (rank correlation {glue:text}`ch12_rho_size:.2f`, one-sided $p =$ {glue:text}`ch12_p_size:.2f`), but their outputs are not
+# measurably closer to a single shared row ({glue:text}`ch12_rho_res:.2f`, $p =$ {glue:text}`ch12_p_res:.2f`). A head can attend to a sink for most queries
+# and still do real work for the rest.
+
+# %% [markdown]
+# ## Exponential or doubly exponential?
+#
+# The book has now seen both. Near rank one, with every token attending to every other, collapse is **doubly
+# exponential**: the deviation of attention from uniform is itself proportional to the residual, which makes the
+# bound cubic ([chapter 3](../part1_rank_collapse/03_residual_bound_one_layer.ipynb)) and the measured order about 3 ([chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb); the full mask above, {glue:text}`ch12_order_full:.1f`). It is
+# **exponential** whenever something keeps that feedback from closing: a causal mask, where the first token is a fixed
+# point the others approach at a rate set by their own weights ({glue:text}`ch12_order_causal:.2f` above); layers that are nearly the identity,
+# as in the circle task of [chapter 6](../part1_rank_collapse/06_circle_task.ipynb), where a trained model merges its tokens geometrically; or attention that is close
+# to uniform from the start, where each layer averages by a constant factor. Local masks and shared, normalised
+# weights slow it further, to the clusters above. Which regime a model is in is a measurement, not a property of
+# attention: fit the order $p$ of $\log r_{\ell+1} = \log C + p \log r_\ell$, as `norms.collapse_order` does.
+
+# %% [markdown]
+# ## Shaped attention
+#
+# [Chapter 8](../part2_signal_propagation/08_collapse_kills_qk_gradients.ipynb) kept the tokens apart by scaling the residual branches with depth. {cite:t}`noci2023shaped` change the
+# attention itself: in their abstract, the attention "is modified by centering the Softmax output at identity, and
+# scaling the Softmax logits by a width-dependent temperature parameter", and the resulting infinite depth-and-width
+# limit is a stable stochastic differential equation for the tokens' covariance, "preventing the notorious issues of
+# rank degeneracy". With $C = \mathbf 1\mathbf 1^\top / n$, the softmax of zero logits,
+#
+# $$
+# A_{\text{shaped}} = I + \operatorname{softmax}(S / \tau) - C, \qquad \tau = \tau_0 \sqrt d ,
+# $$ (eq-shaped)
+#
+# the form {cite:t}`he2024simplifying` (eq. 5) restate with trainable weights on the three terms. At large width the
+# logits are small, the softmax is close to $C$, and a layer moves every token a little instead of averaging them. The
+# book simulates pure attention stacks (no skip, no MLP, tokens rescaled to norm $\sqrt d$ after each layer, Gaussian
+# weights) with the usual softmax and with {eq}`eq-shaped`, at two widths ({numref}`fig-ch12-shaped`). The checks, stated first: the softmax stack's
+# token cosine exceeds 0.99 by layer 8 at both widths; the shaped stack's cosine at the last layer stays within 0.1 of
+# its input's at the larger width, and drifts less there than at the smaller one.
+
+# %%
+shaped = {}
+for width in sizes["shaped_widths"]:
+    X0 = prop.correlated_tokens(
+        sizes["shaped_batch"],
+        sizes["shaped_tokens"],
+        width,
+        0.2,
+        torch.Generator().manual_seed(0),
+        dtype=torch.float64,
+    ).to(dev)
+    for kind in sa.KINDS:
+        shaped[kind, width] = sa.cosine_by_depth(
+            X0, sizes["shaped_depth"], kind, generator=torch.Generator().manual_seed(1)
+        )
+drift = {
+    w: abs(float(shaped["shaped", w][-1] - shaped["shaped", w][0]))
+    for w in sizes["shaped_widths"]
+}
+print(
+    {f"{k} d={w}": round(float(c[-1]), 3) for (k, w), c in shaped.items()},
+    "token cosine at the last layer",
+)
+
+# %% tags=["hide-input"]
+fig, ax = plt.subplots(figsize=(6.4, 4.0), layout="constrained")
+for (kind, width), c in shaped.items():
+    ax.plot(c, ls="-" if kind == "shaped" else "--", label=f"{kind}, d = {width}")
+ax.set(xlabel="layer", ylabel="token cosine", ylim=(-0.1, 1.05),
+       title="Pure attention stacks: softmax against shaped attention")
+ax.legend()
+plt.show()
+
+# %% tags=["nbval-check-output", "hide-input"]
+small, large = sizes["shaped_widths"]
+[
+    *[
+        attnbook.check(
+            f"softmax stack, d = {w}: token cosine at layer 8",
+            float(shaped["softmax", w][8]),
+            at_least=0.99,
+            digits=3,
+        )
+        for w in (small, large)
+    ],
+    attnbook.check(
+        "shaped stack, larger width: |last-layer cosine - input cosine|",
+        drift[large],
+        at_most=0.1,
+        digits=2,
+    ),
+    attnbook.check(
+        "shaped stack: drift at the smaller width over the larger's",
+        drift[small] / drift[large],
+        at_least=1,
+        digits=2,
+    ),
+]
+
+# %% [markdown]
+# ## Summary
+#
+# * Under a causal mask pure attention still collapses, but exponentially, onto the first token's trajectory; sliding
+#   windows slow it much more. Full attention alone is doubly exponential.
+# * Shared, normalised self-attention on the sphere collapses only in the end: tokens first form a few clusters that
+#   last long, longer for a larger inverse temperature.
+# * In two trained models the skip path carries most of every layer; heads that attend to sinks add somewhat less.
+# * Doubly exponential collapse needs every token to see every other near rank one; otherwise it is exponential or
+#   slower, and the order of the fit tells which.
+# * Shaped attention keeps the tokens apart at any depth, more so at larger width.
+#
+# ## Exercises
+#
+# 1. Run the masked SANs with a larger window. How does the last-layer residual depend on the window, and how does that
+#    compare with the number of layers the window needs to cross the sequence?
+# 2. In `sc.simulate`, set $\beta = 0$. What does each step do to the tokens, and how many clusters remain?
+# 3. Replace the shaped attention's temperature $\tau_0\sqrt d$ by a constant. Does the shaped stack still keep its
+#    cosine at the larger width?
+#
+# ### A checked exercise
+#
+# Local masks slow collapse because information needs layers to travel. Put your number in `answer`;
+# `exercises.check` says whether it is right. A worked solution is in the hidden cell below it.
+
+# %%
+from attnbook.booktools import exercises
+
+answer = None  # a number of layers
+exercises.check("ch12-window-reach", answer)
+
+# %% tags=["hide-cell"]
+# worked solution: each layer moves information at most 3 positions forward, and the
+# first token is 15 positions from the last
+solution = math.ceil((16 - 1) / 3)
+print(f"layers: {solution}")
+exercises.solved("ch12-window-reach", solution)
+
+# %% tags=["remove-cell"]
+# the box at the top of the page: this run's claims, summarised (attnbook.claims.render)
+from attnbook.claims.prose import glue_result
+
+_ = glue_result("ch12_result")
