@@ -412,3 +412,10 @@ def test_every_headline_of_the_intro_is_a_claim_of_its_committed_chapter():
     table = reproduction.glance_table(rows)  # raises on a renamed or dropped headline
     assert len(table.splitlines()) == 2 + sum(len(names) for names in reproduction.HEADLINES.values())
     assert set(reproduction.HEADLINES) == set(range(1, 13))  # every chapter has a headline
+
+
+def test_an_intro_notebook_is_not_a_chapter(tmp_path):
+    """The intro (the toc's root) shows the chapters' claims; when it is a notebook it is still not a chapter."""
+    root = fake_book(tmp_path, {"01_a": []})
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# Intro")]), tmp_path / "book" / "intro.ipynb")
+    assert [p.name for p in reproduction.chapter_notebooks(root)] == ["01_a.ipynb"]

@@ -134,11 +134,13 @@ def toc_entries(root: PathLike) -> list[str]:
 
 
 def chapter_notebooks(root: PathLike) -> list[Path]:
-    """The notebooks listed in ``_toc.yml`` in book order, without the reproduction page itself."""
+    """The notebooks listed in ``_toc.yml`` in book order, without the root page (the intro, which only shows the
+    chapters' claims) and the reproduction page itself."""
     root = Path(root)
     out = []
-    for entry in toc_entries(root):
-        if entry == PAGE:
+    entries = toc_entries(root)
+    for entry in entries:
+        if entry == PAGE or entry == entries[0]:
             continue
         path = root / f"{entry}.ipynb"
         if path.is_file():
