@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -63,16 +65,43 @@ def test_train_run_logs_gradients_and_cosine_and_learns_with_adam():
                      x_eval=x_eval)
 
 
-def test_shipped_sweep_loads_and_gives_seed_accuracies_at_the_best_learning_rate():
+def test_shipped_sweep_loads_and_judges_other_seeds_than_those_that_chose_the_learning_rate():
     sweep = rv.load_sweep("quick")
     arm = sweep["by_name"]["sgd, alpha=1/sqrt(L), tau=1"]
     assert len(rv.seed_accuracies(arm)) == len(sweep["seeds"])
-    best = max(sweep["learning_rates"]["sgd"], key=lambda lr: sum(rv.seed_accuracies(arm, lr)))
-    assert arm["best_lr"] == best
+    means = {lr: sum(rv.selection_accuracies(arm, lr)) / 3 for lr in sweep["learning_rates"]["sgd"]}
+    assert means[arm["best_lr"]] == pytest.approx(max(means.values()))  # ties go to the lower loss
+    assert {r["seed"] for r in arm["runs"] if r["role"] == "judged"}.isdisjoint(sweep["selection_seeds"])
     with pytest.raises(ValueError, match="no runs"):
-        rv.seed_accuracies(arm, lr=123.0)
+        rv.selection_accuracies(arm, lr=123.0)
     missing = rv.load_sweep("paper")  # not shipped at paper: a Missing that names the command
     assert not missing and missing.command == "python scripts/run.py optimiser_sweep --preset paper"
+
+
+def _arm(losses_by_seed, lr=0.1):
+    """A sweep arm with judged runs whose logs hold ``losses`` at steps 10, 20, ..., 100, and two selection runs."""
+    runs = [{"role": "judged", "lr": lr, "seed": seed, "acc": 0.5 + seed / 10,
+             "log": [{"step": 10 * (i + 1), "loss": loss, "qk_update": 0.1 * (i + 1), "v_update": 1.0}
+                     for i, loss in enumerate(losses)]} for seed, losses in enumerate(losses_by_seed)]
+    runs += [{"role": "selection", "lr": lr, "seed": 10 + k, "acc": 0.9} for k in range(2)]
+    return {"name": "toy", "best_lr": lr, "runs": runs}
+
+
+def test_late_loss_drop_and_update_ratio_read_the_judged_logs():
+    flat = [2.0] * 10
+    falling = [2.0 - 0.1 * i for i in range(10)]  # 1.3 at step 80, 1.1 at step 100
+    arm = _arm([flat, falling])
+    assert rv.seed_accuracies(arm) == [0.5, 0.6] and rv.selection_accuracies(arm, 0.1) == [0.9, 0.9]
+    # windows of one log entry each: (70, 80] and (90, 100]: the falling run dropped 0.2, the flat one 0
+    assert rv.late_loss_drop(arm) == pytest.approx(0.1)
+    assert rv.late_loss_drop(_arm([flat])) == 0.0
+    assert rv.update_ratio(arm) == pytest.approx(0.1) and rv.update_ratio(arm, step=30) == pytest.approx(0.3)
+    assert rv.first_step_below(arm, 1.75) == math.inf  # the flat seed never gets there
+    assert rv.first_step_below(_arm([falling, falling]), 1.75) == 40  # 1.7 at step 40
+    with pytest.raises(ValueError, match="step 35"):
+        rv.update_ratio(arm, step=35)
+    with pytest.raises(ValueError, match="judged"):
+        rv.seed_accuracies({"name": "empty", "best_lr": 0.1, "runs": []})
 
 
 def test_learnable_residual_scales_start_at_alpha_and_move():

@@ -9,38 +9,41 @@ import torch
 from attnbook.signal import reverser as rv
 
 
-def _arm(name, optimizer, temperature, accs):
-    """accs: {lr: [acc per seed]}; the best learning rate is the one with the highest mean."""
-    runs = [{"lr": lr, "seed": s, "acc": a, "log": [{"step": 10 * s, "cosine": a}]}
+def _arm(name, optimizer, temperature, accs, judged):
+    """accs: {lr: [acc per selection seed]}, which choose the best learning rate (highest mean); judged: the
+    accuracies of the judged seeds at it, whose runs carry logs."""
+    runs = [{"role": "selection", "lr": lr, "seed": 10 + s, "acc": a}
             for lr, seeds in accs.items() for s, a in enumerate(seeds)]
     best = max(accs, key=lambda lr: sum(accs[lr]))
+    runs += [{"role": "judged", "lr": best, "seed": s, "acc": a, "log": [{"step": 10 * s, "cosine": a}]}
+             for s, a in enumerate(judged)]
     return {"name": name, "optimizer": optimizer, "temperature": temperature, "runs": runs, "best_lr": best}
 
 
 SWEEP = {"learning_rates": {"sgd": [0.1, 1.0], "adam": [0.01]},
          "by_name": {a["name"]: a for a in (
-             _arm("sgd, tau=1", "sgd", 1.0, {0.1: [0.2, 0.3], 1.0: [0.1, 0.1]}),
-             _arm("sgd, tau=0.25", "sgd", 0.25, {0.1: [0.1, 0.1], 1.0: [0.1, 0.2]}),
-             _arm("adam, tau=1", "adam", 1.0, {0.01: [1.0, 0.8]}))}}
+             _arm("sgd, tau=1", "sgd", 1.0, {0.1: [0.2, 0.3], 1.0: [0.1, 0.1]}, [0.2, 0.3]),
+             _arm("sgd, tau=0.25", "sgd", 0.25, {0.1: [0.1, 0.1], 1.0: [0.1, 0.2]}, [0.1, 0.3]),
+             _arm("adam, tau=1", "adam", 1.0, {0.01: [1.0, 0.8]}, [0.9, 0.9]))}}
 
 
 def test_sweep_run_and_best_log():
     arm = SWEEP["by_name"]["sgd, tau=1"]
-    assert rv.sweep_run(arm, 1.0, seed=1)["acc"] == 0.1
-    assert rv.best_log(arm, seed=1) == [{"step": 10, "cosine": 0.3}]  # best lr 0.1
+    assert rv.sweep_run(arm, 1.0, seed=11)["acc"] == 0.1  # a selection run
+    assert rv.best_log(arm, seed=1) == [{"step": 10, "cosine": 0.3}]  # the judged run at the best lr, 0.1
     with pytest.raises(ValueError, match="no run"):
         rv.sweep_run(arm, 0.5)
 
 
 def test_sweep_table_marks_each_arm_s_best_learning_rate():
     lines = rv.sweep_table(SWEEP).splitlines()
-    assert lines[0].startswith("| arm |") and lines[1] == "|---|---|" and len(lines) == 5
-    assert lines[2] == "| sgd, tau=1 | **0.1: 0.25 (0.20-0.30)**; 1: 0.10 (0.10-0.10) |"
-    assert lines[4] == "| adam, tau=1 | **0.01: 0.90 (0.80-1.00)** |"
+    assert lines[0].startswith("| arm |") and lines[1] == "|---|---|---|" and len(lines) == 5
+    assert lines[2] == "| sgd, tau=1 | **0.1: 0.25 (0.20-0.30)**; 1: 0.10 (0.10-0.10) | 0.20, 0.30 |"
+    assert lines[4] == "| adam, tau=1 | **0.01: 0.90 (0.80-1.00)** | 0.90, 0.90 |"
 
 
 def test_arm_difference_and_the_temperature_arm():
-    est, (lo, hi) = rv.arm_difference(SWEEP, "adam, tau=1", "sgd, tau=1")
+    est, (lo, hi) = rv.arm_difference(SWEEP, "adam, tau=1", "sgd, tau=1")  # on the judged seeds
     assert est == pytest.approx(0.9 - 0.25)
     assert lo <= est <= hi
     assert rv.temperature_arm(SWEEP) == "sgd, tau=0.25"

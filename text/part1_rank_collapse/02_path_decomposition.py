@@ -225,7 +225,13 @@ attnbook.check(
 
 # %% tags=["hide-input"]
 collapse_figures.path_diagram(
-    3, 2, {"through a head at every layer": (1, 0, 1), "one head, two skips": (SKIP, 0, SKIP)})
+    3,
+    2,
+    {
+        "through a head at every layer": (1, 0, 1),
+        "one head, two skips": (SKIP, 0, SKIP),
+    },
+)
 plt.show()
 
 # %% [markdown]

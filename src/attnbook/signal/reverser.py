@@ -244,13 +244,68 @@ def load_sweep(preset: str | None = None) -> dict:
     return sweep
 
 
-def seed_accuracies(arm: dict, lr: float | None = None) -> list[float]:
-    """The final accuracy of every seed of a sweep arm at learning rate ``lr`` (default: its best one)."""
-    lr = arm["best_lr"] if lr is None else lr
-    accs = [r["acc"] for r in arm["runs"] if r["lr"] == lr]
+def seed_accuracies(arm: dict) -> list[float]:
+    """The final accuracy of every *judged* seed of a sweep arm, at the learning rate chosen on the selection
+    seeds (chapter "Unequal gradients": the seeds a verdict rests on did not choose its learning rate)."""
+    accs = [r["acc"] for r in arm["runs"] if r["role"] == "judged" and r["lr"] == arm["best_lr"]]
+    if not accs:
+        raise ValueError(f"arm {arm['name']!r} has no judged runs")
+    return accs
+
+
+def selection_accuracies(arm: dict, lr: float) -> list[float]:
+    """The final accuracy of every selection seed of a sweep arm at learning rate ``lr`` (what chose the arm's
+    learning rate)."""
+    accs = [r["acc"] for r in arm["runs"] if r["role"] == "selection" and r["lr"] == lr]
     if not accs:
         raise ValueError(f"arm {arm['name']!r} has no runs at learning rate {lr}")
     return accs
+
+
+def late_loss_drop(arm: dict, window: float = 0.1) -> float:
+    """How much the judged runs' loss still fell late in training: the mean logged loss over the window of steps
+    ``(0.8 - window, 0.8] T`` minus that over ``(1 - window, 1] T`` (``T`` the last logged step), averaged over
+    the judged seeds (chapter "Unequal gradients": the plateau gate; near 0 when training has levelled off,
+    positive while the loss still falls)."""
+    drops = []
+    for r in arm["runs"]:
+        if r["role"] != "judged":
+            continue
+        log = r["log"]
+        last = log[-1]["step"]
+
+        def mean_loss(lo, hi):
+            vals = [e["loss"] for e in log if lo * last < e["step"] <= hi * last]
+            if not vals:
+                raise ValueError(f"no logged step of arm {arm['name']!r} in ({lo}, {hi}] of training")
+            return sum(vals) / len(vals)
+
+        drops.append(mean_loss(0.8 - window, 0.8) - mean_loss(1 - window, 1.0))
+    if not drops:
+        raise ValueError(f"arm {arm['name']!r} has no judged runs")
+    return sum(drops) / len(drops)
+
+
+def first_step_below(arm: dict, level: float) -> float:
+    """The mean over a sweep arm's judged seeds of the first logged step whose loss is below ``level``
+    (``inf`` when a seed never gets there): how fast an arm trains, which its final accuracy cannot show
+    (chapter "Unequal gradients")."""
+    steps = [next((e["step"] for e in r["log"] if e["loss"] < level), math.inf)
+             for r in arm["runs"] if r["role"] == "judged"]
+    if not steps:
+        raise ValueError(f"arm {arm['name']!r} has no judged runs")
+    return sum(steps) / len(steps)
+
+
+def update_ratio(arm: dict, seed: int = 0, step: int | None = None) -> float:
+    """The ratio of the query/key to the value update sizes of a sweep arm's judged run (seed ``seed``) at the
+    logged ``step`` (default: the first): what the optimiser does with the gradients (chapter "Unequal
+    gradients": Adam's steps against SGD's)."""
+    log = best_log(arm, seed)
+    entry = log[0] if step is None else next((e for e in log if e["step"] == step), None)
+    if entry is None:
+        raise ValueError(f"arm {arm['name']!r} has no log entry at step {step}")
+    return entry["qk_update"] / entry["v_update"]
 
 
 def by_depth(size: ReverserSize, depths, *, lr: float, steps: int, x_eval: torch.Tensor, seed: int = 0,
@@ -276,27 +331,30 @@ def sweep_run(arm: dict, lr: float, seed: int = 0) -> dict:
 
 
 def best_log(arm: dict, seed: int = 0) -> list:
-    """The training log of a sweep arm's run at its best learning rate and seed ``seed``."""
+    """The training log of a sweep arm's judged run at its chosen learning rate and seed ``seed``."""
     return sweep_run(arm, arm["best_lr"], seed)["log"]
 
 
 def sweep_table(sweep: dict) -> str:
     """A markdown table of the sweep (chapter "Unequal gradients"): one row per arm, at every learning rate
-    the mean accuracy over seeds and its range, the arm's best learning rate in bold."""
-    rows = ["| arm | learning rate: accuracy, mean (min-max over seeds) |", "|---|---|"]
+    the mean accuracy over the selection seeds and its range, the chosen learning rate in bold, and the
+    judged seeds' accuracies at it."""
+    rows = ["| arm | selection seeds, by learning rate: accuracy, mean (min-max) | judged seeds at the chosen "
+            "rate |", "|---|---|---|"]
     for name, a in sweep["by_name"].items():
         cells = []
         for lr in sweep["learning_rates"][a["optimizer"]]:
-            s = seed_accuracies(a, lr)
+            s = selection_accuracies(a, lr)
             mark = "**" if lr == a["best_lr"] else ""
             cells.append(f"{mark}{lr:g}: {sum(s) / len(s):.2f} ({min(s):.2f}-{max(s):.2f}){mark}")
-        rows.append(f"| {name} | " + "; ".join(cells) + " |")
+        judged = ", ".join(f"{x:.2f}" for x in seed_accuracies(a))
+        rows.append(f"| {name} | " + "; ".join(cells) + f" | {judged} |")
     return "\n".join(rows)
 
 
 def arm_difference(sweep: dict, a: str, b: str) -> tuple[float, tuple[float, float]]:
-    """Mean accuracy of arm ``a`` minus that of arm ``b``, each at its own best learning rate, with a 90%
-    bootstrap interval over seeds (:func:`attnbook.stats.bootstrap_mean_difference`): ``(estimate, (lo, hi))``
+    """Mean accuracy of arm ``a`` minus that of arm ``b`` over their judged seeds, each at its own chosen
+    learning rate, with a 90% bootstrap interval over seeds (:func:`attnbook.stats.bootstrap_mean_difference`): ``(estimate, (lo, hi))``
     (chapter "Unequal gradients": the sweep's comparisons)."""
     arms = sweep["by_name"]
     est, lo, hi = bootstrap_mean_difference(seed_accuracies(arms[a]), seed_accuracies(arms[b]))

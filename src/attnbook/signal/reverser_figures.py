@@ -36,27 +36,29 @@ def training_losses(results: Mapping[tuple, dict], vocab: int, depth: int) -> pl
 
 
 def optimiser_sweep(sweep: dict) -> plt.Figure:
-    """Accuracy against the learning rate (mean and range over seeds) per arm, SGD and Adam side by side;
-    below, each arm's query/key to value gradient ratio and output token cosine at its best learning rate."""
+    """Accuracy against the learning rate (mean and range over the selection seeds) per arm, SGD and Adam side
+    by side; below, each arm's query/key to value update-size ratio and output token cosine in its judged run
+    (seed 0) at the chosen learning rate."""
     fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.6), layout="constrained")
     for name, a in sweep["by_name"].items():
         style = dict(color=SGD_RED if a["optimizer"] == "sgd" else ADAM_BLUE,
                      ls="--" if a["scaled"] else "-", alpha=1.0 if a["temperature"] == 1 else 0.5)
         lrs = sweep["learning_rates"][a["optimizer"]]
-        accs = [rv.seed_accuracies(a, lr) for lr in lrs]
+        accs = [rv.selection_accuracies(a, lr) for lr in lrs]
         mean = [sum(s) / len(s) for s in accs]
-        spread = [[m - min(s) for m, s in zip(mean, accs)], [max(s) - m for m, s in zip(mean, accs)]]
+        # clamped at 0: the mean of equal accuracies can round a hair above their maximum
+        spread = [[max(0.0, m - min(s)) for m, s in zip(mean, accs)], [max(0.0, max(s) - m) for m, s in zip(mean, accs)]]
         ax = axes[0, 0] if a["optimizer"] == "sgd" else axes[0, 1]
         ax.errorbar(lrs, mean, yerr=spread, marker="o", ms=4, capsize=2, label=name, **style)
         log = rv.best_log(a)
         steps = [e["step"] for e in log]
-        axes[1, 0].plot(steps, [e["qk_grad"] / e["v_grad"] for e in log], **style)
+        axes[1, 0].plot(steps, [e["qk_update"] / e["v_update"] for e in log], **style)
         axes[1, 1].plot(steps, [e["cosine"] for e in log], **style)
     for ax, title in zip(axes[0], ("SGD", "Adam")):
         ax.set(xscale="log", xlabel="learning rate", ylabel="accuracy", title=title, ylim=(0, 1.05))
-    axes[1, 0].set(yscale="log", xlabel="step", ylabel="|grad W_QK| / |grad W_V|",
-                   title="best learning rate, seed 0")
-    axes[1, 1].set(xlabel="step", ylabel="output token cosine", title="best learning rate, seed 0",
+    axes[1, 0].set(yscale="log", xlabel="step", ylabel="|step of W_QK| / |step of W_V|",
+                   title="chosen learning rate, seed 0")
+    axes[1, 1].set(xlabel="step", ylabel="output token cosine", title="chosen learning rate, seed 0",
                    ylim=(-0.05, 1.05))
     handles, labels = zip(*(hl for ax in axes[0] for hl in zip(*ax.get_legend_handles_labels())))
     fig.legend(handles, labels, loc="outside lower center", ncol=1)
