@@ -399,7 +399,7 @@ def test_glance_table_gives_each_headline_its_verdict_reason_and_chapter_tally()
             row(1, "c", "comparison", "differs", "other"), row(2, "d", "check", "holds")]
     lines = glance_table(rows, {1: ("b", "a"), 2: ("d",)}).splitlines()
     assert len(lines) == 2 + 3
-    assert lines[2] == ("| ≠ differs: too short | [1](part/01_c.ipynb) | b | 1.5 | 2 | "
+    assert lines[2] == ("| ≠ differs: too short | [1](part/01_c.html) | b | 1.5 | 2 | "
                         "3 comparisons: 1 reproduces, 2 differ |")
     assert lines[3].startswith("| ✓ reproduces |  | a |") and lines[3].endswith("|  |")  # one link a chapter
     assert lines[4].endswith("| 1 of 1 checks hold |")

@@ -774,6 +774,8 @@ glue("ch09_scale_need", 1 - 1 / math.sqrt(16));
 #   collapsed longer (at depth 16, for all {glue:text}`ch09_steps:d` steps); with $\alpha = 1/\sqrt L$ every depth escapes early.
 #   Learnable residual scales stay close to where they start, in a run too short for Adam to move them to
 #   $1/\sqrt L$.
+# * What came after: [chapter 12](../part4_after/12_masks_clusters_sinks_shaped.ipynb) follows collapse into today's models: causal and sliding-window masks,
+#   sink heads and *shaped* attention, which keeps the tokens apart at any depth without scaling the residual branches.
 #
 # ## Exercises
 #

@@ -1390,6 +1390,8 @@ for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoi
 # * Given the gates' fine-tuning, Michel et al.'s masks come within a fraction of a BLEU point of the gates' at
 #   3, 8 and 22 encoder heads (the gates ahead at each): the difference between the methods is mostly the
 #   retraining, and a paired bootstrap (beam 4) puts the rest on the gates' side at 3 and 8 heads but not at 22.
+# * What came after: [chapter 12](../part4_after/12_masks_clusters_sinks_shaped.ipynb) measures how much of each layer of this book's translation model and of
+#   MiniLM the skip path carries, and what heads that attend to sink tokens add.
 #
 # ## Exercises
 #

@@ -209,7 +209,7 @@ print(
 )
 
 # %% tags=["hide-input"]
-fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 3.8), layout="constrained")
+fig, (left, right) = plt.subplots(2, 1, figsize=(6.4, 6.6), layout="constrained")
 angles = torch.atan2(trajectories[4.0][..., 1], trajectories[4.0][..., 0])
 for i in range(angles.shape[1]):
     left.plot(times, angles[:, i], lw=0.6, color="0.3")

@@ -466,7 +466,8 @@ def _tally(rows: list[Row]) -> str:
 
 def glance_table(rows: Iterable[Row], headlines: Optional[dict] = None, link_from: str = "book") -> str:
     """The intro's results at a glance (issue: the answer first): one row per headline claim of each chapter
-    (:data:`HEADLINES`), as this run's claims state it: the chapter (a link, relative to ``link_from``), the claim,
+    (:data:`HEADLINES`), as this run's claims state it: the chapter (a link to its rendered page, relative to
+    ``link_from``), the claim,
     the book's value and the paper's, the verdict with its reason when it differs or is undecided, and all of the
     chapter's comparisons by verdict. Raises if a headline is not among ``rows``."""
     rows = list(rows)
@@ -479,7 +480,9 @@ def glance_table(rows: Iterable[Row], headlines: Optional[dict] = None, link_fro
             if not found:
                 raise ValueError(f"headline {name!r} is not a claim of chapter {number}")
             r = found[0]
-            link = Path(r.notebook).relative_to(link_from).as_posix() if r.notebook.startswith(link_from) else r.notebook
+            # the rendered page (a link in a cell's output is not rewritten from .ipynb to .html by the build)
+            link = Path(r.notebook).relative_to(link_from) if r.notebook.startswith(link_from) else Path(r.notebook)
+            link = link.with_suffix(".html").as_posix()
             verdict = f"{_MARKS.get(r.verdict, '✗')} {r.verdict}"
             if r.verdict in ("differs", "undecided") and r.reason:
                 verdict += f": {r.reason}"

@@ -70,18 +70,19 @@ def encoder_attention_maps(model, src_ids: Sequence[int], tokens: Sequence[str],
     with torch.no_grad():
         _, _, attns = model.encode(torch.tensor([list(src_ids)], device=device), return_attention=True)
     n_layers, n_heads = len(attns), attns[0].shape[1]
-    fig, axes = plt.subplots(1, len(heads), figsize=(3.3 * len(heads), 3.8), layout="constrained", squeeze=False)
+    # the book's column width: wider figures are shrunk on a phone until their text is unreadable
+    fig, axes = plt.subplots(1, len(heads), figsize=(6.4, 3.0), layout="constrained", squeeze=False)
     for ax, (title, (layer, head)) in zip(axes[0], heads.items()):
         if not (1 <= layer <= n_layers and 1 <= head <= n_heads):
             raise ValueError(f"head ({layer}, {head}) is outside {n_layers} layers x {n_heads} heads (from 1)")
         a = attns[layer - 1][0, head - 1].cpu().numpy()
         ax.imshow(a, vmin=0, vmax=1, cmap="Greys")
-        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
-        ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
-        ax.set_title(f"{title}\nlayer {layer}, head {head}", fontsize=9)
-        ax.set_xlabel("key")
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=6)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=6)
+        ax.set_title(f"{title}\nlayer {layer}, head {head}", fontsize=10)
+        ax.set_xlabel("key", fontsize=10)
         ax.grid(False)
-    axes[0, 0].set_ylabel("query")
+    axes[0, 0].set_ylabel("query", fontsize=10)
     return fig
 
 
