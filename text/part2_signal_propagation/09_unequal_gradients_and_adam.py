@@ -663,7 +663,8 @@ glue("ch09_collapsed", round(COLLAPSED, 3))
 attnbook.check(
     "live SGD run, alpha=1, tau=1: accuracy after the chapter's steps minus the best a "
     "model with all output tokens alike can do", acc["sgd", False, 1.0] - COLLAPSED,
-    close_to=0.0, tol=0.1, digits=2)
+    # the live accuracy moves by up to 0.03 between CPU code paths: its band is 0.05
+    close_to=0.0, tol=0.1, digits=2, band=0.05)
 
 # %% [markdown]
 # What the sweep shows. Given enough steps and a small enough learning rate, SGD trains the unscaled deep post-LN

@@ -150,7 +150,7 @@ glue(
     int((curves["full"].median(0).values < 1e-10).float().argmax()),
 )
 glue("ch12_last_window", last["window"])
-glue("ch12_last_cwindow", last["causal window"])
+glue("ch12_last_cwindow", last["causal window"]);
 
 # %% [markdown]
 # Full attention collapses doubly exponentially (order {glue:text}`ch12_order_full:.1f`): by layer {glue:text}`ch12_full_roundoff:d` the residual is at round-off. Under
@@ -161,7 +161,7 @@ glue("ch12_last_cwindow", last["causal window"])
 # tokens between them, and the second token keeps a weight on itself that does not shrink with the residual; the
 # cubic mechanism of [chapter 3](../part1_rank_collapse/03_residual_bound_one_layer.ipynb), where the attention's distance from uniform is itself proportional to the residual,
 # needs every token to see every other. Local windows slow the collapse further: after the same depth their residual
-# is still {glue:text}`ch12_last_window:.2f` (window) and {glue:text}`ch12_last_cwindow:.2f` (causal window), because information needs many layers to cross the sequence
+# is still {glue:text}`ch12_last_window:.2f` (window) and {glue:text}`ch12_last_cwindow:.1e` (causal window), because information needs many layers to cross the sequence
 # (the checked exercise below counts them).
 #
 # Wu et al. also study LayerNorm, and there their abstract says something [chapter 4](../part1_rank_collapse/04_deep_bounds.ipynb) could not: "with proper choice
@@ -259,7 +259,7 @@ print(f"beta = 4: two clusters by t = {formed:g}, one by t = {merged:g}; "
 glue("ch12_formed", formed)
 glue("ch12_merged", merged)
 glue("ch12_t_end", times[-1])
-glue("ch12_beta9_end", counts[9.0][-1])
+glue("ch12_beta9_end", counts[9.0][-1]);
 
 # %% [markdown]
 # At $\beta = 4$ two clusters form by $t =$ {glue:text}`ch12_formed:.0f` and last until $t =$ {glue:text}`ch12_merged:.0f`; at $\beta = 9$, {glue:text}`ch12_beta9_end:d` clusters are still apart at
@@ -345,7 +345,7 @@ glue("ch12_alpha_mt_hi", max(alpha["EN-ES translation model"]))
 glue("ch12_rho_size", rho_size["rho"])
 glue("ch12_p_size", rho_size["p_less"])
 glue("ch12_rho_res", rho_residual["rho"])
-glue("ch12_p_res", rho_residual["p_less"])
+glue("ch12_p_res", rho_residual["p_less"]);
 
 # %% [markdown]
 # The skip path carries {glue:text}`ch12_alpha_lm_lo:.2f` to {glue:text}`ch12_alpha_lm_hi:.2f` of MiniLM's layers and {glue:text}`ch12_alpha_mt_lo:.2f` to {glue:text}`ch12_alpha_mt_hi:.2f` of the translation encoder's: in both
