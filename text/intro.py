@@ -121,6 +121,7 @@ display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 # | 9. Unequal gradients, temperature and Adam | 58 |
 # | 10. A translation model and its heads | 54 |
 # | 11. Pruning heads | 52 |
+# | 12. What came after (added 2026-12-05; executed alone, one thread) | 10 |
 # | Reproduction page | 3 |
-# | **whole book** | **404** |
+# | **whole book** (chapters 1-11 and the reproduction page) | **404** |
 #
