@@ -37,6 +37,7 @@ import torch  # noqa: E402
 import attnbook  # noqa: E402
 from attnbook.core import runs as run_table  # noqa: E402
 from attnbook.signal import reverser as rv  # noqa: E402
+from attnbook.core.ensembles import batches_models_on  # noqa: E402
 from attnbook.signal.reverser_ensemble import train_seeds  # noqa: E402
 from train_translation import cpu_name  # noqa: E402
 
@@ -57,12 +58,13 @@ def arm_name(arm: dict) -> str:
 
 def seed_runs(size: rv.ReverserSize, arm: dict, lr: float, seeds, steps: int, x_eval, device,
               warmup: int) -> list[dict]:
-    """The runs of one arm at one learning rate, a record per seed. On the CPU one after another
+    """The runs of one arm at one learning rate, a record per seed. Batched only on a real CUDA GPU (the library's
+    rule, ``core.ensembles.batches_models_on``); elsewhere one after another
     (``reverser.train_run``): batching the three seeds there takes 4.7 s where the loop takes 5.2 s (60 steps at
     quick, one thread), and the shipped quick sweep was made this way; on a GPU, where a tiny model's step is
     bound by kernel launches, as one batched model (``reverser_ensemble.train_seeds``), equal to float rounding."""
     warmup = warmup if arm["optimizer"] == "adam" else 0
-    if torch.device(device).type == "cpu":
+    if not batches_models_on(device):
         return [rv.train_run(size, **arm, lr=lr, seed=seed, steps=steps, x_eval=x_eval, warmup=warmup)
                 for seed in seeds]
     return train_seeds(size, **arm, lr=lr, seeds=seeds, steps=steps, x_eval=x_eval, device=device,

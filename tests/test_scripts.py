@@ -49,6 +49,7 @@ def test_sweep_optimisers_writes_a_file_of_its_run(tmp_path, monkeypatch):
 
     monkeypatch.setattr(mod.rv, "train_run", fake_train_run)
     monkeypatch.setattr(mod, "train_seeds", fake_train_seeds)
+    monkeypatch.setattr(mod, "batches_models_on", lambda device: device == "cuda")  # as on a machine with a GPU
     monkeypatch.setattr(mod.rv, "balancing_temperature", lambda size, scaled: 2.0)
     run_main(mod, ["--out", str(tmp_path / "on_gpu.json"), "--device", "cuda"], monkeypatch)
     on_gpu = json.loads((tmp_path / "on_gpu.json").read_text())

@@ -565,7 +565,8 @@ if sweep:
     # logged step's update, against that of the gradients, on the unscaled model
     first = {opt: rv.best_log(arm[f"{opt}, alpha=1, tau=1"])[0]
              for opt in ("sgd", "adam")}
-    step_ratio = {opt: e["qk_update"] / e["v_update"] for opt, e in first.items()}
+    step_ratio = {opt: rv.update_ratio(arm[f"{opt}, alpha=1, tau=1"])
+                  for opt in ("sgd", "adam")}
     grad_ratio = {opt: e["qk_grad"] / e["v_grad"] for opt, e in first.items()}
     print("QK/V ratio at step", first["sgd"]["step"], "(unscaled model): gradients",
           {k: round(v, 4) for k, v in grad_ratio.items()}, "| updates",

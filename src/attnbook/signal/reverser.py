@@ -244,13 +244,18 @@ def load_sweep(preset: str | None = None) -> dict:
     return sweep
 
 
-def seed_accuracies(arm: dict) -> list[float]:
-    """The final accuracy of every *judged* seed of a sweep arm, at the learning rate chosen on the selection
-    seeds (chapter "Unequal gradients": the seeds a verdict rests on did not choose its learning rate)."""
-    accs = [r["acc"] for r in arm["runs"] if r["role"] == "judged" and r["lr"] == arm["best_lr"]]
-    if not accs:
+def judged_runs(arm: dict) -> list[dict]:
+    """A sweep arm's *judged* runs: the seeds run at the learning rate chosen on the selection seeds (chapter
+    "Unequal gradients": the seeds a verdict rests on did not choose its learning rate)."""
+    runs = [r for r in arm["runs"] if r["role"] == "judged" and r["lr"] == arm["best_lr"]]
+    if not runs:
         raise ValueError(f"arm {arm['name']!r} has no judged runs")
-    return accs
+    return runs
+
+
+def seed_accuracies(arm: dict) -> list[float]:
+    """The final accuracy of every judged seed of a sweep arm (:func:`judged_runs`)."""
+    return [r["acc"] for r in judged_runs(arm)]
 
 
 def selection_accuracies(arm: dict, lr: float) -> list[float]:
@@ -268,9 +273,7 @@ def late_loss_drop(arm: dict, window: float = 0.1) -> float:
     the judged seeds (chapter "Unequal gradients": the plateau gate; near 0 when training has levelled off,
     positive while the loss still falls)."""
     drops = []
-    for r in arm["runs"]:
-        if r["role"] != "judged":
-            continue
+    for r in judged_runs(arm):
         log = r["log"]
         last = log[-1]["step"]
 
@@ -281,8 +284,6 @@ def late_loss_drop(arm: dict, window: float = 0.1) -> float:
             return sum(vals) / len(vals)
 
         drops.append(mean_loss(0.8 - window, 0.8) - mean_loss(1 - window, 1.0))
-    if not drops:
-        raise ValueError(f"arm {arm['name']!r} has no judged runs")
     return sum(drops) / len(drops)
 
 
@@ -290,10 +291,7 @@ def first_step_below(arm: dict, level: float) -> float:
     """The mean over a sweep arm's judged seeds of the first logged step whose loss is below ``level``
     (``inf`` when a seed never gets there): how fast an arm trains, which its final accuracy cannot show
     (chapter "Unequal gradients")."""
-    steps = [next((e["step"] for e in r["log"] if e["loss"] < level), math.inf)
-             for r in arm["runs"] if r["role"] == "judged"]
-    if not steps:
-        raise ValueError(f"arm {arm['name']!r} has no judged runs")
+    steps = [next((e["step"] for e in r["log"] if e["loss"] < level), math.inf) for r in judged_runs(arm)]
     return sum(steps) / len(steps)
 
 
