@@ -136,12 +136,13 @@ def _gate_spec(s: dict, lam) -> dict:
 
 
 def _train_gates(base, stream, s: dict, spec: dict):
-    """One run of a gate recipe (settings ``s``, run ``spec``): Voita et al.'s gate fine-tuning."""
+    """One run of a gate recipe (settings ``s``, run ``spec``): Voita et al.'s gate fine-tuning. A spec's
+    ``seed`` (a variant's gate seed: the gates' initial log alpha and their noise) replaces the recipe's."""
     return GT.gate_translation_model(
         base, stream, kinds=s["kinds"], lam=spec["lam"], steps=spec["steps"], lr=spec["lr"],
         gate_lr=spec["gate_lr"], init_log_alpha=spec["init_log_alpha"], label_smoothing=s["label_smoothing"],
-        record_every=s["record_every"], clip=s["clip"], seed=s["seed"], device=DEVICE, progress=True,
-        desc=f"lambda={spec['lam']}")
+        record_every=s["record_every"], clip=s["clip"], seed=spec.get("seed", s["seed"]), device=DEVICE,
+        progress=True, desc=f"lambda={spec['lam']}")
 
 
 def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = False) -> None:

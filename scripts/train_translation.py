@@ -13,7 +13,7 @@ weights; training stops early when dev BLEU has not improved for ``patience`` ev
 model is the average of the last ``average_last`` evaluated checkpoints (checkpoint averaging, as
 fairseq's IWSLT recipe), kept when it is at least as good on dev as the last one.
 
-At log-spaced steps it records every head's role statistics on fixed dev verses
+At log-spaced steps, and at every evaluation in the last 30% of training, it records every head's role statistics on fixed dev verses
 (:func:`attnbook.heads.roles.role_statistics`: confidence, attention-sink share, previous/next-token share), for
 chapter 10's role-emergence figure. The full training state is saved every ``eval_every`` steps to
 ``--state`` (default ``runs/translation_<preset>/state.pt``); ``--resume`` continues from it exactly.
@@ -59,6 +59,16 @@ def cpu_name() -> str:
 def log_spaced_steps(last: int, n: int = 28) -> list[int]:
     """About ``n`` steps from 1 to ``last``, evenly spaced in log(step)."""
     return sorted({max(1, round(math.exp(i * math.log(last) / (n - 1)))) for i in range(n)})
+
+
+def role_snapshot_steps(last: int, eval_every: int, late_fraction: float = 0.3) -> list[int]:
+    """Steps at which training records role statistics: about 28 log-spaced steps, plus every evaluation
+    step in the last ``late_fraction`` of training (five or more points there at the book's recipes, so
+    that chapter 10 can tell whether a role is still growing when training ends)."""
+    if not 0 < late_fraction < 1 or eval_every < 1:
+        raise ValueError(f"expected 0 < late_fraction < 1 and eval_every >= 1, got {late_fraction}, {eval_every}")
+    late = {s for s in range(eval_every, last + 1, eval_every) if s >= (1 - late_fraction) * last}
+    return sorted(set(log_spaced_steps(last)) | late | {last})
 
 
 def parse_overrides(items: list[str], preset: dict) -> dict:
@@ -110,7 +120,7 @@ def main() -> None:
     dev_tgt = tr.pad(tr.encode([s for _, s in dev_pairs], p["max_len"], bos=True))
     role_src, role_tgt = dev_src[: p["n_role_sentences"]], dev_tgt[: p["n_role_sentences"]]
     role_src, role_tgt = role_src[:, : int((role_src != 0).sum(1).max())], role_tgt[:, : int((role_tgt != 0).sum(1).max())]
-    role_steps = set(log_spaced_steps(steps))
+    role_steps = set(role_snapshot_steps(steps, p["eval_every"]))
 
     state_path = args.state or ROOT / "runs" / f"translation_{tag}" / "state.pt"
     state_path.parent.mkdir(parents=True, exist_ok=True)

@@ -125,7 +125,11 @@ def test_scratch_claims_verdict_by_the_envelope_of_the_seeds_intervals():
     assert second["verdict"] == "reproduces" and second["reason"] == ""  # the paper's side: no reason kept
     assert third["verdict"] == "undecided" and "the interval reaches 0" in third["reason"]
     assert first["precomputed"] == "python run.py x" and first["paper"] == -0.5
+    # the rule's power, from the seeds' spread: weaker for the shape with two seeds than for the one with one
+    power = [float(c.condition.split("power: ")[1].split(" ")[0]) for c in claims]
+    assert 0 < power[0] < power[1] < 1
     pruned_better, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 3", "")
+    assert "power" not in pruned_better.condition  # one seed: the seeds' noise is not measured
     assert pruned_better.verdict == "differs"
     assert "-1.00 to -0.10: the pruned model is the better at every seed; done" in pruned_better.reason
 

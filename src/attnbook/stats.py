@@ -7,6 +7,8 @@
 * :func:`paired_bleu_difference`, :func:`paired_bleu_contrast`: Koehn's paired bootstrap of a difference of BLEUs
   and of a weighted sum of them (chapter "Pruning heads").
 * :func:`across_seeds`: one shape's paired differences over seeds, their mean, envelope and spread.
+* :func:`seed_noise`, :func:`envelope_rule_power`, :func:`containment_power`: the noise of a seed comparison measured from those
+  differences, and how often the envelope rule decides each way at a paper's effect size (its power).
 * :func:`top_overlap_p`: the chance of a top-k overlap at least as large under random rankings (a qualitative
   statement of a paper decided against chance: chapter "A translation model").
 
@@ -145,6 +147,61 @@ def across_seeds(per_seed: Sequence[Mapping]) -> dict:
     return {"n_seeds": len(deltas), "delta": sum(deltas) / len(deltas),
             "low": min(s["low"] for s in per_seed), "high": max(s["high"] for s in per_seed),
             "spread": max(deltas) - min(deltas)}
+
+
+def seed_noise(per_shape: Sequence[Sequence[Mapping]], z: float = 1.96) -> dict:
+    """The noise of a seed comparison, measured from the book's own paired differences (chapter "Pruning
+    heads"): ``per_shape`` holds, for each shape, its seeds' paired differences (``delta``, ``low``, ``high``,
+    95% intervals). Returns ``sentence_se``, the root mean square of the intervals' half-widths over ``z``
+    (the noise of the test verses), and ``seed_sd``, the seed-to-seed standard deviation of the true
+    difference: the variance of the seeds' differences within a shape, pooled over shapes, less the
+    sentence part (floored at 0)."""
+    se2, within, dof = [], 0.0, 0
+    for seeds in per_shape:
+        deltas = np.array([s["delta"] for s in seeds], dtype=float)
+        se2 += [((s["high"] - s["low"]) / (2 * z)) ** 2 for s in seeds]
+        if deltas.size > 1:
+            within += float(((deltas - deltas.mean()) ** 2).sum())
+            dof += deltas.size - 1
+    if not se2:
+        raise ValueError("seed_noise needs at least one shape with at least one seed")
+    sentence_var = float(np.mean(se2))
+    seed_var = max(0.0, within / dof - sentence_var) if dof else float("nan")
+    return {"sentence_se": sentence_var ** 0.5, "seed_sd": seed_var ** 0.5, "dof": dof}
+
+
+def envelope_rule_power(effect: float, sentence_se: float, seed_sd: float, n_seeds: int, *,
+                        threshold: float = 0.0, z: float = 1.96, n_sim: int = 20000, seed: int = 0) -> dict:
+    """How often the envelope rule of :func:`attnbook.claims.compare` (``interval`` with ``same_side_of``,
+    the envelope of ``n_seeds`` seeds' 95% intervals as :func:`across_seeds` makes it) gives each verdict when
+    the true difference is the paper's ``effect`` (chapter "Pruning heads": the rule's power, printed with
+    its verdict). Each simulated seed has true difference ``effect + seed_sd * N(0, 1)``, estimated with
+    sentence noise ``sentence_se`` and the interval ``estimate +- z * sentence_se``. Returns the shares
+    ``reproduces`` (the whole envelope on ``effect``'s side of ``threshold``), ``differs`` (wholly on the
+    other side) and ``undecided``."""
+    if n_seeds < 1 or sentence_se < 0 or not seed_sd >= 0 or effect == threshold:
+        raise ValueError(f"need n_seeds >= 1, non-negative noise and an effect off the threshold, got "
+                         f"n_seeds={n_seeds}, sentence_se={sentence_se}, seed_sd={seed_sd}, effect={effect}")
+    rng = np.random.default_rng(seed)
+    true = effect + seed_sd * rng.standard_normal((n_sim, n_seeds))
+    estimate = true + sentence_se * rng.standard_normal((n_sim, n_seeds))
+    low, high = (estimate - z * sentence_se).min(1), (estimate + z * sentence_se).max(1)
+    above, below = low > threshold, high <= threshold
+    same = above if effect > threshold else below
+    other = below if effect > threshold else above
+    return {"reproduces": float(same.mean()), "differs": float(other.mean()),
+            "undecided": float(1 - same.mean() - other.mean()), "n_sim": n_sim}
+
+
+def containment_power(sentence_se: float, seed_sd: float, z: float = 1.96) -> float:
+    """How often one seed's interval ``estimate +- z * sentence_se`` contains the true difference of the
+    paper when it holds (the ``interval`` rule of :func:`attnbook.claims.compare`): the interval's coverage,
+    lowered by the seed-to-seed spread ``seed_sd`` it does not see, ``2 Phi(z se / sqrt(se^2 + sd^2)) - 1``."""
+    if not sentence_se > 0 or not seed_sd >= 0:
+        raise ValueError(f"need sentence_se > 0 and seed_sd >= 0, got {sentence_se}, {seed_sd}")
+    from scipy.stats import norm
+
+    return float(2 * norm.cdf(z * sentence_se / (sentence_se ** 2 + seed_sd ** 2) ** 0.5) - 1)
 
 
 def top_overlap_p(n_items: int, top: int, overlap: int) -> float:

@@ -266,6 +266,7 @@ def compare(
     chapter: str = "",
     digits: int = 3,
     analogue: str = "",
+    power: Optional[float] = None,
 ) -> Claim:
     """A comparison of this book's ``value`` with the ``paper``'s, under an agreement rule stated beforehand.
 
@@ -295,6 +296,10 @@ def compare(
     explains a *differs* (and says what was measured for an *undecided*): compute it from measured values when
     the claim is made, so that it is true at every preset (a callable ``reason(value)`` is called only when the
     verdict is not *reproduces*); a *differs* without one says :data:`NOT_MEASURED`. ``band``, ``precomputed``: as in :func:`check`.
+
+    ``power``: with an ``interval`` rule, the share of simulated runs in which the rule reproduces when the
+    paper's effect is true, simulated from this book's own noise (:func:`attnbook.stats.envelope_rule_power`);
+    the rule's text states it, so that a reader sees how often a faithful reproduction would say so.
 
     ``analogue``: the model the book measured where the paper measured another (``"pretrained MiniLM"``). The
     claim is then of kind :data:`ANALOGUE`, its note says so, and the reproduction page counts it apart from the
@@ -374,6 +379,13 @@ def compare(
     elif interval is not None:
         rule = "this book's interval contains the paper's value"
         agrees = lo <= paper <= hi
+    if power is not None:
+        power = _number(name, "power", power)
+        if interval is None or not 0 <= power <= 1:
+            raise ValueError(f"claim {name!r}: power is a share in [0, 1] and goes with an interval rule, got "
+                             f"{power!r}" + ("" if interval is not None else " without an interval"))
+        rule += f"; the rule's power: {power:.2f} (how often it reproduces when the paper's effect is true, " \
+                "simulated from this book's noise)"
     verdict = REPRODUCES if agrees else UNDECIDED if undecided else DIFFERS
     if verdict == REPRODUCES:
         reason = ""

@@ -22,7 +22,8 @@ from attnbook.claims import Claim, compare
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
-from attnbook.stats import across_seeds, paired_bleu_contrast, paired_bleu_difference
+from attnbook.stats import (across_seeds, envelope_rule_power, paired_bleu_contrast, paired_bleu_difference,
+                            seed_noise)
 
 
 def load(name: str, preset: str | None = "quick") -> dict:
@@ -409,12 +410,17 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
     """One comparison with the paper per shape of :func:`scratch_versus_pruned`'s ``rows`` that has
     from-scratch runs (Voita et al. Table 3, ``paper``: its scratch-minus-pruned BLEU, read at ``source``):
     from scratch minus the ``arm`` model, the mean over seeds, its verdict by the envelope of the seeds'
-    paired 95% intervals (:func:`attnbook.stats.across_seeds`); ``done`` says how much of the recipe finished."""
+    paired 95% intervals (:func:`attnbook.stats.across_seeds`), with the rule's power at the paper's effect
+    from the noise of all the rows' seeds (:func:`attnbook.stats.seed_noise`,
+    :func:`attnbook.stats.envelope_rule_power`; none when no shape has two seeds); ``done`` says how much of the recipe finished."""
     out = []
+    noise = seed_noise([row["scratch"] for row in rows if row["scratch"]])
     for row in rows:
         if not row["scratch"]:
             continue
         a = row["across_seeds"]
+        power = (envelope_rule_power(paper, noise["sentence_se"], noise["seed_sd"], len(row["scratch"]))["reproduces"]
+                 if noise["dof"] else None)  # one seed per shape: the seeds' noise is not measured
         verdict = ("from scratch is the better at every seed" if a["low"] > 0
                    else "the pruned model is the better at every seed" if a["high"] < 0
                    else "the interval reaches 0")
@@ -425,5 +431,5 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
         out.append(compare(f"scratch minus {arm}, {row['kept']} encoder heads, mean over seeds "
                            f"{[s['seed'] for s in row['scratch']]} (BLEU, beam 4)", a["delta"], paper=paper,
                            same_side_of=0.0, interval=(a["low"], a["high"]), digits=2, source=source,
-                           reason=reason, precomputed=precomputed))
+                           reason=reason, precomputed=precomputed, power=power))
     return out
