@@ -48,6 +48,20 @@ def test_role_emergence_draws_every_role_the_criterion_and_bleu():
     assert len(fig.legends[0].get_texts()) == len(rf.EMERGENCE) + 2
 
 
+def test_role_emergence_draws_the_learning_rate_and_a_second_seed_on_the_roles_axis():
+    trace = [dict(step=s, enc_self=dict(prev=[[p]], next=[[0.1]], confidence=[[0.3]], sink=[[0.2]]),
+                  dec_cross=dict(confidence=[[0.4]])) for s, p in [(0, 0.05), (100, 0.3), (200, 0.6)]]
+    other = [dict(step=s, enc_self=dict(prev=[[0.2]], next=[[p]])) for s, p in [(0, 0.1), (150, 0.7)]]
+    fig = rf.role_emergence(trace, EVALS, 0.9, learning_rate=([0, 100, 200], [0.0, 1.0, 0.5]),
+                            other_seed=("seed 1", other))
+    ax, _ = fig.axes
+    assert len(ax.lines) == len(rf.EMERGENCE) + 3
+    seed_line, rate_line = ax.lines[len(rf.EMERGENCE)], ax.lines[len(rf.EMERGENCE) + 1]
+    np.testing.assert_allclose(seed_line.get_ydata(), [0.2, 0.7])  # the larger of prev and next
+    np.testing.assert_allclose(rate_line.get_ydata(), [0.0, 1.0, 0.5])
+    assert "seed 1" in seed_line.get_label() and ax.lines[-1].get_ydata()[0] == 0.9
+
+
 def test_relevance_with_roles_marks_the_heads():
     rel = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
     marks = {"P": torch.tensor([[True, False], [False, False]]), "S": torch.tensor([[True, False], [False, True]])}

@@ -85,6 +85,18 @@ def test_best_over_training_takes_the_best_head_and_the_larger_statistic():
     np.testing.assert_allclose(hd.best_over_training(trace, "enc_self", ("next",))[1], [0.3, 0.4])
 
 
+def test_late_trend_reads_only_the_last_snapshots():
+    trace = [dict(step=s, enc_self=dict(prev=[[v, 0.0]], next=[[0.0, 0.0]]))
+             for s, v in [(0, 0.0), (500, 0.9), (7000, 0.50), (8000, 0.55), (9000, 0.60), (10000, 0.65)]]
+    out = hd.late_trend(trace, "enc_self", ("prev", "next"), 10000)
+    assert out["n"] == 4 and out["steps"][0] == 7000 and out["from_step"] == 7000
+    assert out["change"] == pytest.approx(0.15) and out["slope"] == pytest.approx(0.05)
+    few = hd.late_trend(trace, "enc_self", ("prev",), 10000, late_fraction=0.05)
+    assert few["n"] == 1 and np.isnan(few["slope"])
+    with pytest.raises(ValueError, match="late_fraction"):
+        hd.late_trend(trace, "enc_self", ("prev",), 10000, late_fraction=1.0)
+
+
 def test_checkpoint_comparison_rows():
     def ckpt(bleus, test, prev, nxt, seconds):
         meta = dict(evals=[dict(dev_bleu=b) for b in bleus], test_bleu_greedy=test, train_wall_seconds=seconds)

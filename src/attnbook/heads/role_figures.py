@@ -6,7 +6,7 @@ numbers in them come from :mod:`attnbook.heads.roles`, :mod:`attnbook.heads.tran
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import matplotlib.patheffects as pe
 import matplotlib.pyplot as plt
@@ -96,15 +96,27 @@ EMERGENCE = (
 )
 
 
-def role_emergence(trace: Sequence[Mapping], evals: Sequence[Mapping], criterion: float) -> plt.Figure:
+def role_emergence(trace: Sequence[Mapping], evals: Sequence[Mapping], criterion: float,
+                   learning_rate: Optional[tuple[Sequence[float], Sequence[float]]] = None,
+                   other_seed: Optional[tuple[str, Sequence[Mapping]]] = None) -> plt.Figure:
     """The best head's value of each role of :data:`EMERGENCE` against the training step (log scale; step 0
     drawn at 1) from the role statistics recorded during training (``trace``,
     :func:`attnbook.heads.roles.best_over_training`), the positional ``criterion`` as a dotted line, and dev
-    BLEU of the evaluations ``evals`` on a second axis."""
+    BLEU of the evaluations ``evals`` on a second axis. ``learning_rate``: ``(steps, rate / peak)``, drawn on
+    the roles' axis (both run from 0 to 1), so that a role's late growth can be read against the rate;
+    ``other_seed``: ``(label, trace)`` of a second training, its best neighbour share drawn dashed."""
     fig, ax = plt.subplots(figsize=(6.4, 5.6), layout="constrained")
     for kind, stat, marker, label in EMERGENCE:
         steps, best = hd.best_over_training(trace, kind, (stat,))
         ax.plot(np.maximum(steps, 1), best, marker, label=label)
+    if other_seed is not None:
+        label, other = other_seed
+        steps, best = hd.best_over_training(other, "enc_self", ("prev", "next"))
+        ax.plot(np.maximum(steps, 1), best, "--", color="0.45", lw=1.5, marker=".",
+                label=f"{label}: best neighbour share")
+    if learning_rate is not None:
+        steps, rate = (np.asarray(x, dtype=float) for x in learning_rate)
+        ax.plot(np.maximum(steps, 1), rate, color="0.6", lw=1, label="learning rate / peak")
     ax.axhline(criterion, color="0.5", ls=":", lw=1, label=f"positional criterion ({criterion})")
     ax2 = ax.twinx()
     ax2.plot([max(e["step"], 1) for e in evals], [e["dev_bleu"] for e in evals], color="0.3", lw=2,

@@ -520,6 +520,24 @@ def best_over_training(trace: Sequence[Mapping], kind: str, stats: Sequence[str]
     return steps, np.array([max(np.max(r[kind][s]) for s in stats) for r in trace])
 
 
+def late_trend(trace: Sequence[Mapping], kind: str, stats: Sequence[str], last_step: int,
+               late_fraction: float = 0.3) -> dict:
+    """Is a role still growing when training ends? (chapter "A translation model"): from the role statistics
+    recorded during training, the best head's value (:func:`best_over_training`) at the snapshots in the last
+    ``late_fraction`` of ``last_step`` training steps. Returns the window's first step, the ``steps`` and
+    ``values`` in it, ``n`` snapshots, ``change`` (last minus first) and ``slope`` (least squares, per 1000
+    steps; NaN with fewer than two snapshots)."""
+    if not 0 < late_fraction < 1 or last_step < 1:
+        raise ValueError(f"expected 0 < late_fraction < 1 and last_step >= 1, got {late_fraction}, {last_step}")
+    steps, best = best_over_training(trace, kind, stats)
+    start = (1 - late_fraction) * last_step
+    late = steps >= start
+    s, v = steps[late].astype(float), best[late]
+    slope = float(np.polyfit(s / 1000, v, 1)[0]) if s.size > 1 else float("nan")
+    return {"from_step": start, "steps": s.tolist(), "values": v.tolist(), "n": int(s.size),
+            "change": float(v[-1] - v[0]) if s.size else float("nan"), "slope": slope}
+
+
 def checkpoint_comparison(checkpoints: Mapping[str, tuple[Mapping, Mapping]]) -> list[tuple[str, list]]:
     """Translation checkpoints side by side (chapter "A translation model": the shipped model against the
     variant with wider heads): ``checkpoints`` maps a column name to ``(meta, roles)`` (the model's record from
