@@ -141,3 +141,18 @@ def test_every_chapter_has_a_checked_exercise():
 def test_the_window_exercise_counts_layers_of_three_positions():
     assert exercises.check("ch12-window-reach", math.ceil(15 / 3)).right
     assert not exercises.check("ch12-window-reach", math.ceil(15 / 4)).right  # counted the token itself too
+
+
+def test_the_importance_exercise_takes_absolute_values_before_the_mean():
+    values = exercises.IMPORTANCE_EXAMPLE
+    assert exercises.check("ch11-per-token-importance", sum(abs(v) for v in values) / len(values)).right
+    assert not exercises.check("ch11-per-token-importance", abs(sum(values) / len(values))).right
+
+
+def test_the_rule_power_exercise_accepts_the_normal_formula_and_not_the_coverage():
+    from scipy.stats import norm
+
+    gap, se = exercises.POWER_EXAMPLE["gap"], exercises.POWER_EXAMPLE["se"]
+    assert exercises.check("ch11-rule-power", float(norm.cdf(-gap / se - 1.96))).right
+    assert not exercises.check("ch11-rule-power", 0.95).right
+    assert not exercises.check("ch11-rule-power", float(norm.cdf(-gap / se - 1.645))).right

@@ -16,6 +16,7 @@ from typing import Callable
 
 import torch
 
+from attnbook import stats
 from attnbook.core.norms import relative_residual
 from attnbook.heads import gates, roles
 from attnbook.rank import deep_bound, masked_collapse, one_layer
@@ -46,6 +47,14 @@ ATTENTION_EXAMPLE = ((0.70, 0.10, 0.10, 0.05, 0.05),
                      (0.10, 0.50, 0.20, 0.10, 0.10),
                      (0.10, 0.20, 0.30, 0.25, 0.15),
                      (0.05, 0.05, 0.10, 0.60, 0.20))
+
+
+#: chapter "Pruning heads"'s importance exercise: one head's output times the gradient there, summed over its
+#: dimensions, on eight tokens
+IMPORTANCE_EXAMPLE = (0.30, -0.25, 0.10, -0.05, 0.40, -0.35, 0.20, -0.15)
+
+#: chapter "Pruning heads"'s power exercise: the true gap (BLEU) and the sentence standard error of one seed
+POWER_EXAMPLE = dict(gap=-0.8, se=0.3)
 
 
 #: chapter "The circle task"'s exercise: the token gap of a rollout at steps 0, 1, ..., 7
@@ -126,6 +135,24 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         lambda: float(gates.prob_zero(torch.tensor(0.0, dtype=torch.float64))),
         "A sample is 0 when the stretched value s (r - l) + l is at most 0, i.e. s <= -l / (r - l); s = "
         "sigmoid((log u - log(1 - u) + log alpha) / temperature) with u uniform: solve for u.",
+    ),
+    Exercise(
+        "ch11-per-token-importance",
+        "One head's output times the gradient there, summed over its dimensions, is exercises.IMPORTANCE_EXAMPLE "
+        "on eight tokens. What is its importance as Michel et al.'s code computes it?",
+        lambda: float(torch.tensor(IMPORTANCE_EXAMPLE, dtype=torch.float64).abs().mean()),
+        "Their code takes the absolute value for each token and then the mean over tokens; the absolute value of "
+        "the mean (HuggingFace's whole-batch estimator) lets positive and negative tokens cancel.",
+    ),
+    Exercise(
+        "ch11-rule-power",
+        "One seed, no seed-to-seed noise: the rule says reproduces when estimate + 1.96 se < 0. With the true gap "
+        "and the se of exercises.POWER_EXAMPLE, how often does it say so?",
+        lambda: stats.envelope_rule_power(POWER_EXAMPLE["gap"], POWER_EXAMPLE["se"], 0.0, 1,
+                                          n_sim=400_000)["reproduces"],
+        "The estimate is normal with mean -0.8 and standard deviation 0.3; the interval lies below 0 when the "
+        "estimate is below -1.96 x 0.3.",
+        rel_tol=0.01,
     ),
     Exercise(
         "ch10-previous-token",
