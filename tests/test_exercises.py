@@ -156,3 +156,10 @@ def test_the_rule_power_exercise_accepts_the_normal_formula_and_not_the_coverage
     assert exercises.check("ch11-rule-power", float(norm.cdf(-gap / se - 1.96))).right
     assert not exercises.check("ch11-rule-power", 0.95).right
     assert not exercises.check("ch11-rule-power", float(norm.cdf(-gap / se - 1.645))).right
+
+
+def test_the_confidence_exercise_averages_each_querys_largest_weight():
+    rows = exercises.ATTENTION_EXAMPLE
+    assert exercises.check("ch10-confidence", sum(max(r) for r in rows) / len(rows)).right
+    assert not exercises.check("ch10-confidence", max(max(r) for r in rows)).right
+    assert not exercises.check("ch10-confidence", sum(r[0] for r in rows) / len(rows)).right

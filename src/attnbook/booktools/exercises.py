@@ -155,6 +155,15 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         rel_tol=0.01,
     ),
     Exercise(
+        "ch10-confidence",
+        "One head's attention over five tokens is exercises.ATTENTION_EXAMPLE (rows are queries). What is its "
+        "confidence, the mean over queries of the largest weight?",
+        lambda: float(roles.head_confidence(torch.tensor(ATTENTION_EXAMPLE, dtype=torch.float64)[None, None, None],
+                                            torch.ones(1, 5, dtype=torch.bool),
+                                            torch.ones(1, 5, dtype=torch.bool))[0, 0]),
+        "For each row take its largest entry (the weight on the query's favourite key), then average the rows.",
+    ),
+    Exercise(
         "ch10-previous-token",
         "One head's attention over five tokens is exercises.ATTENTION_EXAMPLE (rows are queries). What share of "
         "its queries put their largest weight on the previous token?",
