@@ -25,6 +25,33 @@ except ImportError:
 # 3. **Heads.** A few specialised heads do the heavy lifting; the rest can be pruned with hard-concrete
 #    gates {cite:p}`voita2019analyzing`, or by gradient importance {cite:p}`michel2019sixteen`.
 #
+# {numref}`fig-intro-map` is the map of the argument, one panel per result, each computed by the book's library
+# as its chapters compute it (small sizes, so that the page draws it in seconds): without skip connections a
+# stack of attention layers loses rank within a few layers, while with them it keeps it; at initialisation
+# the tokens of an unscaled post-LN stack become the same token as depth grows, which is what starves the
+# queries and keys of gradient, and scaling the residual by $1/\sqrt{L}$ keeps them apart; and most of a trained
+# translation model's encoder heads can be pruned at a small cost in BLEU, as the paper found.
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+
+import attnbook
+from attnbook.booktools import overview
+from attnbook.claims import papers
+from attnbook.heads import sweeps
+
+attnbook.setup(seed=0)
+depths = (1, 2, 4, 8, 16, 32)
+sweep = sweeps.load("encoder_gates_converged")  # chapter 11's shipped gate sweep
+full = sweep["unpruned"]["bleu_beam"]
+s = sweep["meta"]["settings"]  # its main runs: one per lambda, the recipe's settings
+main = sweeps.main_runs(sweep, {k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")})
+pruned = [(48, 0.0)] + [(r["n_kept"], r["bleu_beam"] - full) for r in main.values()]
+paper = papers.number("voita2019", "encoder_only_wmt").value
+paper_pts = [(n, b - paper["bleu"][0]) for n, b in zip(paper["heads"], paper["bleu"])]
+overview.argument_map(overview.collapse_curves(), overview.cosine_curves(depths), depths,
+                      pruned, paper_pts)
+plt.show()
 
 # %% [markdown]
 # ## Results at a glance
