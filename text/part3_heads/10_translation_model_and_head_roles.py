@@ -50,7 +50,7 @@ import torch
 from IPython.display import Markdown, display
 
 import attnbook
-from attnbook import hf, stats
+from attnbook import stats
 from attnbook.claims import papers
 from attnbook.claims.prose import glue
 from attnbook.heads import role_figures as rf

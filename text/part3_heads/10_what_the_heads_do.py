@@ -44,14 +44,13 @@ import torch
 from IPython.display import Markdown, display
 
 import attnbook
-from attnbook import hf, stats
+from attnbook import hf
 from attnbook.claims import papers
 from attnbook.claims.prose import glue
 from attnbook.heads import role_figures as rf
 from attnbook.heads import roles as hd
 from attnbook.heads import sweeps
 from attnbook.heads import translation as tr
-from attnbook.heads.masks import ATTENTION_KINDS
 
 dev = attnbook.setup(seed=0)
 sizes = attnbook.preset("translation")
