@@ -89,6 +89,24 @@ print(dict(sizes))
 # vector $x$: $R = \operatorname{res}(X)$ for the centring we choose. Everything below holds for every $x$;
 # at the end we pick the paper's $\arg\min$ centring or the token mean.
 #
+# Every symbol of the proof, where it first appears:
+#
+# | symbol | what it is | first in |
+# |---|---|---|
+# | $n$, $d$, $d_{qk}$ | number of tokens, width, query/key width | set-up |
+# | $X = \mathbf{1}x^\top + R$ | the input: a centring row $x$ repeated, plus the residual $R$ | set-up |
+# | $W_Q, W_K, W_V$; $b_Q, b_K, b_V$ | the head's weights and biases ($W_V$ includes the output projection) | set-up |
+# | $P$ | the attention matrix (each row sums to one) | set-up |
+# | $q$, $k$; $W_{QK}$ | the query and key of the centring row; $W_Q W_K^\top$ | step 1 |
+# | $r$ | the part of the scores that is the same in every row (a vector of $n$ scores, not a residual) | step 1 |
+# | $E$ | the residual scores, quadratic in $R$ | step 1 |
+# | $p$, $\Delta$ | $\operatorname{softmax}(r)$, the attention of the rank-one part; $P - \mathbf{1}p^\top$ | step 2 |
+# | $D$ | $\Delta R W_V$, all of the output's residual | step 3 |
+# | $m$, $\mu$ | the largest residual score $\max_{ij}\lvert E_{ij}\rvert$, and its bound | step 4 |
+# | $Z_i$ | row $i$'s softmax normaliser, relative to $p$ | step 5 |
+# | $\kappa$ | the largest $\lvert E_{ij} - \log Z_i\rvert$ | step 6 |
+# | $\gamma$, $\beta$ | the lemma's constants | the lemma |
+#
 # The numerical checks draw random instances with residual scale $s\in[10^{-2}, 10^{0.5}]$ and weight scale
 # $w\in[0.1, 3]$ (log-uniform), and then run Adam **ascent** on the log of the ratio left/right over the
 # input *and* all weights from several random starts. A step holds numerically if no ratio exceeds 1.
@@ -206,6 +224,29 @@ z = (Q["ones_x"][..., :1, :] + Q["p"] @ Q["R"]) @ Q["Wv"]  # one row, the same f
 split_error = (Q["SA"] - (z + Q["Delta"] @ Q["R"] @ Q["Wv"])).abs().amax((-1, -2))
 attnbook.check("step 2: instances where the output split is off by more than 1e-12",
                int((split_error > 1e-12).sum()), close_to=0, tol=0)
+
+# %% [markdown]
+# **A worked instance.** Three tokens in two dimensions, $W_Q = W_K = W_V = I$ and no biases, centred on the
+# token mean: every object of steps 1 and 2, small enough to check by hand. The residual scores $E$ are the
+# scaled inner products of the residual rows; $P$ equals $\operatorname{softmax}(\mathbf{1}r^\top + E)$ to
+# round-off, and the output is the one row $z$ plus $\Delta R W_V$.
+
+# %% tags=["nbval-check-output"]
+X3 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # three tokens, d = d_qk = 2
+x3 = X3.mean(0)  # the centring row: the token mean
+R3 = X3 - x3  # the residual
+r3 = R3 @ x3 / math.sqrt(2)  # r = R W_K q / sqrt(d_qk), with q = W_Q^T x = x
+E3 = R3 @ R3.T / math.sqrt(2)  # E = R W_QK R^T / sqrt(d_qk)
+P3 = (X3 @ X3.T / math.sqrt(2)).softmax(-1)
+p3 = r3.softmax(-1)
+Delta3 = P3 - p3  # P - 1 p^T
+z3 = x3 + p3 @ R3  # the row every token shares (W_V = I)
+for name, M in dict(R=R3, r=r3, E=E3, P=P3, p=p3, Delta=Delta3, z=z3).items():
+    print(f"{name} =", (M.numpy().round(3) + 0.0).tolist())  # + 0.0: no -0.0
+worked_gap = max(float((P3 - (r3 + E3).softmax(-1)).abs().max()),
+                 float((P3 @ X3 - (z3 + Delta3 @ R3)).abs().max()))
+attnbook.check("worked instance: steps 1 and 2 hold to round-off (largest gap)",
+               worked_gap, at_most=1e-12, digits=2)
 
 
 # %% [markdown]
