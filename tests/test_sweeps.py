@@ -239,6 +239,22 @@ def test_main_runs_settling_rows_and_nesting():
     assert sweeps.not_nested(main) == 1
 
 
+def test_gate_seed_agreement_compares_each_seed_with_the_main_run():
+    defaults = {"lr": 1.0, "steps": 2}
+
+    def run(lam, gates, **spec):
+        return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates)}
+    sweep = {"meta": {"settings": {"seed": 0}},
+             "runs": [run(0.1, [1, 1, 0, 0]), run(0.1, [1, 0, 0, 0], seed=2), run(0.1, [1, 1, 1, 0], seed=1),
+                      run(0.1, [0, 0, 0, 1], steps=4), run(0.5, [1, 0, 0, 0], seed=1)]}
+    out = sweeps.gate_seed_agreement(sweep, defaults, 0.1)
+    assert out["seeds"] == [0, 1, 2] and out["kept"] == [2, 3, 1]
+    assert out["overlaps"] == pytest.approx([2 / 3, 1 / 2]) and out["mean"] == pytest.approx(7 / 12)
+    assert out["always"] == 1  # head 0 only; the steps=4 run is not a gate seed
+    with pytest.raises(ValueError, match="other gate seeds"):
+        sweeps.gate_seed_agreement(sweep, defaults, 0.5)  # no main run at 0.5
+
+
 def test_recovered_shares():
     shares = sweeps.recovered_shares({3: 29.0, 8: 30.0}, [(3, 26.0), (8, 28.0)], full_bleu=30.0)
     assert shares == pytest.approx([0.75, 1.0])

@@ -98,6 +98,26 @@ def settling_rows(sweep: Mapping, main: Mapping, window: int) -> list[dict]:
              "same_as_main": jaccard(kept_masks(r), kept_masks(main[r["spec"]["lam"]]))} for r in sweep["runs"]]
 
 
+def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
+    """Does the gate seed decide which heads survive? (chapter "Pruning heads"): at ``lam``, the main run
+    (gate seed of the recipe) and the runs that vary only the gate seed (a variant's ``seed``: the initial log
+    alpha and the gate noise). Returns the ``seeds`` (the main run's first), heads ``kept`` by each, the
+    :func:`jaccard` ``overlaps`` of the other seeds' kept heads with the main run's and their ``mean``, and
+    ``always``, the heads every seed keeps. Raises if the sweep has no other seed at ``lam``."""
+    main = main_runs(sweep, defaults).get(lam)
+    others = sorted((r for r in sweep["runs"] if set(r["spec"]) == set(defaults) | {"lam", "seed"}
+                     and r["spec"] == {**defaults, "lam": lam, "seed": r["spec"]["seed"]}),
+                    key=lambda r: r["spec"]["seed"])
+    if main is None or not others:
+        raise ValueError(f"the sweep has no main run and other gate seeds at lambda={lam}")
+    masks = [kept_masks(r) for r in [main, *others]]
+    overlaps = [jaccard(m, masks[0]) for m in masks[1:]]
+    always = sum(int(torch.stack([m[k] != 0 for m in masks]).all(0).sum()) for k in masks[0])
+    return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in others]],
+            "kept": [int(sum(int((m[k] != 0).sum()) for k in m)) for m in masks],
+            "overlaps": overlaps, "mean": sum(overlaps) / len(overlaps), "always": always}
+
+
 def not_nested(main: Mapping) -> int:
     """Heads kept at a larger lambda but pruned at the next smaller one (chapter "Pruning heads": 0 when the kept
     sets are nested, every head that survives a stronger penalty surviving the weaker ones)."""
