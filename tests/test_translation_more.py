@@ -35,3 +35,15 @@ def test_count_looping():
     texts = ["te te te te", "y dijo y dijo y dijo", "una frase normal", "a b a b"]
     assert tr.count_looping(texts) == 2
     assert tr.count_looping([]) == 0
+
+
+def test_learned_task_gates_switch_off_the_encoder_and_count_loops():
+    model, _ = tr.load_translation_model()
+    pairs = tr.load_pairs("test")[:24]
+    src, refs = [e for e, _ in pairs], [s for _, s in pairs]
+    out = tr.learned_task_gates(model, src, refs, max_len=96)
+    assert out["bleu"] == pytest.approx(tr.bleu(tr.translate(model, src, max_len=96), refs))
+    assert out["drop"] == pytest.approx(out["bleu"] - out["bleu_without_encoder"]) and out["drop"] > 3
+    assert 0 <= out["looping_share"] <= 1
+    with pytest.raises(ValueError, match="as many references"):
+        tr.learned_task_gates(model, src, refs[:-1])

@@ -420,3 +420,20 @@ def late_gain(evals: Sequence[dict], key: str = "dev_bleu", start: float = 0.8) 
 def count_looping(texts: Sequence[str]) -> int:
     """How many of ``texts`` loop (:func:`repeats_a_phrase`; chapter "A translation model"'s third gate)."""
     return sum(map(repeats_a_phrase, texts))
+
+
+def learned_task_gates(model, sources: Sequence[str], references: Sequence[str], max_len: int = 128) -> dict:
+    """The evidence chapter "A translation model"'s gates 2 and 3 read, for any translation model (the
+    shipped one, a second seed, a variant): greedy ``bleu`` on ``sources``, ``bleu_without_encoder`` with every
+    encoder self-attention head switched off, their difference ``drop``, and ``looping_share``, the share of
+    the greedy outputs that loop (:func:`count_looping`)."""
+    if len(sources) != len(references) or not sources:
+        raise ValueError(f"expected as many references as sources (at least one), got {len(sources)} and "
+                         f"{len(references)}")
+    cfg = model.cfg
+    greedy = translate(model, sources, max_len=max_len)
+    off = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
+    ablated = translate(model, sources, max_len=max_len, head_gates=off)
+    full, without = bleu(greedy, references), bleu(ablated, references)
+    return {"bleu": full, "bleu_without_encoder": without, "drop": full - without,
+            "looping_share": count_looping(greedy) / len(greedy)}
