@@ -169,7 +169,9 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
         return res
 
     previous = json.loads(out.read_text()) if out.exists() and not smoke else {}
-    done = {_spec_key(r["spec"]): r for r in previous.get("runs", [])}
+    # each run records the threads it ran on (a file written before runs did records one for all of them)
+    done = {_spec_key(r["spec"]): {**r, "threads": r.get("threads", previous["meta"]["threads"])}
+            for r in previous.get("runs", [])}
     t0 = time.time()
     unpruned = previous.get("unpruned") or evaluate(base)
     print(f"unpruned {unpruned} ({time.time() - t0:.0f} s)", flush=True)
@@ -200,6 +202,7 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
             "gates": _tolist(g), "p_open_init": snapshots[0]["p_open"], "snapshots": snapshots,
             "task_loss_first_last": [round(sum(losses[:20]) / 20, 4), round(sum(losses[-20:]) / 20, 4)],
             "train_seconds": round(train_seconds, 1), "seconds": round(time.time() - t0, 1),
+            "threads": torch.get_num_threads(),
         })
         print(f"{spec}: kept {kept}, {res} ({time.time() - t0:.0f} s)", flush=True)
         write(complete=False)
