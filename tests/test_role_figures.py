@@ -62,6 +62,17 @@ def test_role_emergence_draws_the_learning_rate_and_a_second_seed_on_the_roles_a
     assert "seed 1" in seed_line.get_label() and ax.lines[-1].get_ydata()[0] == 0.9
 
 
+def test_late_training_draws_only_the_window_of_each_seed_and_the_rate():
+    def trace(points):
+        return [dict(step=s, enc_self=dict(prev=[[p]], next=[[0.0]])) for s, p in points]
+    fig = rf.late_training({"seed 0": trace([(0, 0.0), (700, 0.5), (1000, 0.55)]),
+                            "seed 1": trace([(100, 0.1), (800, 0.4), (900, 0.42), (1000, 0.43)])},
+                           ([0, 500, 700, 1000], [0.0, 1.0, 0.3, 0.0]), from_step=700)
+    ax, = fig.axes
+    assert [list(line.get_xdata()) for line in ax.lines] == [[700, 1000], [800, 900, 1000], [700, 1000]]
+    np.testing.assert_allclose(ax.lines[2].get_ydata(), [0.3, 0.0])
+
+
 def test_relevance_with_roles_marks_the_heads():
     rel = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
     marks = {"P": torch.tensor([[True, False], [False, False]]), "S": torch.tensor([[True, False], [False, True]])}

@@ -32,8 +32,11 @@ except ImportError:
 #
 # **Rules and their data.** The rules on this page were written by authors who had seen the data they judge,
 # and some were changed after a first result (the history of each chapter, `git log -S "<claim name>"`,
-# shows when each rule changed). None was committed before the run that decides it; read the verdicts with
-# that in mind: a rule fixed in advance would be stronger evidence.
+# shows when each rule changed). Read those verdicts with that in mind: a rule fixed in advance is stronger
+# evidence. From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data
+# README. So far there are two: chapter 10's late-training trend of the positional share and its second
+# seed (`attnbook/data/translation/README.md`), and chapter 11's gate-seed and settled open-start gates
+# (`attnbook/data/pruning/README.md`). `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing on it is typed in by hand: each claim a chapter displays
 # carries a machine-readable record in the notebook's outputs, and the code below reads those records from the

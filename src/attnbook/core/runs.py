@@ -296,6 +296,12 @@ RUNS: dict[str, Run] = {r.name: r for r in [
         "the same model with 4 heads of 32 dimensions per layer instead of 8 of 16, same recipe",
         args=("--resume", "--variant", "h4", "--set", "n_heads=4"), minutes=125,
         also=("translation/converged_{preset}_h4.safetensors",)),
+    Run("translation_model_seed1", "A translation model", "scripts/train_translation.py",
+        "translation/converged_{preset}_seed1.json", {"quick": _translation("quick", seed=1)},
+        "the same model and recipe with seed 1 (initialisation, batch order, dropout): a second seed of the "
+        "converged model, with role statistics at every evaluation of the last 30% of training",
+        args=("--resume", "--variant", "seed1", "--set", "seed=1"), minutes=90,
+        also=("translation/converged_{preset}_seed1.safetensors",)),
     Run("translation_eval", "A translation model", "scripts/evaluate_translation.py",
         "translation/converged_{preset}_eval.json",
         {p: dict(model="translation_model", split="test", beam=4, length_penalty=0.6,

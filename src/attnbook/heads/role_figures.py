@@ -130,6 +130,25 @@ def role_emergence(trace: Sequence[Mapping], evals: Sequence[Mapping], criterion
     return fig
 
 
+def late_training(traces: Mapping[str, Sequence[Mapping]], learning_rate: tuple[Sequence[float], Sequence[float]],
+                  from_step: float) -> plt.Figure:
+    """The last part of training on a linear axis (chapter "A translation model": is the positional share still
+    rising?): each training's best neighbour share (``traces``: label -> recorded role statistics,
+    :func:`attnbook.heads.roles.best_over_training`) from ``from_step`` on, and the learning rate as a share of
+    its peak (``(steps, rate / peak)``) on the same axis."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.0), layout="constrained")
+    for (label, trace), marker in zip(traces.items(), ("o-", "s--", "^:")):
+        steps, best = hd.best_over_training(trace, "enc_self", ("prev", "next"))
+        late = steps >= from_step
+        ax.plot(steps[late], best[late], marker, label=f"{label}: best neighbour share")
+    steps, rate = (np.asarray(x, dtype=float) for x in learning_rate)
+    late = steps >= from_step
+    ax.plot(steps[late], rate[late], color="0.6", lw=1, label="learning rate / peak")
+    ax.set(xlabel="training step", ylabel="share", ylim=(0, 1), title="The last 30% of training")
+    ax.legend(loc="upper right", fontsize=9)
+    return fig
+
+
 def relevance_with_roles(relevance, marks: Mapping[str, object], title: str) -> plt.Figure:
     """A heat map of each head's relevance ``(layers, heads)`` with letters on the heads of each role:
     ``marks`` maps a letter (``"P"``, ``"S"``) to a boolean ``(layers, heads)`` table of the heads that have it."""

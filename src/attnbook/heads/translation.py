@@ -271,11 +271,13 @@ def converged_evaluation(preset: str | None = None) -> dict:
 
 def load_translation_model(run: str = "translation_model", preset: str | None = None, device=None):
     """A shipped translation model, ``(model, meta)``: run ``translation_model`` (the converged model chapters
-    "A translation model" and "Pruning heads" analyse and prune) or ``translation_model_h4`` at ``preset``
-    (default: the active one); its record is checked against the run table first
-    (:func:`attnbook.core.runs.load`, :class:`attnbook.core.runs.NotAtPreset` where there is none)."""
-    if run not in ("translation_model", "translation_model_h4"):
-        raise ValueError(f"expected run 'translation_model' or 'translation_model_h4', got {run!r}")
+    "A translation model" and "Pruning heads" analyse and prune) or one of its variants
+    (``translation_model_h4``, ``translation_model_seed1``) at ``preset`` (default: the active one); its
+    record is checked against the run table first (:func:`attnbook.core.runs.load`,
+    :class:`attnbook.core.runs.NotAtPreset` where there is none)."""
+    models = sorted(r for r in runs.RUNS if r.startswith("translation_model"))
+    if run not in models:
+        raise ValueError(f"expected one of the runs {models}, got {run!r}")
     record = runs.load(run, preset)
     weights, = runs.run(run).also_paths(record["meta"]["preset"])
     model, meta = load_model(weights, device)
