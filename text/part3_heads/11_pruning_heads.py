@@ -25,12 +25,11 @@ except ImportError:
 # * build the hard-concrete gate of {cite:t}`louizos2018learning` and check its closed-form probabilities of
 #   being exactly closed and exactly open against samples;
 # * write the pruning objective $L = L_\text{xent} + \lambda L_C$ and see which normalisation the official code uses;
-# * attach gates to a real pretrained model, all-MiniLM-L6-v2, with a hook on its attention output projection
-#   (transformers 5.x has no `head_mask`), and prune its 72 heads with gates and with Michel et al.'s importance;
-# * compare the two methods on how far the pruned model's sentence embeddings move;
+# * gate all-MiniLM-L6-v2's 72 heads through a hook on its attention output projection, and compare gates with
+#   Michel et al.'s importance on how far the sentence embeddings move;
 # * prune the encoder heads of [chapter 10](10_translation_model_and_head_roles.ipynb)'s converged translation
-#   model with the official recipe, show that the gates have stopped moving and that which heads survive does
-#   not hinge on the book's shortcuts, and compare BLEU against heads kept with the paper's encoder-only result;
+#   model with the official recipe, test whether the kept heads hinge on the book's shortcuts, the gate seed
+#   or the initialisation, and compare BLEU with the paper's encoder-only result.
 #
 # The chapter goes on over two more pages: [every kind of attention and Michel et al.'s importance](11_pruning_kinds_and_importance.ipynb), and [pruned models against the same shapes trained from scratch](11_pruning_versus_scratch.ipynb).
 
@@ -485,7 +484,8 @@ print("precomputed gate sweep, one line per run:")
 for st in settle:
     spec = st["spec"]
     print(f"lambda={spec['lam']}, init {spec['init_log_alpha']}, gate lr "
-          f"{spec['gate_lr']}, {spec['steps']} steps: {st['kept']:2d} kept; last 60 "
+          f"{spec['gate_lr']}, {spec['steps']} steps, gate seed "
+          f"{spec.get('seed', s['seed'])}: {st['kept']:2d} kept; last 60 "
           f"steps: max |dP| {st['max_dp']:.2f}, decisions kept {st['overlap']:.2f}; "
           f"same heads as the main run {st['same_as_main']:.2f}")
 
@@ -498,10 +498,9 @@ for st in settle:
 # every head kept at a larger $\lambda$ is also kept at every smaller one (the first check below). The two
 # shortcut checks at $\lambda = 0.1$: a gate learning rate of 0.02 for 600 steps keeps exactly the heads
 # of the main run; gates that start open ($\log\alpha = 3$, $P(g \ne 0) = 0.98$) keep those heads and a
-# few more, because they had not finished closing (their largest change of $P(g \ne 0)$ over the last 60
-# steps is the largest of all runs). A smaller gate learning rate changes nothing here; starting the gates open changes how far they have
-# closed after 300 steps ({glue:text}`ch11_open_kept:d` heads instead of {glue:text}`ch11_main01_kept:d`, overlap {glue:text}`ch11_open_overlap:.2f`), not which heads the glorot-initialised gates
-# keep.
+# few more after 300 steps ({glue:text}`ch11_open_kept:d` heads instead of {glue:text}`ch11_main01_kept:d`, overlap {glue:text}`ch11_open_overlap:.2f`), while they are still
+# closing (their largest change of $P(g \ne 0)$ over the last 60 steps is the largest of all runs). Whether
+# that is only slowness is tested below, with the same gates run three times as long.
 
 # %%
 def find(**spec):
@@ -517,7 +516,6 @@ open_start = find(lam=0.1, init_log_alpha=3.0)
 slow_gates = find(lam=0.1, gate_lr=0.02, steps=600)
 long_run = find(lam=0.05, steps=600)
 base = kept_set(main_runs[0.1])
-covered = float((kept_set(open_start) & base).sum() / base.sum())
 not_nested = sweeps.not_nested(main_runs)
 same_slow = sweeps.jaccard(sweeps.kept_masks(slow_gates),
                            sweeps.kept_masks(main_runs[0.1]))
@@ -543,12 +541,75 @@ glue("ch11_open_overlap", next(st["same_as_main"] for st in settle
         "lambda=0.1: gate learning rate 0.02 for 600 steps keeps the same heads "
         "(overlap)", same_slow, at_least=0.8, precomputed=ENC_CMD),
     attnbook.check(
-        "lambda=0.1: gates that start open keep every head the glorot-initialised "
-        "gates keep", covered, at_least=1.0, precomputed=ENC_CMD),
-    attnbook.check(
         "lambda=0.05: 600 instead of 300 steps keeps the same heads (overlap of kept "
         "sets)", same_long, at_least=0.6, precomputed=ENC_CMD),
 ]
+
+# %% [markdown]
+# **Does the gate seed decide which heads survive?** The gates' initial $\log\alpha$ and their noise come
+# from one seed. The sweep repeats $\lambda = 0.1$ and $0.05$ with gate seeds 1 and 2, and runs the gates that
+# start open three times as long. The rules, committed before these runs (`attnbook/data/pruning/README.md`):
+# a gate asks that seeds 1 and 2 overlap seed 0's kept heads by at least 0.6 on average; the open-start gates
+# are compared with the glorot ones only once settled (no decision changed, no $P(g \ne 0)$ moved by more
+# than 0.1 over the last 60 steps), and must then overlap by 0.6 too.
+
+# %%
+agree = {lam: sweeps.gate_seed_agreement(enc_sweep, defaults, lam)
+         for lam in (0.1, 0.05)}
+for lam, a in agree.items():
+    print(f"lambda={lam}: heads kept by gate seeds {a['seeds']}: {a['kept']}; "
+          f"overlap with seed 0 {[round(o, 2) for o in a['overlaps']]}; "
+          f"kept by every seed {a['always']}")
+open_long = find(lam=0.1, init_log_alpha=3.0, steps=900)  # the gates started open
+open_settle = sweeps.settling(open_long["snapshots"], window=60)
+open_same = sweeps.jaccard(sweeps.kept_masks(open_long),
+                           sweeps.kept_masks(main_runs[0.1]))
+print(f"gates started open, 900 steps: {open_long['n_kept']} heads kept; last 60 "
+      f"steps: max |dP| {open_settle['max_dp']:.2f}, decisions kept "
+      f"{open_settle['overlap']:.2f}; overlap with the glorot run {open_same:.2f}")
+
+# %% tags=["nbval-check-output", "hide-input"]
+seed_claims = [attnbook.gate(
+    f"lambda={lam}: mean overlap of gate seeds 1 and 2's kept heads with seed 0's",
+    a["mean"], at_least=0.6, digits=2, precomputed=ENC_CMD,
+    guards="which heads the gates keep (it would depend on the gate seed)")
+    for lam, a in agree.items()]
+settled = [
+    attnbook.gate("gates started open, 900 steps: largest change of P(g != 0) over the "
+        "last 60 steps", open_settle["max_dp"], at_most=0.1, digits=2,
+        guards="comparing them with the glorot-initialised gates", precomputed=ENC_CMD),
+    attnbook.gate("gates started open, 900 steps: share of decisions unchanged over "
+        "the last 60 steps", open_settle["overlap"], at_least=1.0, digits=2,
+        guards="comparing them with the glorot-initialised gates", precomputed=ENC_CMD)]
+open_claim = [attnbook.gate(
+    "lambda=0.1: gates started open, settled, keep the glorot gates' heads (overlap)",
+    open_same, at_least=0.6, digits=2, precomputed=ENC_CMD,
+    guards="the statement that the kept heads do not hinge on the initialisation")
+    ] if all(g.holds for g in settled) else []
+seed_claims + settled + open_claim
+
+# %% tags=["remove-input"]
+for lam, a in agree.items():
+    glue(f"ch11_seed_overlap_{round(100 * lam)}", a["mean"])
+    glue(f"ch11_seed_always_{round(100 * lam)}", a["always"])
+    glue(f"ch11_seed_kept_{round(100 * lam)}", ", ".join(map(str, a["kept"])))
+glue("ch11_open_long_kept", open_long["n_kept"])
+glue("ch11_open_long_dp", open_settle["max_dp"])
+glue("ch11_open_long_same", open_same)
+open_covers = float((kept_set(open_long) & base).sum() / base.sum())
+glue("ch11_open_covers", open_covers);
+
+# %% [markdown]
+# Where the penalty is strong the gate seed does not matter: at $\lambda = 0.1$ the three seeds keep the same
+# {glue:text}`ch11_seed_kept_10` heads. At $\lambda = 0.05$ they keep {glue:text}`ch11_seed_kept_5` heads, {glue:text}`ch11_seed_always_5:d` of them
+# at every seed (mean overlap {glue:text}`ch11_seed_overlap_5:.2f`): the weaker heads are partly the seed's choice.
+#
+# Run three times as long, the gates started open settle (largest late change of $P(g \ne 0)$
+# {glue:text}`ch11_open_long_dp:.3f`) with {glue:text}`ch11_open_long_kept:d` heads: all of the glorot gates' heads
+# ({glue:text}`ch11_open_covers:.0%`) and as many again. The overlap, {glue:text}`ch11_open_long_same:.2f`, fails the gate: the open
+# gates were not merely slow, they close to a different point. The initialisation decides how many heads
+# survive a given $\lambda$; the glorot heads survive from both starts, and the analyses below use the official
+# glorot initialisation.
 
 # %% [markdown]
 # **BLEU against the number of encoder heads.** {numref}`fig-ch11-4` puts the gates (each fine-tuned
@@ -695,8 +756,9 @@ attnbook.compare(
 #   the embedding distance keep the embeddings much closer than importance pruning at the same number of heads.
 # * On the converged EN-ES model of [chapter 10](10_translation_model_and_head_roles.ipynb), encoder-only
 #   gates keep BLEU within a fraction of a point with 22 of 48 heads and within about {glue:text}`ch11_enc01_drop:.1f` BLEU with {glue:text}`ch11_main01_kept:d`, the
-#   paper's shape with a steeper end. A smaller gate learning rate keeps the same heads, gates started open
-#   keep a superset of them (they close more slowly), and the kept sets are nested across $\lambda$.
+#   paper's shape with a steeper end. A smaller gate learning rate keeps the same heads, so do two other gate seeds at
+#   $\lambda = 0.1$ (and most of them at 0.05), and the kept sets are nested across $\lambda$. Gates started open keep
+#   the same heads and as many again even once settled: the initialisation decides how many heads survive.
 # * The heads that survive longest are the most specialised ones of [chapter 10](10_translation_model_and_head_roles.ipynb) (those with the largest
 #   previous- or next-token share, though none reaches [chapter 10](10_translation_model_and_head_roles.ipynb)'s 90% criterion), as the paper found.
 # * [The next page](11_pruning_kinds_and_importance.ipynb) prunes every kind of attention and compares Michel et al.'s importance; [the page after it](11_pruning_versus_scratch.ipynb) trains the pruned shapes from scratch.

@@ -115,6 +115,13 @@ _PRUNING: dict[str, dict[str, Any]] = {
                 dict(lam=0.1, init_log_alpha=3.0),
                 dict(lam=0.1, gate_lr=0.02, steps=600),
                 dict(lam=0.05, steps=600),
+                # the gate seed (initial log alpha and gate noise) varied at the two lambdas chapter 11
+                # analyses most, and the gates started open run until they settle
+                dict(lam=0.1, seed=1),
+                dict(lam=0.1, seed=2),
+                dict(lam=0.05, seed=1),
+                dict(lam=0.05, seed=2),
+                dict(lam=0.1, init_log_alpha=3.0, steps=900),
             ],
         ),
     ),
