@@ -434,7 +434,7 @@ def learned_task_gates(model, sources: Sequence[str], references: Sequence[str],
                          f"{len(references)}")
     cfg = model.cfg
     greedy = translate(model, sources, max_len=max_len)
-    off = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
+    off = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads, device=next(model.parameters()).device)}
     ablated = translate(model, sources, max_len=max_len, head_gates=off)
     full, without = bleu(greedy, references), bleu(ablated, references)
     return {"bleu": full, "bleu_without_encoder": without, "drop": full - without,
