@@ -68,7 +68,7 @@ def role_snapshot_steps(last: int, eval_every: int, late_fraction: float = 0.3) 
     if not 0 < late_fraction < 1 or eval_every < 1:
         raise ValueError(f"expected 0 < late_fraction < 1 and eval_every >= 1, got {late_fraction}, {eval_every}")
     late = {s for s in range(eval_every, last + 1, eval_every) if s >= (1 - late_fraction) * last}
-    return sorted(set(log_spaced_steps(last)) | late | {last})
+    return sorted(set(log_spaced_steps(last)) | late)  # log-spaced steps end at the last one
 
 
 def parse_overrides(items: list[str], preset: dict) -> dict:
