@@ -262,6 +262,13 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         """The converged model of the gate recipe, as shipped (a fresh copy on every call)."""
         return _converged(gs['checkpoint'])[0]
 
+    def control_model():
+        """The model the ``unpruned_trained`` control trains on: the recipe's ``model`` (a translation model run,
+        for a variant's convergence gate) or the gate recipe's converged model."""
+        if "model" not in s:
+            return converged_model()
+        return tr.load_translation_model(s["model"], preset=s["preset"], device=DEVICE)[0]
+
     def converge(model, q: dict, masks, state_name: str, entry: dict) -> bool:
         """Train ``model`` with :func:`tr.train_to_convergence` (settings ``q``, ``masks`` fixed) into
         ``entry``; false when the time limit stopped it (its state is kept to continue)."""
@@ -288,8 +295,8 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         return converge(model, q, masks, state_name, entry)
 
     def write(complete: bool) -> None:
-        _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": complete, "runs": runs,
-                                       "unpruned": sweep["unpruned"]})
+        shipped = {} if "model" in s else {"unpruned": sweep["unpruned"]}  # the gate recipe's model, evaluated
+        _write_recipe(out, name, rec, {"n_eval": len(pairs), "complete": complete, "runs": runs, **shipped})
 
     for arm, lam, seed in jobs:
         if (arm, lam, seed) in done:
@@ -297,8 +304,9 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
         t0 = time.time()
         entry = {"arm": arm, "lam": lam, "seed": seed, "threads": torch.get_num_threads()}
         if arm == "unpruned_trained":  # the control: the converged model itself, every head kept
-            model = converged_model()
-            masks = {k: torch.ones_like(v) for k, v in sweeps.kept_masks(sweep["runs"][0]).items()}
+            model = control_model()
+            kinds = sweeps.kept_masks(sweep["runs"][0])  # the kinds the gate recipe prunes, every head kept
+            masks = head_masks.full_masks({k: (model.cfg.layers(k), model.cfg.n_heads) for k in kinds})
             entry["before"] = evaluate(model, masks)
             finished = train_on(model, masks, f"unpruned_trained_seed{seed}", entry)
         elif arm == "scratch":
