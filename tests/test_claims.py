@@ -282,3 +282,12 @@ def test_the_result_box_lists_each_comparison_with_its_verdict_and_counts_the_re
     assert "*reproduces* (5): c0; c1; c2; and 2 more" in many and "5 reproduce, 0 differ and 0 are" in many
     assert "1 of 2 hold" in box and "converged" in box and "1 of 1 agree" in box
     assert "no number with a paper's" in result_summary([Claim("row sums", 1.0, "== 1")])
+
+
+def test_a_verdict_in_words_names_what_was_decided():
+    rule = dict(paper=0.8, source="Sec. 4.1", reaches=0)
+    assert compare("level", 0.9, **rule).in_words == "reproduces"
+    assert compare("level", 0.6, **rule).in_words == "does not reproduce"
+    straddles = compare("level", 0.8, interval=(0.7, 0.9), **rule)
+    assert straddles.in_words == "is undecided"
+    assert check("c", 1.0, at_least=0).in_words == "holds"

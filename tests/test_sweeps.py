@@ -281,3 +281,25 @@ def test_continuation_gain_is_after_minus_before_on_the_control():
     assert gain["low"] <= gain["delta"] <= gain["high"] and gain["train_steps"] == 10
     with pytest.raises(ValueError, match="evaluated on 3"):
         sweeps.continuation_gain(control, refs[:2])
+
+
+def test_convergence_gate_fails_when_training_on_can_still_gain_more_than_the_margin():
+    still_gaining = {"delta": 0.78, "low": 0.39, "high": 1.15}
+    flat = {"delta": 0.1, "low": -0.3, "high": 0.45}
+    assert not sweeps.converged(still_gaining) and sweeps.converged(flat)
+    failed = sweeps.convergence_gate(still_gaining, precomputed="cmd", model="h4")
+    assert failed.verdict == "fails" and failed.kind == "gate" and failed.name.startswith("h4, gate:")
+    assert sweeps.convergence_gate(flat, precomputed="cmd").verdict == "passes"
+    at_margin = {"delta": 0.0, "low": -0.5, "high": sweeps.CONVERGED_GAIN}
+    assert sweeps.converged(at_margin)  # the margin itself passes ("at most")
+    assert sweeps.not_converged_note(flat) == "" and "+0.78" in sweeps.not_converged_note(still_gaining)
+
+
+def test_load_continuation_names_the_control_run_of_the_model_and_refuses_others():
+    made = {"run": "translation_model", "preset": "quick"}
+    control = sweeps.load_continuation({"meta": made})
+    assert control["meta"]["run"] == "unpruned_converged"
+    with pytest.raises(ValueError, match="no continuation run"):
+        sweeps.load_continuation({"meta": {**made, "run": "translation_model_seed1"}})
+    with pytest.raises(runs.NotAtPreset, match="paper"):
+        sweeps.load_continuation({"meta": {**made, "preset": "paper"}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from attnbook.core import runs
 from attnbook.heads import translation as tr
 
 
@@ -47,3 +48,16 @@ def test_learned_task_gates_switch_off_the_encoder_and_count_loops():
     assert 0 <= out["looping_share"] <= 1
     with pytest.raises(ValueError, match="as many references"):
         tr.learned_task_gates(model, src, refs[:-1])
+
+
+def test_chapter_model_falls_back_to_quick_with_a_notice_that_names_the_command():
+    own = tr.chapter_model(preset="quick")
+    assert own.notice == "" and own.meta["meta"]["preset"] == "quick"
+    if runs.find("translation_model", "paper"):
+        pytest.skip("a paper model is shipped: the fallback is not taken")
+    paper = tr.chapter_model(preset="paper")
+    assert paper.meta["meta"]["preset"] == "quick"
+    assert "Not the `paper` model" in paper.notice
+    assert "python scripts/run.py translation_model --preset paper" in paper.notice
+    variant = tr.chapter_model("translation_model_h4", preset="paper")  # defined at quick only
+    assert "not defined at preset `paper`" in variant.notice and variant.model.cfg.n_heads == 4

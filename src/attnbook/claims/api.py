@@ -92,6 +92,12 @@ class Claim:
     holds: bool = True
     digits: int = 3
 
+    @property
+    def in_words(self) -> str:
+        """The verdict as a sentence's verb ("reproduces", "does not reproduce", "is undecided"; a check's or a
+        gate's "holds", "fails", "passes"), for prose that cites it through :func:`attnbook.claims.prose.glue`."""
+        return {DIFFERS: "does not reproduce", UNDECIDED: "is undecided"}.get(self.verdict, self.verdict)
+
     def line(self) -> str:
         """The claim in one line of text (what a notebook shows as plain text)."""
         value = _fmt(self.value)

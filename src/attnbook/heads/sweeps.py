@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from attnbook.claims import Claim, compare
+from attnbook.claims import Claim, compare, gate
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
@@ -350,6 +350,55 @@ def continuation_gain(control: Mapping, references: Sequence[str], n_bootstrap: 
     run = control["runs"][0]
     gain = paired_bleu_difference(run["before"]["hypotheses_beam"], run["hypotheses_beam"], refs, n_bootstrap)
     return {**gain, "train_steps": run["train_steps"], "epochs": run["epochs"]}
+
+
+#: the run that trains each shipped translation model on at a constant rate, gate 1's control (chapter "A
+#: translation model"); both are defined at quick, the preset whose models are shipped
+CONTINUATIONS = {"translation_model": "unpruned_converged", "translation_model_h4": "unpruned_converged_h4"}
+
+
+def load_continuation(meta: Mapping) -> dict:
+    """Gate 1's control run for the translation model whose meta is ``meta`` (as
+    :func:`attnbook.heads.translation.load_translation_model` returns it: its run and preset): the shipped
+    file of its run in :data:`CONTINUATIONS`. ``ValueError`` for a model without one, and
+    :class:`attnbook.core.runs.NotAtPreset` for a model of another preset than quick (no control run is
+    defined there yet)."""
+    made = meta["meta"]
+    if made["run"] not in CONTINUATIONS:
+        raise ValueError(f"no continuation run is defined for {made['run']!r}; gate 1 is defined for "
+                         f"{sorted(CONTINUATIONS)}")
+    if made["preset"] != "quick":
+        raise runs.NotAtPreset(f"gate 1 of the {made['preset']} model of {made['run']!r} needs a continuation "
+                               f"run at {made['preset']!r}, which the run table does not define yet (only "
+                               f"{', '.join(CONTINUATIONS.values())} at quick)")
+    return load(CONTINUATIONS[made["run"]])
+
+
+#: chapter "A translation model", gate 1: a model has converged when the upper end of the paired 95% interval of
+#: the beam BLEU that training on at a constant rate gains (:func:`continuation_gain`) is at most this
+CONVERGED_GAIN = 0.5
+
+
+def converged(gain: Mapping) -> bool:
+    """Gate 1's rule (chapter "A translation model"): the continuation's gain (:func:`continuation_gain`) is
+    small enough, ``gain["high"] <= CONVERGED_GAIN``."""
+    return gain["high"] <= CONVERGED_GAIN
+
+
+def convergence_gate(gain: Mapping, *, precomputed: str, model: str = "") -> Claim:
+    """Gate 1 as a claim (chapter "A translation model"): :func:`converged` on ``gain``, the run ``precomputed``
+    names; ``model`` prefixes the name when the chapter gates more than one model."""
+    prefix = f"{model}, gate" if model else "gate"
+    return gate(f"{prefix}: beam BLEU gained by training on at a constant rate (upper end of the paired 95% "
+                "interval)", gain["high"], at_most=CONVERGED_GAIN, digits=2, band=0.05,
+                guards="more training still improves the model; the head analyses describe a model that has "
+                "learned its task (gates 2 and 3) but not converged", precomputed=precomputed)
+
+
+def not_converged_note(gain: Mapping) -> str:
+    """The clause that carries a failed gate 1 into a comparison's reason ("" when the gate passes)."""
+    return "" if converged(gain) else (
+        f"; the model is not converged (trained on, it gains {gain['delta']:+.2f} BLEU)")
 
 
 def gate_points(sweep: Mapping, score_fn: Callable[[dict], float]) -> list[dict]:

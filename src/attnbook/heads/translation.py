@@ -24,6 +24,7 @@ from attnbook.core.train import train
 from attnbook.core import runs
 from attnbook.stats import bleu
 from attnbook.core.runs import DATA
+from attnbook.core.presets import active_preset
 
 DATA_DIR = DATA / "translation"
 SPLITS = ("train", "dev", "test")
@@ -282,6 +283,35 @@ def load_translation_model(run: str = "translation_model", preset: str | None = 
     weights, = runs.run(run).also_paths(record["meta"]["preset"])
     model, meta = load_model(weights, device)
     return model, {**meta, "meta": record["meta"]}
+
+
+class ChapterModel(NamedTuple):
+    """The model a Part III page analyses (:func:`chapter_model`): the model, its meta, and ``notice``, a
+    sentence for the page when that is not the active preset's own model ("" when it is)."""
+
+    model: Seq2SeqTransformer
+    meta: dict
+    notice: str
+
+
+def chapter_model(run: str = "translation_model", device=None, preset: str | None = None) -> ChapterModel:
+    """The translation model a Part III page analyses at ``preset`` (default: the active one): that preset's
+    model where its file is shipped, otherwise the ``quick`` model, the one the pruning runs prune, with a
+    ``notice`` that says so plainly and names the command that makes the preset's own model (chapters "A
+    translation model" and "Pruning heads")."""
+    p = active_preset() if preset is None else preset
+    found = runs.find(run, p)
+    if found:
+        return ChapterModel(*load_translation_model(run, p, device), notice="")
+    model, meta = load_translation_model(run, "quick", device)
+    c = model.cfg
+    what = f"d={c.d_model}, {c.n_heads} heads of {c.d_model // c.n_heads} dimensions"
+    make = (f" Make the `{p}` model with `{found.command}` (file `{runs.output_path(run, p).name}`)."
+            if found.command else f" Run `{run}` is not defined at preset `{p}`.")
+    notice = (f"**Not the `{p}` model.** This page runs at preset `{p}`, and no `{p}` model of run `{run}` is "
+              f"shipped. It analyses the `quick` model ({what}) with the `{p}` preset's numbers of verses: "
+              f"every result below is that model's.{make}")
+    return ChapterModel(model, meta, notice)
 
 
 def model_from_preset(p: dict) -> Seq2SeqTransformer:
