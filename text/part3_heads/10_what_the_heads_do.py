@@ -17,16 +17,16 @@ except ImportError:
 # [The first page of chapter 10](10_translation_model_and_head_roles.ipynb) trained an English-Spanish
 # translation model, checked that it has learned its task, and measured each head's confidence and relevance.
 # This page asks {cite:t}`voita2019analyzing`'s second question of the same model: do its heads have the
-# roles the paper found, heads that attend to the neighbouring token (*positional*), follow a dependency
-# relation (*syntactic*), or point to the rarest word of the sentence (*rare-token*)? The same detectors then
+# roles the paper found? Those are heads that attend to the neighbouring token (*positional*), follow a
+# dependency relation (*syntactic*), or point to the rarest word of the sentence (*rare-token*). The same detectors then
 # run on a real pretrained encoder, all-MiniLM-L6-v2 {cite:p}`wang2020minilm`, which shows what they find when
 # a model has the roles.
 #
 # **In this chapter you will**
 #
-# * find positional, syntactic and rare-token heads, in the translation model and in MiniLM,
-# * ask whether wider heads, or more training, would reach the paper's 90% positional criterion,
-# * watch the roles emerge during training, with the learning rate on the same axis,
+# * find positional, syntactic and rare-token heads, in the translation model and in MiniLM.
+# * ask whether wider heads, or more training, would reach the paper's 90% positional criterion.
+# * watch the roles emerge during training, with the learning rate on the same axis.
 # * collect what reproduces and what does not.
 
 # %% [markdown]
@@ -62,7 +62,9 @@ VOITA = papers.numbers("voita2019")  # the paper's numbers, each with where it w
 # the model, its dev verses and every head's statistics, as on the first page
 train_pairs, test_pairs = tr.load_pairs("train"), tr.load_pairs("test")
 tok = tr.load_tokenizer()
-model, meta = tr.load_translation_model(device=dev)
+model, meta, notice = tr.chapter_model(device=dev)  # the active preset's model
+if notice:  # none shipped at this preset: the page says which model it analyses
+    display(Markdown(notice))
 cfg = model.cfg
 verses = tr.analysis_verses(sizes["n_analysis"], cfg.max_len)  # those that fit
 roles = hd.head_roles(model, verses.src_ids, verses.tgt_ids,
@@ -74,11 +76,10 @@ print(f"{meta['train_steps']} steps; {len(verses.src_ids)} dev verses analysed")
 
 # %%
 # the first page's gate 1 (has training converged?) and LRP relevance, carried here
-more = sweeps.continuation_gain(sweeps.load("unpruned_converged"),
+more = sweeps.continuation_gain(sweeps.load_continuation(meta),
                                 [s for _, s in test_pairs])
-converged = more["high"] <= 0.5  # the gate's rule (the first page states it)
-UNCONVERGED = "" if converged else (
-    f"; the model is not converged (trained on, it gains {more['delta']:+.2f} BLEU)")
+converged = sweeps.converged(more)  # the gate's rule (the first page states it)
+UNCONVERGED = sweeps.not_converged_note(more)
 from attnbook.heads import lrp
 
 shipped_lrp = lrp.load_relevance("lrp_relevance")
@@ -88,8 +89,6 @@ prev_share, next_share = roles["enc_self"]["prev"], roles["enc_self"]["next"]
 against = hd.relevance_against_roles(enc_conf, relevance["enc_self"], prev_share,
                                      next_share)
 rho_enc, top_layer1 = against["rho"], against["top_layer1"]
-SAYS = {"reproduces": "reproduces", "differs": "does not reproduce",
-        "undecided": "is undecided"}  # a verdict in a sentence
 print(f"gate 1 {'passes' if converged else 'fails'}: trained on, beam BLEU "
       f"{more['delta']:+.2f} [{more['low']:+.2f}, {more['high']:+.2f}]")
 
@@ -108,7 +107,8 @@ best_prev, best_next = float(prev_share.max()), float(next_share.max())
 # the best neighbour share over training, and its trend over the last 30% (both seeds)
 role_steps, trace_pos = hd.best_over_training(meta["roles"], "enc_self",
                                              ("prev", "next"))
-model_s1, meta_s1 = tr.load_translation_model("translation_model_seed1", device=dev)
+model_s1, meta_s1 = tr.load_translation_model(  # a variant of the quick recipe
+    "translation_model_seed1", "quick", device=dev)
 late = {seed: hd.late_trend(m["roles"], "enc_self", ("prev", "next"), m["train_steps"])
         for seed, m in ((0, meta), (1, meta_s1))}  # precomputed training records
 RISING = 0.01  # per 1000 steps: the rule, stated before the seed-1 run (data README)
@@ -140,13 +140,13 @@ attnbook.compare(
 
 # %% [markdown]
 # Are the relevant heads the positional ones? The paper's central observation is that the heads LRP ranks
-# highest are the heads with a recognisable role. Here the encoder has no head over the 90% line, so we ask
+# highest are the heads with a recognisable role. Here the encoder has no head over the 90% line. So we ask
 # the weaker question the data can answer: are the most relevant encoder heads the ones with the largest
 # neighbour share? "The relevant heads are the ones with roles" is a statement without a number, so the book tests it
 # against chance. The rule, stated before the result: the three most relevant encoder heads (LRP) and the
 # three with the largest previous- or next-token share overlap more than random top-3 sets would, with a
-# hypergeometric p below 0.05 (random sets share $3 \cdot 3/48 \approx 0.2$ heads on average; one shared head
-# happens about one time in six, two about one time in a hundred).
+# hypergeometric p below 0.05. Random sets share $3 \cdot 3/48 \approx 0.2$ heads on average; one shared head
+# happens about one time in six, two about one time in a hundred.
 
 # %% tags=["nbval-check-output"]
 neighbour, top_relevant = against["neighbour"].flatten(), against["top_relevant"]
@@ -166,23 +166,24 @@ roles_claim = attnbook.compare(
 )
 glue("ch10_both", len(both))
 glue("ch10_both_p", both_p)
-glue("ch10_both_says", SAYS[roles_claim.verdict])
+glue("ch10_both_says", roles_claim.in_words)
 roles_claim
 
 # %% [markdown]
 # ### Would wider heads, or another seed, reach 90%?
 #
-# The paper's heads are 64 wide, the book's 16 (width 128 over 8 heads). One more run of the same recipe,
-# with 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`; its record says how long it took), asks whether the width of the heads is what keeps the
-# book's neighbour heads below the paper's line. A second training of the shipped recipe with seed 1
+# The paper's heads are 64 wide, the book's 16 (width 128 over 8 heads). One more run of the same recipe has
+# 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`). It asks whether the width of the
+# heads is what keeps the book's neighbour heads below the paper's line. A second training of the shipped recipe with seed 1
 # (`python scripts/run.py translation_model_seed1`) shows how much of a head's share the seed decides. The rule,
 # stated before the result: a model reaches the paper's criterion if one of its encoder heads puts its largest
-# weight on the previous or the next token for at least 90% of the tokens of the same dev verses. Both extra
+# weight on the previous or the next token for at least 90% of the tokens. All models are measured on the same
+# dev verses. Both extra
 # models first pass the first page's gates 2 and 3 (encoder attention matters, outputs do not loop).
 
 # %%
 model_h4, meta_h4 = tr.load_translation_model(
-    "translation_model_h4", device=dev
+    "translation_model_h4", "quick", device=dev
 )  # precomputed: trained by the command in its record
 roles_h4 = hd.head_roles(model_h4, verses.src_ids, verses.tgt_ids)
 roles_s1 = hd.head_roles(model_s1, verses.src_ids, verses.tgt_ids)
@@ -254,31 +255,31 @@ glue("ch10_h4_bleu_gain",
 # Heads twice as wide translate better ({glue:text}`ch10_h4_bleu_gain:+.1f` BLEU, greedy, on the test split) and have stronger
 # neighbour heads: the best previous-token head rises from {glue:text}`ch10_best_prev:.2f` to {glue:text}`ch10_h4_prev:.2f` of the tokens and the
 # best next-token head reaches {glue:text}`ch10_h4_next:.2f`. The second seed of the shipped recipe ends with a best neighbour
-# share of {glue:text}`ch10_best_s1:.2f`: the seed alone moves the strongest head's share by {glue:text}`ch10_seed_gap:.2f`,
-# {glue:text}`ch10_seed_vs_width` than doubling the head width does ({glue:text}`ch10_width_gap:+.2f`), so one run per setting cannot
+# share of {glue:text}`ch10_best_s1:.2f`. The seed alone moves the strongest head's share by {glue:text}`ch10_seed_gap:.2f`,
+# {glue:text}`ch10_seed_vs_width` than doubling the head width does ({glue:text}`ch10_width_gap:+.2f`). So one run per setting cannot
 # say which setting helps. None reaches 90%. The
 # other differences from the paper's set-up, far less data ({glue:text}`ch10_train_pairs:,d` verse pairs against millions of
 # sentences) and a narrower model (width 128 against 512), are not tested here.
 
 # %% [markdown]
-# The best encoder head points at the previous token for {glue:text}`ch10_best_prev:.0%` of the tokens: a strong
-# neighbour head, in a model where a uniform head would do so for about {glue:text}`ch10_enc_chance:.0%`, but short of the paper's 90%
+# The best encoder head points at the previous token for {glue:text}`ch10_best_prev:.0%` of the tokens. That is a strong
+# neighbour head, in a model where a uniform head would do so for about {glue:text}`ch10_enc_chance:.0%`. But it is short of the paper's 90%
 # criterion, so by the paper's definition this model has no positional head. Would more training take it
 # there? The rule, stated before seed 1's run finished: the share is still rising when training ends if its
 # least-squares slope over the snapshots of the last 30% of training exceeds 0.01 per 1000 steps. Seed 1,
 # with {glue:text}`ch10_late_n_1:d` snapshots from step {glue:text}`ch10_late_from:.0f` on, moved by {glue:text}`ch10_late_change_1:+.2f`
 # (slope {glue:text}`ch10_late_slope_1:+.3f`): it {glue:text}`ch10_late_says`. Seed 0 has only {glue:text}`ch10_late_n_0:d` snapshots there,
 # {glue:text}`ch10_late_change_0:+.2f` apart. Either way the share moves by hundredths while the learning rate
-# decays to zero ({numref}`fig-ch10-late`, below), far from the 90% line; gate 1 says more training still improves the translations, which
-# is a different question from whether it would grow this head. MiniLM has {glue:text}`ch10_lm_positional:d` heads over the line, the best at
+# decays to zero ({numref}`fig-ch10-late`, below), far from the 90% line. Gate 1 says more training still
+# improves the translations; whether it would grow this head is a different question. MiniLM has {glue:text}`ch10_lm_positional:d` heads over the line, the best at
 # {glue:text}`ch10_lm_pos:.2f`.
 
 # %% [markdown]
 # ## Syntactic heads
 #
 # A head is **syntactic** for a dependency relation if, at the word level, its largest weight points from
-# one word of the relation to the other clearly more often (the paper asks for 10 points more) than the
-# trivial baseline "the answer is at the most frequent relative position". We use spaCy's silver parses of
+# one word of the relation to the other clearly more often than a trivial baseline. The baseline says "the
+# answer is at the most frequent relative position", and the paper asks for 10 points more. We use spaCy's silver parses of
 # the English dev verses; a word's attention is the sum over its subwords as keys and the mean over its
 # subwords as queries.
 
@@ -312,8 +313,8 @@ attnbook.compare(
 # A **rare-token** head points to the rarest token of the sentence, whatever the query. The paper reports
 # it for the most relevant head of the first layer, on sentences whose rarest token is outside the 500 most
 # frequent (in its section on rare tokens): it points there for 66% of the tokens (OpenSubtitles). We rank the source tokens by
-# their frequency in the training data, keep the verses that meet the paper's condition, and count how often
-# each head's largest weight falls on the rarest token; chance is $1/n$ for a verse of $n$ tokens.
+# their frequency in the training data and keep the verses that meet the paper's condition. Then we count how
+# often each head's largest weight falls on the rarest token; chance is $1/n$ for a verse of $n$ tokens.
 
 # %% tags=["nbval-check-output"]
 rare, chance = roles["enc_self"]["rare"], roles["enc_self"]["rare_chance"]
@@ -340,10 +341,10 @@ glue("ch10_rare_times", float(rare.max()) / float(chance))
 glue("ch10_rare_layer1", float(rare[0, top_layer1]))
 
 # %% [markdown]
-# The rarest token of a verse attracts attention (the best head points at it for {glue:text}`ch10_rare_best:.0%` of the tokens,
-# {glue:text}`ch10_rare_times:.1f` times chance), but the most relevant first-layer head is not a rare-token head
-# ({glue:text}`ch10_rare_layer1:.0%` of the tokens): the paper's 66% is
-# not reproduced.
+# The rarest token of a verse attracts attention: the best head points at it for {glue:text}`ch10_rare_best:.0%` of the
+# tokens, {glue:text}`ch10_rare_times:.1f` times chance. But the most relevant first-layer head is not a rare-token
+# head ({glue:text}`ch10_rare_layer1:.0%` of the tokens), so the paper's 66% is not reproduced.
+#
 
 # %% [markdown]
 # ## When the roles appear
@@ -352,9 +353,9 @@ glue("ch10_rare_layer1", float(rare[0, top_layer1]))
 # initialisation to the end (seed 1 also at every evaluation of the last 30%). For each role we plot the best
 # head's value against the step, beside dev BLEU and the learning rate as a share of its peak, and seed 1's
 # best neighbour share dashed.
-# No published analysis shows this for these roles; {cite:t}`voita2021language` describe NMT training as
+# No published analysis shows this for these roles. {cite:t}`voita2021language` describe NMT training as
 # target-side language modelling first, then word-by-word translation, then reordering, with the encoder's
-# use of context coming late, and {numref}`fig-ch10-5` lets the reader test that picture on the encoder's heads.
+# use of context coming late. {numref}`fig-ch10-5` lets the reader test that picture on the encoder's heads.
 
 # %% tags=["hide-input"]
 from attnbook.core.train import lr_factor
@@ -384,19 +385,20 @@ attnbook.check("best previous-token share, end of training minus initialisation"
 
 # %% [markdown]
 # The roles appear in an order. First, within about a hundred steps, encoder heads park their weight on EOS
-# (the sink share peaks near step 130, while BLEU is still zero); then the encoder heads become confident
-# (around step 200) and the encoder-decoder attention follows (around step 400), as dev BLEU starts to rise;
-# the previous-token head comes last, growing over steps 1000-5000 while BLEU climbs from about 15 to 30, and
+# (the sink share peaks near step 130, while BLEU is still zero). Then the encoder heads become confident
+# (around step 200) and the encoder-decoder attention follows (around step 400), as dev BLEU starts to rise.
+# The previous-token head comes last. It grows over steps 1000-5000 while BLEU climbs from about 15 to 30, and
 # it levels off with BLEU. This matches the picture of {cite:t}`voita2021language`, in which the encoder's use
-# of context comes late in training, and it says why the 1.3-epoch checkpoint had no such head.
+# of context comes late in training.
+#
 
 # %% [markdown]
 # ## The same detectors on a pretrained encoder: all-MiniLM-L6-v2
 #
 # A real pretrained model shows what the detectors find in an encoder trained on far more text. MiniLM is a
-# 6-layer, 12-head BERT-style sentence encoder; we run it on the same English dev verses, exclude [CLS] and
-# [SEP] as queries and content keys (heads that park their weight on them are counted as sink heads, as
-# {cite:t}`clark2019what` found many in BERT), and map its word pieces to the parser's words by character
+# 6-layer, 12-head BERT-style sentence encoder. We run it on the same English dev verses and exclude [CLS] and
+# [SEP] as queries and content keys. Heads that park their weight on them are counted as sink heads, as
+# {cite:t}`clark2019what` found many in BERT. Its word pieces are mapped to the parser's words by character
 # offsets.
 
 # %%
@@ -439,9 +441,9 @@ MINILM = "pretrained all-MiniLM-L6-v2, an English encoder (the paper: its NMT en
 # The paper's relevance explains a prediction, the top-1 logit of a translation. A sentence encoder predicts
 # no token: what it outputs is the sentence embedding $e$, the mean of its last layer's token states, from
 # which every cosine similarity the model is used for is built. So we explain the embedding by its score
-# against its own direction, $s = e \cdot e / \lVert e \rVert$: the impacts of its coordinates are
-# $e_d^2 / \lVert e \rVert$, relevance goes through the mean to every token, and from there through the six
-# layers with the same rule ({eq}`eq-lrp-alpha-beta`), here with the LayerNorm after each residual sum (BERT's
+# against its own direction, $s = e \cdot e / \lVert e \rVert$, so that the impacts of its coordinates are
+# $e_d^2 / \lVert e \rVert$. Relevance goes through the mean to every token, and from there through the six
+# layers with the same rule ({eq}`eq-lrp-alpha-beta`). Here the LayerNorm comes after each residual sum (BERT's
 # post-LN layers) rather than before (`attnbook.hf.relevance`). The book departs from the paper in what is
 # explained, not in the rule. The unit tests check that the recomputed layers are the model's own, that
 # relevance is conserved down to the token embeddings, and that a head that writes nothing receives none
@@ -533,7 +535,7 @@ lm_claims
 glue("ch10_lm_split", float(lm_split))
 glue("ch10_lm_rho", lm_rho)
 glue("ch10_lm_rho_p", lm_vs["rho_p"])
-glue("ch10_lm_rho_says", SAYS[lm_claims[0].verdict])
+glue("ch10_lm_rho_says", lm_claims[0].in_words)
 glue("ch10_lm_rho_cmp", "weaker" if lm_rho < rho_enc else "stronger")
 glue("ch10_lm_heads", lm_rel.numel())
 glue("ch10_lm_sinks", int(lm_sink.sum()))
@@ -551,19 +553,23 @@ glue("ch10_lm_pos", lm_pos)
 glue("ch10_lm_positional", int(marks["P"].sum()))
 
 # %% [markdown]
-# MiniLM's relevance ranking is as reliable as the translation model's (split-half rank correlation {glue:text}`ch10_lm_split:.2f`),
-# and what it ranks first is what the paper describes: the two most relevant heads of the whole encoder are
-# its two clean positional heads (layer 1 head 3 and layer 2 head 9, whose largest weight falls on a
-# neighbour for at least {glue:text}`ch10_lm_pair_share:.0%` of tokens; {numref}`fig-ch10-6`), and across the {glue:text}`ch10_lm_heads:d` heads the paper's "more confident, more relevant"
-# {glue:text}`ch10_lm_rho_says` against chance (rank correlation {glue:text}`ch10_lm_rho:.2f`, p = {glue:text}`ch10_lm_rho_p:.2g`, {glue:text}`ch10_lm_rho_cmp` than in the translation
-# encoder; on another model, an analogue). The sink heads,
-# {glue:text}`ch10_lm_sinks:d` of the {glue:text}`ch10_lm_heads:d`, take on average {glue:text}`ch10_lm_sink_rel:.3f` of their layer's relevance, the others
-# {glue:text}`ch10_lm_other_rel:.3f`: parking attention on [CLS] or [SEP] is close to a no-op, as {cite:t}`clark2019what` argued for
-# BERT, although LRP still routes some relevance through them. The paper's two first-layer observations do
-# not carry over: MiniLM's most relevant first-layer head (the positional head 3) is more confident than
-# {glue:text}`ch10_lm_layer1_more:d` of the other {glue:text}`ch10_lm_layer1_others:d` heads of its layer, and it does not point at the rarest token
-# ({glue:text}`ch10_lm_rare_layer1:.0%` of tokens, chance {glue:text}`ch10_lm_rare_chance:.1%`); the best rare-token head anywhere does so for
-# {glue:text}`ch10_lm_rare_best:.0%` of tokens, {glue:text}`ch10_lm_rare_times:.1f` times chance but far from the paper's 66%.
+# MiniLM's relevance ranking is as reliable as the translation model's (split-half rank correlation
+# {glue:text}`ch10_lm_split:.2f`), and what it ranks first is what the paper describes. The two most relevant heads of
+# the whole encoder are its two clean positional heads, whose largest weight falls on a neighbour for at least
+# {glue:text}`ch10_lm_pair_share:.0%` of tokens ({numref}`fig-ch10-6`). Across the {glue:text}`ch10_lm_heads:d` heads, the paper's "more
+# confident, more relevant" {glue:text}`ch10_lm_rho_says` against chance (rank correlation {glue:text}`ch10_lm_rho:.2f`, p =
+# {glue:text}`ch10_lm_rho_p:.2g`, {glue:text}`ch10_lm_rho_cmp` than in the translation encoder; on another model, an analogue).
+#
+# The sink heads, {glue:text}`ch10_lm_sinks:d` of the {glue:text}`ch10_lm_heads:d`, take on average {glue:text}`ch10_lm_sink_rel:.3f` of their
+# layer's relevance, the others {glue:text}`ch10_lm_other_rel:.3f`. Parking attention on [CLS] or [SEP] is close to a
+# no-op, as {cite:t}`clark2019what` argued for BERT, although LRP still routes some relevance through them.
+#
+# The paper's two first-layer observations do not carry over. MiniLM's most relevant first-layer head is more
+# confident than {glue:text}`ch10_lm_layer1_more:d` of the other {glue:text}`ch10_lm_layer1_others:d` heads of its layer. It does not
+# point at the rarest token ({glue:text}`ch10_lm_rare_layer1:.0%` of tokens, chance {glue:text}`ch10_lm_rare_chance:.1%`). The best
+# rare-token head anywhere does so for {glue:text}`ch10_lm_rare_best:.0%` of tokens, {glue:text}`ch10_lm_rare_times:.1f` times chance
+# but far from the paper's 66%.
+#
 
 # %% [markdown]
 # ## What reproduces, and what does not
@@ -582,20 +588,18 @@ display(Markdown(rf.reproduction_table(
 # %% [markdown]
 # ## Summary
 #
-# * The shipped model, which uses its encoder attention ([the first page](10_translation_model_and_head_roles.ipynb)'s gates), develops in its encoder a strong previous-token head
-#   ({glue:text}`ch10_best_prev:.2f` of tokens) during training,
-#   which stops short of the paper's 90% positional criterion; it has no syntactic head by the paper's 10-point
-#   rule and no rare-token head. A second run with heads twice as wide (4 per layer, width 32) translates better and raises the shares ({glue:text}`ch10_h4_prev:.2f` previous, {glue:text}`ch10_h4_next:.2f` next), still short of 90%. A second seed of the shipped recipe ends at {glue:text}`ch10_best_s1:.2f`: the seed moves the share
+# * The shipped model develops in its encoder a strong previous-token head ({glue:text}`ch10_best_prev:.2f` of
+#   tokens), short of the paper's 90% positional criterion. It has no syntactic head by the paper's 10-point
+#   rule and no rare-token head. Heads twice as wide raise the shares ({glue:text}`ch10_h4_prev:.2f` previous,
+#   {glue:text}`ch10_h4_next:.2f` next), still short of 90%. A second seed moves the share
 #   {glue:text}`ch10_seed_vs_width` than the head width does.
-# * The roles appear during training, and the figure of their emergence turns the earlier negative result
-#   (no roles in an under-trained model) into a result about learning. Over the last 30% of training, as the
-#   learning rate decays to zero, the best neighbour share moves by hundredths: by the rule stated before the
-#   run, it {glue:text}`ch10_late_says` (seed 1).
-# * MiniLM, trained on far more text, has clean positional heads ({glue:text}`ch10_lm_pos:.2f`), a syntactic head by the paper's rule,
-#   and many heads that park their weight on [CLS]/[SEP], as Clark et al. found in BERT: the detectors find
-#   what the paper describes when a model has it. By LRP relevance to its sentence embedding, its two most
-#   relevant heads are its two positional heads; its most relevant first-layer head is confident and is not a
-#   rare-token head, as in the translation model.
+# * The roles appear during training in an order: sinks, confident heads, then the previous-token head. Over
+#   the last 30% of training the best neighbour share moves by hundredths: by the rule stated before the run,
+#   it {glue:text}`ch10_late_says` (seed 1).
+# * MiniLM, trained on far more text, has clean positional heads ({glue:text}`ch10_lm_pos:.2f`) and a syntactic head
+#   by the paper's rule: the detectors find what the paper describes when a model has it. Its two most relevant
+#   heads are its two positional heads.
+#
 
 # %% [markdown]
 # ## Exercises

@@ -423,7 +423,7 @@ attnbook.check(
 # of that gate training and compare the gates with the shipped snapshot.
 
 # %%
-mt_model, _ = tr.load_translation_model(device=dev)
+mt_model, _ = tr.load_translation_model(preset="quick", device=dev)  # the one pruned
 test_pairs = tr.load_pairs("test")
 test_src, test_ref = [e for e, _ in test_pairs], [s for _, s in test_pairs]
 live_run = next(r for r in enc_sweep["runs"]

@@ -16,15 +16,15 @@ except ImportError:
 #
 # [The first page of chapter 11](11_pruning_heads.ipynb) pruned the encoder heads of [chapter 10](10_translation_model_and_head_roles.ipynb)'s
 # translation model with hard-concrete gates. This page asks two more of {cite:t}`voita2019analyzing`'s and
-# {cite:t}`michel2019sixteen`'s questions of the same model: when every head of every kind of attention has a
-# gate, which kind goes first; and how does Michel et al.'s importance, computed as their code computes it,
-# compare with the gates once both get the same retraining.
+# {cite:t}`michel2019sixteen`'s questions of the same model. When every head of every kind of attention has a
+# gate, which kind goes first? And how does Michel et al.'s importance, computed as their code computes it,
+# compare with the gates once both get the same retraining?
 #
 # **In this chapter you will**
 #
-# * gate all three kinds of attention at once and check the paper's order (encoder self-attention first,
-#   encoder-decoder attention last) and its per-layer pattern;
-# * run Michel et al.'s importance as their code does (absolute value per token, one ranking), measure how
+# * gate all three kinds of attention at once. Check the paper's order (encoder self-attention first,
+#   encoder-decoder attention last) and its per-layer pattern.
+# * run Michel et al.'s importance as their code does (absolute value per token, one ranking). Measure how
 #   reliable the ranking is, and separate selecting heads from retraining them.
 #
 # [The next page](11_pruning_versus_scratch.ipynb) trains the pruned shapes from scratch.
@@ -90,13 +90,16 @@ print(f"precomputed by {ALL_CMD} and {MICHEL_CMD}; unpruned greedy "
 # %% [markdown]
 # ## All three kinds of attention
 #
-# With gates on all 96 heads (48 encoder self-attention, 24 decoder self-attention, 24 encoder-decoder
-# attention) and the whole model fine-tuned, the paper finds an order: encoder self-attention is pruned
-# first, encoder-decoder attention last, and within a kind a layer pattern: decoder self-attention loses its
-# upper layers first, encoder-decoder attention its lower layers. The rules, stated before the result: the
-# book's order of the kinds (by the share of heads kept, averaged over $\lambda$) has no pair the other way
-# round; and the slope of heads kept against the layer, at the $\lambda$ that keeps closest to half of that
-# kind's heads, has the paper's sign ({numref}`fig-ch11-6`).
+# Gates go on all 96 heads (48 encoder self-attention, 24 decoder self-attention, 24 encoder-decoder
+# attention), and the whole model is fine-tuned. The paper then finds an order: encoder self-attention is
+# pruned first, encoder-decoder attention last. Within a kind it finds a layer pattern: decoder
+# self-attention loses its upper layers first, encoder-decoder attention its lower layers. The rules, stated
+# before the result:
+#
+# * The book's order of the kinds (by the share of heads kept, averaged over $\lambda$) has no pair the
+#   other way round.
+# * The slope of heads kept against the layer has the paper's sign, at the $\lambda$ that keeps closest to
+#   half of that kind's heads ({numref}`fig-ch11-6`).
 
 # %%
 by_kind = sweeps.kind_shares(all_sweep)  # order: pruned first -> pruned last
@@ -151,10 +154,11 @@ plt.show()
 
 # %% [markdown]
 # **How much BLEU the all-kinds pruning costs.** The paper's Table 3 gives BLEU for four shapes pruned
-# from all three kinds (75, 58, 36 and 26 of its 144 heads). The agreement rule, stated before the result:
-# at each share of heads the book's gates kept within the paper's range, the book's BLEU change from its
-# unpruned model (beam 4, as the paper decodes) is within 0.5 BLEU of the paper's at the same share
-# (linear between its shapes and its unpruned model, 29.6 on the encoder-only curve of the same model).
+# from all three kinds (75, 58, 36 and 26 of its 144 heads). The agreement rule, stated before the result,
+# applies at each share of heads the book's gates kept within the paper's range. There, the book's BLEU change
+# from its unpruned model (beam 4, as the paper decodes) is within 0.5 BLEU of the paper's at the same share.
+# The paper's change is linear between its shapes and its unpruned model (29.6 on the encoder-only curve of
+# the same model).
 
 # %%
 paper_full = enc_only.value["bleu"][0]
@@ -196,13 +200,13 @@ for who in ("book", "paper"):  # share of each kind kept at about half of all he
 # The order and the layer pattern reproduce; the cost does not. The layer slopes have the paper's sign at
 # every $\lambda$ that prunes the kind (printed above), but below $\lambda = 0.5$ encoder-decoder attention loses
 # a single head, in its lowest layer, so its pattern rests on that one sweep point. The order is also sharper than the paper's
-# (hollow markers in {numref}`fig-ch11-6`, printed above): with about half of all heads the book keeps {glue:text}`ch11_near_book_enc_self:.0%` of
-# its encoder heads and {glue:text}`ch11_near_book_dec_cross:.0%` of its encoder-decoder heads, the paper {glue:text}`ch11_near_paper_enc_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`, with its two decoder kinds
+# (hollow markers in {numref}`fig-ch11-6`, printed above). With about half of all heads the book keeps {glue:text}`ch11_near_book_enc_self:.0%` of
+# its encoder heads and {glue:text}`ch11_near_book_dec_cross:.0%` of its encoder-decoder heads, the paper {glue:text}`ch11_near_paper_enc_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`. The paper keeps its two decoder kinds
 # level ({glue:text}`ch11_near_paper_dec_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`) where ours keep {glue:text}`ch11_near_book_dec_self:.0%` and {glue:text}`ch11_near_book_dec_cross:.0%`. The paper's model keeps its BLEU with half
-# of its 144 heads and loses {glue:text}`ch11_paper_fewest_drop:.1f` with {glue:text}`ch11_paper_fewest:d`; ours loses {glue:text}`ch11_all_half_drop:.1f` BLEU with half of its 96 and
-# {glue:text}`ch11_all_fewest_drop:.1f` with {glue:text}`ch11_all_fewest:d`, at every shape more than the rule allows ({numref}`fig-ch11-7` sets the paper's changes, added to
-# our unpruned model, beside our curves). Two measured differences stand behind it (the
-# reasons above): our heads are 16-dimensional, so each carries a larger share of a smaller model, and 300
+# of its 144 heads and loses {glue:text}`ch11_paper_fewest_drop:.1f` with {glue:text}`ch11_paper_fewest:d`. Ours loses {glue:text}`ch11_all_half_drop:.1f` BLEU with half of its 96 and
+# {glue:text}`ch11_all_fewest_drop:.1f` with {glue:text}`ch11_all_fewest:d`, at every shape more than the rule allows. {numref}`fig-ch11-7` sets the paper's changes, added to
+# our unpruned model, beside our curves. Two measured differences stand behind it (the
+# reasons above). Our heads are 16-dimensional, so each carries a larger share of a smaller model. And 300
 # steps of fine-tuning win back only half or less of what the masks cost, where the paper fine-tunes until
 # the gates stop. Which of the two dominates would take the gates trained to convergence, which this CPU
 # sweep does not do.
@@ -211,17 +215,17 @@ for who in ("book", "paper"):  # share of each kind kept at about half of all he
 # ## Michel et al.'s importance, as their code computes it
 #
 # On the translation model we use the authors' estimator: the absolute value per sentence and token of the
-# head's output times the gradient there, on 40 training batches (about 96,000 tokens), layer-normalised,
-# ranked once, and the heads pruned 10%, 20%, ... from that ranking with no fine-tuning. Two departures
-# from their code: the authors sum over the whole training set, we over 40 batches (the split-half
-# correlation below shows that this is enough), and we take the gradient of the plain cross-entropy rather
-# than of the label-smoothed training loss. Three variants
+# head's output times the gradient there. It is taken on 40 training batches (about 96,000 tokens),
+# layer-normalised and ranked once, and the heads are pruned 10%, 20%, ... from that ranking with no
+# fine-tuning. Two departures from their code: the authors sum over the whole training set, we over 40
+# batches (the split-half correlation below shows that this is enough). And we take the gradient of the plain
+# cross-entropy rather than of the label-smoothed training loss. Three variants
 # separate the choices: the whole-batch estimator of HuggingFace's bertology example, re-scoring before every
 # step (the authors' `--exact_pruning`), and no layer-wise normalisation ({numref}`fig-ch11-7` sets them beside the gates). A ranking is worth reporting only if
 # it is reliable, so first the split-half rank correlation: the importance from the even batches against the
-# odd ones. The agreement rule for the paper's headline number, stated before the result: the share of the
-# 96 heads pruned (authors' estimator, no fine-tuning) before test BLEU falls 0.5 below the unpruned model's
-# is within 0.1 of the paper's 20%; on the 10% grid of pruning steps that is one step either way.
+# odd ones. The agreement rule for the paper's headline number, stated before the result, takes the share of the
+# 96 heads pruned (authors' estimator, no fine-tuning) before test BLEU falls 0.5 below the unpruned model's.
+# It is within 0.1 of the paper's 20%: on the 10% grid of pruning steps, one step either way.
 
 # %%
 print("precomputed; split-half Spearman correlation of the per-token importance:",
@@ -301,22 +305,22 @@ glue("ch11_split_half", michel_mt["split_half"]["all"]);
 # point. The whole-batch estimator ranks the heads differently (the rank correlation printed above): it
 # takes the absolute value after a head's positive and negative effects on different tokens have cancelled.
 # On all 96 heads that makes it much worse ({glue:text}`ch11_whole_batch_half:.1f` against {glue:text}`ch11_per_token_half:.1f` BLEU with half the heads kept); on the encoder
-# alone the two are level, each ahead at some sizes ({numref}`fig-ch11-4`). Without the layer-wise normalisation the ranking is free to empty a whole kind, and it does:
-# it removes encoder self-attention first, the kind the gates also prune first, and it loses less BLEU
+# alone the two are level, each ahead at some sizes ({numref}`fig-ch11-4`). Without the layer-wise normalisation the ranking is free to empty a whole kind, and it does.
+# It removes encoder self-attention first, the kind the gates also prune first. It loses less BLEU
 # than the normalised ranking, which must take heads from every layer. On selection alone (neither fine-tuned),
 # the gates' masks are ahead of the authors' normalised ranking at every shape of the all-kinds sweep, by
-# more the fewer heads are kept, and only just ahead of the unnormalised ranking (by {glue:text}`ch11_unnorm_gap_lo:.2f` to {glue:text}`ch11_unnorm_gap_hi:.2f`
-# BLEU; the differences printed above;
-# Michel's curve is interpolated between its 10% steps, and neither has an interval). Fine-tuning then wins
+# more the fewer heads are kept. They are only just ahead of the unnormalised ranking, by {glue:text}`ch11_unnorm_gap_lo:.2f` to {glue:text}`ch11_unnorm_gap_hi:.2f`
+# BLEU (printed above; Michel's curve is interpolated between its 10% steps, and neither has an interval). Fine-tuning then wins
 # back between {glue:text}`ch11_recovered_lo:.0%` and {glue:text}`ch11_recovered_hi:.0%` of what the masks cost, {glue:text}`ch11_recovered_median:.0%` at the median (printed above).
 
 # %% [markdown]
 # **The same fine-tuning for both.** The comparison above gives the gates their fine-tuning and Michel et
 # al.'s masks none, so it mixes the selection of heads with the retraining. The recipe
-# `michel_fine_tuned_converged` separates them on the encoder: Michel et al.'s masks (the authors' estimator,
-# ranked once) at the numbers of encoder heads the gates kept are fine-tuned as the gates were (the
-# gate recipe's steps, learning rate, loss, clipping and batches; encoder only), except that the masks are
-# fixed where the gates are sampled and penalised (`gate_training.fine_tune_with_masks`), and evaluated on the same test verses. Neither paper reports this
+# `michel_fine_tuned_converged` separates them on the encoder. It takes Michel et al.'s masks (the authors'
+# estimator, ranked once) at the numbers of encoder heads the gates kept. It fine-tunes them as the gates were
+# fine-tuned (the gate recipe's steps, learning rate, loss, clipping and batches; encoder only), except that
+# the masks are fixed where the gates are sampled and penalised (`gate_training.fine_tune_with_masks`). Both
+# are evaluated on the same test verses. Neither paper reports this
 # arm, so there is no paper value to compare with; the chapter checks that the masks are the ones its
 # shipped importance gives.
 
@@ -354,12 +358,10 @@ attnbook.check(
     precomputed=MFT_CMD)
 
 # %% [markdown]
-# Without fine-tuning for either, the two selections at the same shapes are level at 8 heads and the
-# gates' ahead at 3 and 22 (the gates' masks minus Michel et al.'s: {glue:text}`ch11_sel_gap_3:+.2f`,
-# {glue:text}`ch11_sel_gap_8:+.2f` and {glue:text}`ch11_sel_gap_22:+.2f` BLEU at 3, 8 and 22 heads; the second and third columns). Given the same
+# Without fine-tuning for either, the gates' masks minus Michel et al.'s at the same shapes are
+# {glue:text}`ch11_sel_gap_3:+.2f`, {glue:text}`ch11_sel_gap_8:+.2f` and {glue:text}`ch11_sel_gap_22:+.2f` BLEU at 3, 8 and 22 heads (the second and third columns). Given the same
 # fine-tuning as the gates, Michel et al.'s masks come within {glue:text}`ch11_mft_behind_lo:.1f` to {glue:text}`ch11_mft_behind_hi:.1f` BLEU of the gates' fine-tuned
-# models at all three shapes (the gates still ahead at each), after starting {glue:text}`ch11_mnoft_behind_lo:.1f` to {glue:text}`ch11_mnoft_behind_hi:.1f` BLEU below them
-# without it. Most of the gap between the two methods was the retraining, not the selection.
+# models at all three shapes. Without it they started {glue:text}`ch11_mnoft_behind_lo:.1f` to {glue:text}`ch11_mnoft_behind_hi:.1f` BLEU below them. Most of the gap between the two methods was the retraining, not the selection.
 # What remains is smaller than either model's own sacreBLEU interval (about one BLEU point either way), which
 # is not a test of the difference: that needs the two models' translations of the same verses.
 #
@@ -398,8 +400,8 @@ attnbook.check(
 
 # %% [markdown]
 # With 3 and 8 encoder heads the gates' fine-tuned model is better than Michel et al.'s masks given the
-# same fine-tuning, by {glue:text}`ch11_paired_gap_3:.2f` and {glue:text}`ch11_paired_gap_8:.2f` BLEU, and the paired interval lies wholly on the gates'
-# side at both; with 22 heads the difference is {glue:text}`ch11_paired_gap_22:.2f` and its interval reaches 0. So the
+# same fine-tuning, by {glue:text}`ch11_paired_gap_3:.2f` and {glue:text}`ch11_paired_gap_8:.2f` BLEU. At both, the paired interval lies wholly on the gates'
+# side. With 22 heads the difference is {glue:text}`ch11_paired_gap_22:.2f` and its interval reaches 0. So the
 # retraining explains most of the gap, and the gates' choice of heads explains a measurable part of it only
 # when few heads are kept. Neither paper compares the two methods, so this has no verdict against
 # a paper; it is labelled precomputed, and the check above ties the shipped translations to the shipped
@@ -433,32 +435,31 @@ glue("ch11_enc_best_worst", max(dev_full - b["best_bleu"] for b in enc_best));
 # layer can be cut to its single best head for at most {glue:text}`ch11_enc_best_worst:.2f` BLEU. The heads that matter most, one at a time,
 # are in the encoder-decoder attention: keeping only one head of its last layer costs the most of all, the
 # kind Michel et al. also found most sensitive to pruning. These are single scores on 200 verses with no
-# interval (Michel et al. test each ablated model against the full one), so the small changes, of either
-# sign, are not distinguishable from noise; the book's paired test for that, `stats.paired_bleu_difference`, needs
+# interval (Michel et al. test each ablated model against the full one). So the small changes, of either
+# sign, are not distinguishable from noise. The book's paired test, `stats.paired_bleu_difference`, would need
 # the translations, which the recipe does not keep for all 96 ablations.
 
 # %% [markdown]
 # ## Summary
 #
-# * With gates on all three kinds, encoder self-attention is pruned first and encoder-decoder attention last,
-#   and decoder self-attention loses its upper layers first, as in the paper; but the cost in BLEU is far
-#   larger than the paper's ({glue:text}`ch11_all_half_drop:.1f` BLEU with about half the heads, where the paper loses none).
+# * With gates on all three kinds, encoder self-attention is pruned first and encoder-decoder attention last.
+#   Decoder self-attention loses its upper layers first, as in the paper. The cost in BLEU is far larger than
+#   the paper's: {glue:text}`ch11_all_half_drop:.1f` BLEU with about half the heads, where the paper loses none.
 # * Michel et al.'s importance, computed as their code does, gives a reliable ranking (split-half rank
-#   correlation {glue:text}`ch11_split_half:.2f`) and the paper's result that about a fifth of the heads can go without fine-tuning; the
-#   whole-batch estimator of HuggingFace's example ranks heads differently, and much worse on all 96 heads.
-#   Retraining matters more than selection: on the unchanged model the gates' masks are ahead of importance
-#   pruning on all kinds but level with it on the encoder at 8 heads, and fine-tuning wins back about half of
-#   what the masks cost ({glue:text}`ch11_recovered_median:.0%` at the median).
-# * Given the gates' fine-tuning, Michel et al.'s masks come within a fraction of a BLEU point of the gates' at
-#   3, 8 and 22 encoder heads (the gates ahead at each): the difference between the methods is mostly the
-#   retraining, and a paired bootstrap (beam 4) puts the rest on the gates' side at 3 and 8 heads but not at 22.
+#   correlation {glue:text}`ch11_split_half:.2f`). The whole-batch estimator of HuggingFace's example ranks heads
+#   differently, and much worse on all 96 heads.
+# * Retraining matters more than selection. Fine-tuning wins back about half of what the masks cost
+#   ({glue:text}`ch11_recovered_median:.0%` at the median). Given the gates' fine-tuning, Michel et al.'s masks come
+#   within a fraction of a BLEU point of the gates' at 3, 8 and 22 encoder heads. A paired bootstrap (beam 4)
+#   puts the rest on the gates' side only where few heads are kept.
+#
 
 # %% [markdown]
 # ## Exercises
 #
 # 1. `michel_mt["importance"]` holds both estimators' scores of every head. Rank the heads of each kind by the
-#    per-token and by the whole-batch estimator and compute Spearman's correlation with `stats.spearman`: on
-#    which kind do the two estimators disagree most, and is that the kind on which the whole-batch curve of
+#    per-token and by the whole-batch estimator and compute Spearman's correlation with `stats.spearman`. On
+#    which kind do the two estimators disagree most? Is that the kind on which the whole-batch curve of
 #    {numref}`fig-ch11-7` falls first?
 # 2. Michel et al. prune 10% of the heads at a time. From `arms["all_per_token"]`, find the largest share of
 #    heads pruned before BLEU falls 1.0 (rather than 0.5) below the unpruned model. Does the verdict of the

@@ -302,7 +302,8 @@ sentences = text.english_sentences()[: sizes["n_sentences"]]
 alpha = {
     "all-MiniLM-L6-v2": lm_skip.skip_shares(lm, lm_tok, sentences, sizes["max_length"])
 }
-mt_model, _ = tr.load_translation_model(device=dev)
+mt_model, _, notice = tr.chapter_model(device=dev)  # the active preset's model
+print(notice or "translation model of this preset")
 mt_verses = tr.analysis_verses(sizes["n_sentences"], mt_model.cfg.max_len)
 alpha["EN-ES translation model"] = mt_skip.encoder_skip_shares(
     mt_model, mt_verses.src_ids
