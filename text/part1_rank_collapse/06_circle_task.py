@@ -22,9 +22,11 @@ except ImportError:
 #
 # **In this chapter you will**
 # - build the task and the paper's model (a `Linear(2, d)` embedding, one BERT-style attention layer with two heads, a linear read-out), with and without an outer skip connection or an MLP;
+# - train it and say what "trained" means: two gates every model passes before its rollout is read;
 # - define precisely what "collapsed" means for a trajectory, and measure it over several training seeds;
-# - compare the paper's training recipe with a faster one, and see how much the picture depends on it;
-# - separate attention from the rest of the model with two controls: no attention, and each token attending only to itself.
+# - decide, with one statistical test, whether width or an MLP delays collapse;
+# - separate attention from the rest of the model with two controls: no attention, and each token attending only to itself;
+# - and last, train with the paper's own recipe, which leaves the models barely trained, and compare with its Figure 3.
 
 # %% [markdown]
 # :::{admonition} The result, as this run computed it
@@ -90,15 +92,23 @@ model = circle.CircleNet(32, cfg["n_heads"])
 print(model(X[:3]).shape, "parameters:", sum(p.numel() for p in model.parameters()))
 
 # %% [markdown]
-# ## Two training recipes
+# ## Training, and what "trained" means
 #
-# The paper trains with Adam at learning rate $10^{-5}$, batch 30, 70 epochs over the 499 items
-# (1,190 steps), summed squared error. The book's recipe: AdamW at $5\cdot10^{-3}$, batch 128 drawn at random,
-# 5% warm-up then cosine decay, gradient clipping at 1, mean squared error, for 1,000 steps
-# (`attnbook.core.train.train` runs both). Two baselines say whether a model has learned anything: predicting that
-# the points *stay put* ($\hat Y = X$; one step moves a point by $2r\sin(\pi/1000) \approx 1.9\cdot10^{-3}$) and
-# predicting the origin. A model whose one-step error is not far below staying put has not learned the map,
-# and its rollout says nothing about collapse. First, both recipes on the small pure SAN ($d = 32$), seed 0:
+# The book trains with AdamW at {glue:text}`ch06_lr:g`, batch {glue:text}`ch06_batch:d` drawn at random, 5% warm-up then cosine
+# decay, gradient clipping at 1 and mean squared error, for {glue:text}`ch06_steps:,d` steps (`attnbook.core.train.train`).
+# The paper's own recipe is far gentler; it comes {ref}`at the end of the chapter <ch06-paper-regime>`.
+#
+# Two baselines say whether a model has learned anything: predicting that the points *stay put* ($\hat Y =
+# X$; one step moves a point by $2r\sin(\pi/1000) \approx 1.9\cdot10^{-3}$) and predicting the origin. A
+# rollout says something about collapse only if the model has learned the map, so every model passes two
+# **gates** before its rollout is read:
+#
+# 1. its one-step error is at most half of staying put's;
+# 2. its rollout follows the circle: every token stays within a tenth of the radius of where the circle
+#    moves it, for at least 10 steps (`circle.tracking_steps`).
+#
+# A small one-step error alone would admit a model whose errors add up at once. A model that fails either gate
+# is not a finding about collapse. First, the small pure SAN ($d = 32$), seed 0:
 
 # %%
 # squared error summed over the plane, mean over tokens and items
@@ -112,50 +122,23 @@ def fit_book(d, variant, seed, **extra):
                       **SIZE, **VARIANTS[variant], **extra)
 
 
-PAPER_RECIPE = papers.number("dong2021", "training_recipe").value  # lr, batch, Adam
 DONG = papers.numbers("dong2021")  # the paper's numbers, each with where it was read
 MERGES, WIDTH = DONG["fig3_small_san_merges"], DONG["fig3_width_delays_collapse"]
 MLP_DELAYS = DONG["fig3_mlp_delays_collapse"]
 SKIP_APART = DONG["fig3_skip_keeps_tokens_apart"]
-
-
-def fit_paper(d, variant, seed, **extra):
-    # the paper's recipe (circle.fit_paper_recipe): constant rate, items in order,
-    # summed error
-    return circle.fit_paper_recipe(d, seed, **PAPER_RECIPE, **SIZE,
-                                   epochs=cfg["paper_recipe_epochs"],
-                                   **VARIANTS[variant], **extra)
-
+glue("ch06_lr", cfg["lr"])
+glue("ch06_batch", cfg["batch"])
+glue("ch06_steps", cfg["steps"])
 
 # %%
-m_paper, h_paper = fit_paper(32, "SAN", 0)
 m_book, h_book = fit_book(32, "SAN", 0)
 with torch.no_grad():
     XY = (X.to(dev), Y.to(dev))
-    mse_paper, mse_book = float(mse(m_paper, XY)), float(mse(m_book, XY))
+    mse_book = float(mse(m_book, XY))
 base = circle.baselines(X, Y)
 print(f"baselines: stay put {base['stay_put']:.2e}, origin {base['origin']:.2e}")
-for name, h, e in (("paper", h_paper, mse_paper), ("book", h_book, mse_book)):
-    print(f"{name} recipe: {h['steps_done']} steps, {h['time']:.1f} s, MSE {e:.2e} "
-          f"= {e / base['stay_put']:.2g} x stay put")
-
-# %% [markdown]
-# The paper's recipe barely trains the model: at $10^{-5}$ the weights move by about $10^{-5}$ per step, so
-# 1,190 steps leave it close to its initialisation, with a one-step error far *worse* than staying put. The
-# book's recipe fits the one-step map below the stay-put baseline in seconds on a CPU:
-
-# %% tags=["nbval-check-output", "hide-input"]
-[
-    attnbook.check("circle: paper-recipe MSE / book-recipe MSE (d=32 SAN, seed 0)",
-                   mse_paper / mse_book, at_least=100, digits=1),
-    attnbook.check(
-        "circle: paper-recipe MSE / stay-put MSE (d=32 SAN, seed 0: not trained)",
-        mse_paper / base["stay_put"], at_least=10, digits=1),
-    attnbook.check(
-        "tracking gate on the paper-recipe model (d=32 SAN, seed 0): steps its rollout "
-        "follows the circle (it fails the gate)",
-        circle.tracking_steps(circle.rollout(m_paper, X[0], 50)), at_most=9),
-]
+print(f"book recipe: {h_book['steps_done']} steps, {h_book['time']:.1f} s, MSE "
+      f"{mse_book:.2e} = {mse_book / base['stay_put']:.2g} x stay put")
 
 # %% [markdown]
 # ## Measuring collapse
@@ -202,11 +185,7 @@ live_steps = circle.collapse_steps(runs)  # None: the tokens never merge
 print(circle.merge_report(live_steps))
 
 # %% [markdown]
-# The gates: before any rollout is read, every model must have learned the one-step map, with an error well
-# below staying put (at most half of it), and its rollout must follow the circle: every token within a tenth
-# of the radius of where the circle moves it, for at least 10 steps (`circle.tracking_steps`). A small
-# one-step error alone would admit a model whose errors add up at once; a model that fails either gate is not a
-# finding about collapse. The paper-recipe model of the previous section fails the second one (its last check).
+# Both gates, on every model of the sweep:
 
 # %% tags=["nbval-check-output"]
 worst = max(r["mse_over_stay_put"] for out in runs.values() for r in out)
@@ -279,8 +258,6 @@ attnbook.check("merging runs: order of convergence of the token gap (1 = geometr
 # The paper's claims, checked on these runs. Each "collapsed fraction" is over the seeds above.
 
 # %% tags=["nbval-check-output"]
-paper_recipe_step = circle.collapse_step(
-    circle.token_gaps(circle.rollout(m_paper, X[0], cfg["rollout"])))
 [
     attnbook.compare(
         "circle, book recipe: fraction of d=32 pure-SAN seeds whose tokens merge "
@@ -290,21 +267,40 @@ paper_recipe_step = circle.collapse_step(
                "allows, merging depends on the seed: most seeds keep two tokens"),
     attnbook.check("circle: fraction of d=32 SAN+skip runs whose tokens merge",
                    frac_collapsed(32, "SAN+skip"), at_most=0.0),
-    attnbook.compare(
-        "circle, paper recipe (an untrained model, far above the stay-put error): d=32 "
-        "SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
-        int(paper_recipe_step is not None), paper=MERGES.value, tol=0,
-        source=MERGES.where),
 ]
+
+# %% tags=["remove-input"]
+merged = {key: sum(s is not None for s in steps) for key, steps in live_steps.items()}
+glue("ch06_n_seeds", cfg["n_seeds"])
+for d in cfg["widths"]:
+    glue(f"ch06_merged_san_{d}", merged[d, "SAN"])
+    glue(f"ch06_merged_mlp_{d}", merged[d, "SAN+MLP"]);
 
 
 # %% [markdown]
-# On models that pass the gate, width points the paper's way without deciding it: at $d = 128$ one pure-SAN
-# run of six collapses and none with an MLP, against two of six at $d = 32$ (with or without the MLP), and
-# the seed intervals of the delays below contain zero (six seeds cannot resolve differences of one or two
-# runs). The skip connection is different in kind: with $X_{t+1} = X_t + f(X_t)$ the two
-# tokens never merged in any run; its failure mode is the opposite one, drift (some trajectories leave the
-# circle, see the grid).
+# On models that pass the gates, the pure SAN merges its tokens in {glue:text}`ch06_merged_san_32:d` of
+# {glue:text}`ch06_n_seeds:d` runs at $d = 32$ and {glue:text}`ch06_merged_san_128:d` at $d = 128$; with an MLP,
+# {glue:text}`ch06_merged_mlp_32:d` and {glue:text}`ch06_merged_mlp_128:d`. Whether width or an MLP *delays* collapse
+# is a comparison of two groups of seeds, decided by the test in the box below. The skip connection is different
+# in kind: with $X_{t+1} = X_t + f(X_t)$ the two tokens never merged in any run; its failure mode is the opposite
+# one, drift (some trajectories leave the circle, see the grid).
+
+# %% [markdown]
+# :::{admonition} One statistical test: does one group of runs collapse later than another?
+# :class: note
+#
+# Each run gives one number, its **collapse step**. A run whose tokens never merge within the $T = 300$
+# steps of the rollout has no collapse step; we count it as $T + 1$ (it is *censored*: it would merge later, or
+# never). The **delay** of group $a$ over group $b$ is the mean censored step of $a$ minus that of $b$: a
+# lower bound on the true difference when many runs never merge.
+#
+# How sure is the sign? The seeds are the only source of variation, so we resample them: draw the runs of each
+# group with replacement, recompute the delay, and repeat 4,000 times (a **percentile bootstrap** over seeds,
+# `stats.bootstrap_mean_difference`). The middle 90% of those delays is the interval. The rule, stated before
+# the result: a direction counts only if the whole interval lies on it, so the verdict is *reproduces* when
+# the interval lies on the paper's side of zero, *differs* when it lies on the other side, and *undecided*
+# when it contains zero.
+# :::
 
 # %%
 def delay(steps, a, b):
@@ -352,7 +348,7 @@ if seeds16:
     print(circle.merge_report(steps16, "gated"))
 
 # %% tags=["nbval-check-output", "hide-input"]
-attnbook.claims.when_available(seeds16, lambda: [
+claims16 = attnbook.claims.when_available(seeds16, lambda: [
     # the live runs are the file's first seeds: collapsed or not, run by run
     attnbook.check("16 seeds: live runs whose merging differs from the file's "
                    "same seed", circle.status_flips(live_steps, every16), at_most=3,
@@ -370,13 +366,18 @@ attnbook.claims.when_available(seeds16, lambda: [
                      precomputed=SEEDS16, source=MLP_DELAYS.where,
                      reason=SEEDS_UNDECIDED),
 ], "circle, 16 seeds: the section's claims")
+claims16
+
+# %% tags=["remove-input"]
+NOT_HERE = "is not available at this preset"  # no 16-seed file: the claim says so
+glue("ch06_width16_says", claims16[2].in_words if seeds16 else NOT_HERE)
+glue("ch06_mlp16_says", claims16[3].in_words if seeds16 else NOT_HERE)
+glue("ch06_failed16", failed16 if seeds16 else 0);
 
 # %% [markdown]
-# With 16 seeds width decides: the small pure SAN merges its tokens in most gated runs and the wide one in
-# few, and the whole interval of the delay lies on the paper's side, so "width delays collapse" reproduces as a
-# robust effect of well-trained models (one small-SAN run fails the gate, merges early and is left out: an
-# untrained model is no evidence). The MLP does not: at $d = 32$ about as many runs merge with it as without,
-# and the interval of its delay still contains zero.
+# Over 16 seeds, by the rule of the box above, "width delays collapse" {glue:text}`ch06_width16_says` and "an MLP
+# delays collapse" {glue:text}`ch06_mlp16_says`. {glue:text}`ch06_failed16:d` of the 16-seed runs fail the gate and are left
+# out: an untrained model is no evidence about collapse.
 
 # %% [markdown]
 # ### The control: the same model without attention
@@ -459,18 +460,67 @@ glue("ch06_own128_hi", round(max(own128), 2))
 # $d = 128$ {glue:text}`ch06_own128_pass` of {glue:text}`ch06_ctrl_seeds` do, with one-step errors of at most
 # {glue:text}`ch06_own128_hi` of staying put, without ever reading the other token. So learning the step does not
 # need attention to read the other token; what the first control lacked at $d = 32$ was capacity. None of the
-# gated runs of either control merges its tokens, against one pure-SAN run of six with attention: the learned
+# gated runs of either control merges its tokens, against {glue:text}`ch06_merged_san_32:d` of {glue:text}`ch06_n_seeds:d` pure-SAN runs with attention at $d = 32$: the learned
 # token-wise maps do not contract the two points together; where tokens merge in this chapter, attention moved
 # them.
 
 # %% [markdown]
-# ### The paper's regime: barely trained models
+# (ch06-paper-regime)=
+# ## The paper's regime: barely trained models
 #
-# The paper's Figure 3 comes from models trained with its recipe, which (as measured above) leaves them
-# close to initialisation, with one-step errors tens of thousands of times worse than staying put: they fail
-# the gate, so what follows describes untrained models, and its agreement with the paper says only that the
-# paper's figure shows the same. In that regime, here is when the tokens merge for the small pure SAN and for the
-# wide SAN with an MLP (seed 0; `None` means not within 300 steps):
+# The paper trains with Adam at $10^{-5}$, batch 30, 70 epochs over the 499 items (1,190 steps) and summed
+# squared error. Its Figure 3 comes from models trained this way. First, the same small pure SAN as at the
+# start of the chapter, seed 0, with the paper's recipe:
+
+# %%
+PAPER_RECIPE = papers.number("dong2021", "training_recipe").value  # lr, batch, Adam
+
+
+def fit_paper(d, variant, seed, **extra):
+    # the paper's recipe (circle.fit_paper_recipe): constant rate, items in order,
+    # summed error
+    return circle.fit_paper_recipe(d, seed, **PAPER_RECIPE, **SIZE,
+                                   epochs=cfg["paper_recipe_epochs"],
+                                   **VARIANTS[variant], **extra)
+
+
+m_paper, h_paper = fit_paper(32, "SAN", 0)
+with torch.no_grad():
+    mse_paper = float(mse(m_paper, XY))
+print(f"paper recipe: {h_paper['steps_done']} steps, {h_paper['time']:.1f} s, MSE "
+      f"{mse_paper:.2e} = {mse_paper / base['stay_put']:.2g} x stay put")
+
+# %% [markdown]
+# The paper's recipe barely trains the model: at $10^{-5}$ the weights move by about $10^{-5}$ per step, so
+# 1,190 steps leave it close to its initialisation, with a one-step error far *worse* than staying put. It fails
+# both gates, so what follows describes untrained models, and its agreement with the paper says only that the
+# paper's figure shows the same:
+
+# %% tags=["nbval-check-output", "hide-input"]
+[
+    attnbook.check("circle: paper-recipe MSE / book-recipe MSE (d=32 SAN, seed 0)",
+                   mse_paper / mse_book, at_least=100, digits=1),
+    attnbook.check(
+        "circle: paper-recipe MSE / stay-put MSE (d=32 SAN, seed 0: not trained)",
+        mse_paper / base["stay_put"], at_least=10, digits=1),
+    attnbook.check(
+        "tracking gate on the paper-recipe model (d=32 SAN, seed 0): steps its rollout "
+        "follows the circle (it fails the gate)",
+        circle.tracking_steps(circle.rollout(m_paper, X[0], 50)), at_most=9),
+]
+
+# %% tags=["nbval-check-output", "hide-input"]
+paper_recipe_step = circle.collapse_step(
+    circle.token_gaps(circle.rollout(m_paper, X[0], cfg["rollout"])))
+attnbook.compare(
+    "circle, paper recipe (an untrained model, far above the stay-put error): d=32 "
+    "SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
+    int(paper_recipe_step is not None), paper=MERGES.value, tol=0,
+    source=MERGES.where)
+
+# %% [markdown]
+# In that regime, here is when the tokens merge for the small pure SAN and for the wide SAN and the wide
+# SAN with an MLP (seed 0; `None` means not within 300 steps):
 
 # %%
 paper_steps = {"d=32 SAN": paper_recipe_step}  # computed above
@@ -515,11 +565,11 @@ attnbook.compare(
 # %% [markdown]
 # ## Summary
 #
-# - Run recursively, one attention layer is a deep network with shared weights, and the two tokens of the circle task can merge into one point: rank collapse for a sequence of two (token gap, eq. {eq}`eq-token-gap`).
-# - With the paper's own recipe (Adam at $10^{-5}$, 70 epochs) the models are barely trained (their one-step error is far worse than predicting that the points stay put); in that regime the book reproduces the paper's Figure 3: the small pure SAN merges its tokens within a few steps, the wide SAN a little later, and the wide SAN with an MLP much later.
-# - Trained properly (the book's recipe, 1,000 steps, brings every model's one-step error below a quarter of the stay-put baseline: the chapter's gate), collapse becomes a matter of the seed: a third of the pure-SAN runs still collapse at $d = 32$, fewer at $d = 128$, and six seeds cannot decide whether width or an MLP delays it. Over 16 seeds (precomputed) width does delay collapse (the interval of the delay excludes zero), and the MLP does not measurably: the paper's "width delays collapse" reproduces on well-trained models, its "an MLP delays collapse" only on its barely-trained single runs.
-# - The outer skip connection is the robust fix: across all seeds and both widths the two tokens never merged.
-# - Two controls (precomputed): without attention the model learns the step only at $d = 128$; with each token attending only to itself (the value and output maps kept: the same capacity) it learns it at both widths, so the step does not need one token to read the other. No gated run of either control merges its tokens: the merging seen here is attention's doing, not a token-wise map contracting the two points together.
+# - Run recursively, one attention layer is a deep network with shared weights, and the two tokens of the circle task can merge into one point: rank collapse for a sequence of two ({eq}`eq-token-gap`).
+# - A model counts as trained when it passes two gates (one-step error at most half of staying put's, a rollout that follows the circle). On trained models collapse depends on the seed; whether width or an MLP delays it is decided over 16 seeds by a seed-bootstrap test (the box above). The result box at the top gives the verdicts.
+# - The outer skip connection keeps the two tokens apart in every run.
+# - With each token attending only to itself, the model still learns the step and never merges its tokens: the merging is attention's doing.
+# - The paper's own recipe leaves the models barely trained; its Figure 3 shows that regime.
 #
 # ## Exercises
 #
