@@ -18,7 +18,7 @@ except ImportError:
 # trained English-Russian translation models (Transformer-base: 6 layers, 8 heads per attention) and looked
 # at every head of the encoder self-attention, the decoder self-attention and the encoder-decoder
 # attention. They found that a few heads are **confident** (they put most of their weight on one token) and
-# **relevant** (the prediction depends on them), and that these heads have interpretable roles: they attend
+# **relevant** (the prediction depends on them). These heads have interpretable roles: they attend
 # to the neighbouring token (*positional* heads), follow a dependency relation (*syntactic* heads), or point
 # to the rarest word of the sentence (*rare-token* heads). The next chapter prunes the rest.
 #
@@ -29,10 +29,10 @@ except ImportError:
 #
 # **In this chapter you will**
 #
-# * load the shipped model, check that it has learned its task and ask whether it has converged (three gates),
-# * measure its BLEU with greedy decoding and beam search, with confidence intervals,
-# * measure each head's confidence (against the right chance level) and its relevance,
-# * and, on [the next page](10_what_the_heads_do.ipynb), find positional, syntactic and rare-token heads,
+# * load the shipped model, check that it has learned its task and ask whether it has converged (three gates).
+# * measure its BLEU with greedy decoding and beam search, with confidence intervals.
+# * measure each head's confidence (against the right chance level) and its relevance.
+# * On [the next page](10_what_the_heads_do.ipynb), find positional, syntactic and rare-token heads,
 #   in the translation model and in MiniLM, and watch the roles emerge during training.
 
 # %% [markdown]
@@ -71,11 +71,11 @@ VOITA = papers.numbers("voita2019")  # the paper's numbers, each with where it w
 # Standard translation benchmarks (WMT, OpenSubtitles) are large and not freely redistributable. The Bible
 # is: the King James Version (1611/1769) and the Spanish Reina-Valera (1909) are in the public domain and
 # are numbered by the same verse keys, so every verse is a sentence pair. The script
-# `scripts/make_translation_data.py` exports both from Debian's SWORD packages, pairs them by key, holds out
-# 1000 verses for development and 1000 for test, trains one byte-pair-encoding vocabulary
+# `scripts/make_translation_data.py` exports both from Debian's SWORD packages and pairs them by key. It holds
+# out 1000 verses for development and 1000 for test, trains one byte-pair-encoding vocabulary
 # {cite:p}`sennrich2016neural` of 8000 tokens for both languages, and ships the result with the library.
-# The Bible repeats itself: some verses ("And the LORD spake unto Moses, saying,") occur many times, so
-# `load_pairs` drops from dev and test every verse whose English or Spanish text also occurs in train; no
+# The Bible repeats itself: some verses ("And the LORD spake unto Moses, saying,") occur many times. So
+# `load_pairs` drops from dev and test every verse whose English or Spanish text also occurs in train, and no
 # score below rewards memorising the training set.
 
 # %% tags=["nbval-check-output"]
@@ -101,7 +101,7 @@ glue("ch10_train_pairs", len(train_pairs))
 #
 # The model {cite:p}`vaswani2017attention` has three kinds of attention, and we use the paper's names for them:
 # the encoder self-attention (`enc_self`), the decoder's causal self-attention (`dec_self`) and the
-# encoder-decoder attention (`dec_cross`), in which the decoder's states ask the questions and the encoder's
+# encoder-decoder attention (`dec_cross`). In the last, the decoder's states ask the questions and the encoder's
 # states give the keys and values. All three are the book's `MultiHeadSelfAttention`; cross-attention is
 # the same module called with `context=`:
 #
@@ -118,9 +118,9 @@ glue("ch10_train_pairs", len(train_pairs))
 # positions and one embedding matrix shared by source, target and output.
 #
 # The encoder has the paper's 48 heads (6 layers of 8) at width 128; the decoder has 3 layers. The recipe
-# follows what works for small parallel corpora (fairseq's IWSLT recipe): dropout and attention dropout, label smoothing {glue:text}`ch10_label_smoothing:.1f`, token-based
-# batches, linear warm-up then cosine decay, dev BLEU measured as it trains, and the average of the last
-# five evaluated checkpoints. Where it departs from the paper (width 128 instead of 512, a 3-layer decoder,
+# follows what works for small parallel corpora (fairseq's IWSLT recipe). It uses dropout and attention dropout,
+# label smoothing {glue:text}`ch10_label_smoothing:.1f`, token-based batches, and linear warm-up then cosine decay. It measures
+# dev BLEU as it trains and keeps the average of the last five evaluated checkpoints. Where it departs from the paper (width 128 instead of 512, a 3-layer decoder,
 # pre-LN) the reason is the CPU: the model must converge on one thread in about two hours. The chapter
 # **loads the shipped checkpoint**; its record says how it was made ({numref}`fig-ch10-1`). The checkpoint is
 # the run `translation_model` at the `quick` preset, the only one shipped. At `paper` the page analyses the
@@ -151,14 +151,15 @@ plt.show()
 # %% [markdown]
 # ### Gate 1: has training converged?
 #
-# A head analysis of a model that is still learning describes the learning, not the model. The training record's own test, how much dev BLEU gained over the last fifth of
-# training, cannot tell: the learning rate follows a cosine that ends at zero, so the last fifth of
-# training takes small steps whether or not the model has more to learn. The gate asks instead what more
-# training gives. [Chapter 11](11_pruning_versus_scratch.ipynb)'s control run takes the shipped model and trains it
-# on at a constant small rate until dev BLEU stops rising; the rule, stated before the result: the model
-# counts as converged if the whole paired 95% interval of the beam BLEU gained on the test verses lies
-# below 0.5 BLEU. Unlike a check, a gate that fails is recorded and the chapter goes on, saying what the
-# failure means.
+# A head analysis of a model that is still learning describes the learning, not the model. The training
+# record's own test, how much dev BLEU gained over the last fifth of training, cannot tell. The learning rate
+# follows a cosine that ends at zero, so the last fifth of training takes small steps whether or not the model
+# has more to learn. The gate asks instead what more training gives. [Chapter 11](11_pruning_versus_scratch.ipynb)'s
+# control run takes the shipped model and trains it on at a constant small rate until dev BLEU stops rising.
+# The rule, stated before the result: the model counts as converged if the whole paired 95% interval of the
+# beam BLEU gained on the test verses lies below 0.5 BLEU. Unlike a check, a gate that fails is recorded and
+# the chapter goes on, saying what the failure means.
+#
 
 # %% tags=["nbval-check-output"]
 tail, _ = tr.late_gain(meta["evals"])  # dev BLEU from 80% of the last step on
@@ -186,8 +187,8 @@ glue("ch10_gate1_says", "fails" if not converged.holds else "passes")
 # %% [markdown]
 # Trained on, the model gains {glue:text}`ch10_more_delta:+.2f` BLEU (95% interval {glue:text}`ch10_more_low:+.2f` to {glue:text}`ch10_more_high:+.2f`): gate 1
 # {glue:text}`ch10_gate1_says`. Where it fails, the model is not converged in the strict sense, although its own record had
-# flattened: the role comparisons below that fall short of the paper name this among their reasons, and
-# whether more training would grow the roles is left unmeasured.
+# flattened. The role comparisons below that fall short of the paper name this among their reasons.
+#
 
 # %% [markdown]
 # ### BLEU with greedy decoding and beam search
@@ -254,8 +255,8 @@ glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]))
 #
 # A head analysis of the encoder is only worth doing if the model uses its encoder self-attention. The
 # second gate switches off all 48 encoder self-attention heads (gate 0 in {eq}`eq-mha-gated`) and requires
-# a loss of at least 5 BLEU; the third requires that greedy output no longer repeats itself ("te te te ...",
-# the signature of the under-trained model) in more than 5% of the whole test split.
+# a loss of at least 5 BLEU. The third requires that greedy output repeats itself ("te te te ...", the
+# signature of an under-trained model) in at most 5% of the whole test split.
 
 # %% tags=["nbval-check-output"]
 no_enc = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
@@ -297,7 +298,7 @@ display(Markdown(rf.translations_table(test_n[:shown], greedy[:shown])))
 #
 # Every head analysis below reads attention maps of the model on dev verses with the reference translation
 # fed to the decoder (teacher forcing), as the paper does. `hd.head_roles` walks the model over the verses
-# once and returns, for every head of every kind, the statistics the paper defines; the parser's words let it
+# once and returns, for every head of every kind, the statistics the paper defines. The parser's words let it
 # also build the encoder's word-level maps for the syntactic analysis. Layers and heads are numbered from 1
 # throughout Part III, in the figures, the tables and the printed lists.
 
@@ -389,7 +390,7 @@ plt.show()
 # ## Relevance
 #
 # The paper's second lens is **relevance**: how much the model's top-1 prediction depends on a head,
-# measured with layer-wise relevance propagation {cite:p}`bach2015pixel` (LRP), which divides the top-1
+# measured with layer-wise relevance propagation {cite:p}`bach2015pixel` (LRP). LRP divides the top-1
 # logit backwards over every neuron of the network. `attnbook.heads.lrp` writes the rule of the official code
 # (`lib/layers/lrp.py` and the layers' `relprop` methods) for the book's pre-LN model. For a function
 # $y = f(x_1, \dots, x_N)$ with Jacobian $J$, the impact of input $i$ on output $j$ is
@@ -403,18 +404,17 @@ plt.show()
 # $$ (eq-lrp-alpha-beta)
 #
 # after which the inputs' relevance is rescaled to the output's total, so that relevance is conserved. As
-# the official code does, the rule is applied per token through linear layers and LayerNorm, per head
-# through $\operatorname{softmax}(qk^\top/\sqrt{d})\,v$ with its full Jacobian in $q$, $k$ and $v$ (the
-# book computes it in closed form; the unit tests compare it with autograd's), and per neuron through each
-# residual sum. We start from relevance 1 on the top-1 logit of every target token, with the reference
-# prefix as the decoder's input, and take a head's relevance as that of its output neurons, as a share of
-# its layer (normalised by the layer's total absolute relevance), averaged over every target token of the
-# dev split. That takes about a quarter of an hour on one thread, so it is precomputed by
+# the official code does, the rule is applied per token through linear layers and LayerNorm, and per neuron
+# through each residual sum. Per head it goes through $\operatorname{softmax}(qk^\top/\sqrt{d})\,v$ with its
+# full Jacobian in $q$, $k$ and $v$ (the book computes it in closed form; the unit tests compare it with
+# autograd's). We start from relevance 1 on the top-1 logit of every target token, with the reference prefix
+# as the decoder's input. A head's relevance is that of its output neurons, as a share of its layer
+# (normalised by the layer's total absolute relevance), averaged over every target token of the dev split. That takes about a quarter of an hour on one thread, so it is precomputed by
 # `python scripts/run.py lrp_relevance`; the chapter recomputes the first verses live and checks that they
-# agree. The unit tests check the rule where the answer is known (`tests/test_lrp.py`): it reduces to the
-# plain $z$-rule for a positive linear map, relevance is conserved through the whole model, and a head that
-# writes zeros gets none (when the output projection has no bias to share out; with one, the rule's bias
-# share gives such a head a little).
+# agree. The unit tests check the rule where the answer is known (`tests/test_lrp.py`). It reduces to the
+# plain $z$-rule for a positive linear map, and relevance is conserved through the whole model. A head that
+# writes zeros gets none when the output projection has no bias to share out; with one, the rule's bias
+# share gives such a head a little.
 #
 # The second lens is **leave-one-out relevance**, the drop of the top-1 logit when one head is switched
 # off, averaged over target tokens, in raw logit units (negative where switching a head off *raises* the
@@ -517,20 +517,21 @@ for kind in ATTENTION_KINDS:
 
 # %% [markdown]
 # LRP ranks the heads of every kind reliably: two halves of the dev split give the same order (split-half
-# rank correlation {glue:text}`ch10_lrp_split_min:.2f` and above), and the live recomputation of the first verses agrees with the
+# rank correlation {glue:text}`ch10_lrp_split_min:.2f` and above). The live recomputation of the first verses agrees with the
 # shipped file to within {glue:text}`ch10_live_gap:.1e`. What it ranks is a fairly even division: within a layer the encoder's
 # heads take {glue:text}`ch10_enc_rel_min:.0%` to {glue:text}`ch10_enc_rel_max:.0%` of the relevance, with a few heads standing out
 # ({numref}`fig-ch10-3`). The paper's
 # first observation, that the more confident heads are the more relevant ones, is a statement without a
-# number, so the book tests it against chance (Spearman's one-sided test): by this lens it {glue:text}`ch10_rho_says`
-# (rank correlation {glue:text}`ch10_rho_enc:.2f`, p = {glue:text}`ch10_rho_p:.2g`). The second does not: the most relevant first-layer head is more
-# confident than {glue:text}`ch10_layer1_more:d` of the other {glue:text}`ch10_layer1_others:d` heads of its layer, not a relevant head without confidence; in this
-# layer LRP relevance is nearly uniform ({glue:text}`ch10_layer1_rel_min:.2f` to {glue:text}`ch10_layer1_rel_max:.2f`), so "the most relevant layer-1 head" is only weakly singled out. {glue:text}`ch10_source_share:.0%` of each top-1 logit's
+# number. So the book tests it against chance (Spearman's one-sided test): by this lens it {glue:text}`ch10_rho_says`
+# (rank correlation {glue:text}`ch10_rho_enc:.2f`, p = {glue:text}`ch10_rho_p:.2g`). The second observation, a relevant
+# first-layer head without confidence, does not hold: the most relevant first-layer head is more confident than
+# {glue:text}`ch10_layer1_more:d` of the other {glue:text}`ch10_layer1_others:d` heads of its layer. In this layer LRP relevance is nearly uniform
+# ({glue:text}`ch10_layer1_rel_min:.2f` to {glue:text}`ch10_layer1_rel_max:.2f`), so "the most relevant layer-1 head" is only weakly singled out. {glue:text}`ch10_source_share:.0%` of each top-1 logit's
 # relevance reaches the source tokens and the rest the target prefix.
 #
 # The two lenses do not agree with each other. Leave-one-out relevance, on its 2 x {glue:text}`ch10_loo_half:d` verses, is reliable for
 # the encoder-decoder heads (split-half {glue:text}`ch10_loo_split_dec_cross:.2f`) but not for the encoder's
-# ({glue:text}`ch10_loo_split_enc_self:.2f`), and its ranking correlates with LRP's only for the encoder-decoder heads
+# ({glue:text}`ch10_loo_split_enc_self:.2f`). Its ranking correlates with LRP's only for the encoder-decoder heads
 # ({glue:text}`ch10_loo_lrp_dec_cross:.2f`; encoder {glue:text}`ch10_loo_lrp_enc_self:.2f`, decoder self-attention {glue:text}`ch10_loo_lrp_dec_self:.2f`). They
 # measure different things: LRP divides the relevance the forward pass routes through each head, while
 # leave-one-out asks how much the prediction changes when a head is gone, which the rest of the network can
@@ -540,18 +541,17 @@ for kind in ATTENTION_KINDS:
 # ## Summary
 #
 # * The book's translation model is an encoder-decoder built from the same attention module as every other
-#   chapter, with a gate per head ({eq}`eq-mha-gated`), trained on a CPU with a recipe for small corpora. Two gates check that it has learned its
-#   task before any head is analysed (its encoder attention matters, its output does not loop); a third
-#   asks whether it has converged: trained on at a constant rate it gains {glue:text}`ch10_more_delta:+.2f` BLEU, and the gate
-#   {glue:text}`ch10_gate1_says`.
+#   chapter, with a gate per head ({eq}`eq-mha-gated`). Two gates check that it has learned its task (its
+#   encoder attention matters, its output does not loop). A third asks whether it has converged: trained on at
+#   a constant rate it gains {glue:text}`ch10_more_delta:+.2f` BLEU, and the gate {glue:text}`ch10_gate1_says`.
 # * Confidence needs the right chance level: $1/n$ for the encoder, the mean of $1/t$ for causal attention.
 #   Sink heads (weight on EOS) are a role of their own.
-# * Relevance by the official LRP rule ({eq}`eq-lrp-alpha-beta`) ranks heads reliably over the dev split. Tested
-#   against chance, the paper's "the confident heads are the relevant ones" {glue:text}`ch10_rho_says`
-#   ("the most relevant heads are the ones with roles" is tested on the next page); the most relevant first-layer head is more
-#   confident than {glue:text}`ch10_layer1_more:d` of the other {glue:text}`ch10_layer1_others:d` heads of its layer. Leave-one-out relevance, a second lens, agrees with LRP only for the
-#   encoder-decoder heads.
-# * [The next page](10_what_the_heads_do.ipynb) asks which roles the heads have: positional, syntactic and rare-token heads, their emergence during training, and the same detectors on MiniLM.
+# * Relevance by the official LRP rule ({eq}`eq-lrp-alpha-beta`) ranks heads reliably over the dev split.
+#   Tested against chance, the paper's "the confident heads are the relevant ones" {glue:text}`ch10_rho_says`.
+#   Leave-one-out relevance, a second lens, agrees with LRP only for the encoder-decoder heads.
+# * [The next page](10_what_the_heads_do.ipynb) asks which roles the heads have: positional, syntactic and
+#   rare-token heads, their emergence during training, and the same detectors on MiniLM.
+#
 
 # %% [markdown]
 # ## Exercises

@@ -22,13 +22,13 @@ except ImportError:
 #
 # **In this chapter you will**
 #
-# * build the hard-concrete gate of {cite:t}`louizos2018learning` and check its closed-form probabilities of
-#   being exactly closed and exactly open against samples;
-# * write the pruning objective $L = L_\text{xent} + \lambda L_C$ and see which normalisation the official code uses;
-# * gate all-MiniLM-L6-v2's 72 heads through a hook on its attention output projection, and compare gates with
-#   Michel et al.'s importance on how far the sentence embeddings move;
+# * build the hard-concrete gate of {cite:t}`louizos2018learning`. Check its closed-form probabilities of
+#   being exactly closed and exactly open against samples.
+# * write the pruning objective $L = L_\text{xent} + \lambda L_C$ and see which normalisation the official code uses.
+# * gate all-MiniLM-L6-v2's 72 heads through a hook on its attention output projection. Compare gates with
+#   Michel et al.'s importance on how far the sentence embeddings move.
 # * prune the encoder heads of [chapter 10](10_translation_model_and_head_roles.ipynb)'s converged translation
-#   model with the official recipe, test whether the kept heads hinge on the book's shortcuts, the gate seed
+#   model with the official recipe. Test whether the kept heads hinge on the book's shortcuts, the gate seed
 #   or the initialisation, and compare BLEU with the paper's encoder-only result.
 #
 # The chapter goes on over two more pages: [every kind of attention and Michel et al.'s importance](11_pruning_kinds_and_importance.ipynb), and [pruned models against the same shapes trained from scratch](11_pruning_versus_scratch.ipynb).
@@ -151,12 +151,12 @@ attnbook.check(
 # The official code applies this per layer: it sums $P(g_h \ne 0)$ over the heads of each layer and then takes
 # the **mean over layers** (and over attention types) before multiplying by $\lambda$. This book does the same
 # (`gates.l0_penalty(..., reduction="layer_mean")`, the default), so a $\lambda$ here means what it means in
-# the official code; `reduction="sum"` gives the plain sum of the formula, which is larger by a factor of the number of
+# the official code. `reduction="sum"` gives the plain sum of the formula, which is larger by a factor of the number of
 # gated layers. Larger $\lambda$ closes more gates. `gates.HeadGates` starts open by default ($\log\alpha = 3$,
-# $P(g \ne 0) = 0.98$); the official code instead draws $\log\alpha$ with its default glorot-uniform
+# $P(g \ne 0) = 0.98$). The official code instead draws $\log\alpha$ with its default glorot-uniform
 # initialiser, $\mathcal U(-a, a)$ with $a = \sqrt{3/8} \approx$ {glue:text}`ch11_glorot_bound:.2f` for 8 heads
-# ($P(g \ne 0)$ between {glue:text}`ch11_glorot_p_lo:.2f` and {glue:text}`ch11_glorot_p_hi:.2f`), which
-# `init_log_alpha="glorot"` reproduces and the translation sweeps below use.
+# ($P(g \ne 0)$ between {glue:text}`ch11_glorot_p_lo:.2f` and {glue:text}`ch11_glorot_p_hi:.2f`). `init_log_alpha="glorot"`
+# reproduces it, and the translation sweeps below use it.
 
 # %%
 hg = gates.HeadGates({"enc_self": (3, 4), "dec_cross": (3, 4)})
@@ -177,7 +177,7 @@ glue("ch11_glorot_p_hi", float(gates.prob_nonzero(torch.tensor(bound))));
 # transformers 5.x ignores the `head_mask` argument and has no `prune_heads`. The gate of head $h$ multiplies
 # that head's output, and in a BERT-like layer the outputs of all heads are concatenated and fed to one
 # linear map, the attention *output projection* (`attention.output.dense`). So a forward **pre-hook** on that
-# linear map that multiplies the $h$-th slice of its input by $g_h$ gates head $h$ exactly, works in
+# linear map that multiplies the $h$-th slice of its input by $g_h$ gates head $h$ exactly. It works in
 # transformers 4.x and 5.x, and lets gradients reach the gates. `hf.attach_head_gates` does it, and the model sees gates only inside `with hooks.gating(g):`. We use
 # all-MiniLM-L6-v2 {cite:p}`wang2020minilm,reimers2019sbert` (6 layers of 12 heads, shipped with the book's
 # package), its sentence embeddings (mean pooling over tokens), and English Bible verses.
@@ -291,14 +291,14 @@ glue("ch11_minilm_batch", B);
 # %% [markdown]
 # ## Gates on MiniLM
 #
-# For gates we freeze MiniLM and train only the 72 $\log\alpha$: the task term is the distance to the unpruned
+# For gates we freeze MiniLM and train only the 72 $\log\alpha$. The task term is the distance to the unpruned
 # embeddings, $1 - \cos(e_\text{gated}, e_\text{full})$, which now *does* have a useful gradient because the
-# sampled gates move away from 1, and the penalty is {eq}`eq-gate-objective`. Each $\lambda$ is one training
+# sampled gates move away from 1. The penalty is {eq}`eq-gate-objective`. Each $\lambda$ is one training
 # run of 60 steps; a sweep does not fit this chapter's CPU budget, so it is **precomputed** by the recipe
 # `minilm_gates` (one command: `python scripts/run.py minilm_gates`) and shipped in
 # `attnbook/data/pruning/minilm_gates.json`. Here we read it and evaluate the shipped gates on this
-# chapter's held-out sentences ourselves, both as trained (an evaluation gate of 0.8 also rescales its head)
-# and as binary masks (every open gate set to 1), which is what pruning a head means.
+# chapter's held-out sentences ourselves. We evaluate them as trained (an evaluation gate of 0.8 also rescales
+# its head) and as binary masks (every open gate set to 1), which is what pruning a head means.
 
 # %%
 from attnbook.core import runs
@@ -325,9 +325,9 @@ kept_per_layer = (np.array(run["gates"]) > 0).sum(1)
 print("heads kept per layer:", kept_per_layer.tolist())
 
 # %% [markdown]
-# The gates do not prune evenly: at this $\lambda$ they empty the lower layers first and keep the heads of the
-# last layers, whose outputs feed the mean-pooled embedding most directly (the skip connections carry the
-# token information past the emptied layers).
+# The gates do not prune evenly. At this $\lambda$ they empty the lower layers first and keep the heads of the
+# last layers, whose outputs feed the mean-pooled embedding most directly. The skip connections carry the
+# token information past the emptied layers.
 
 # %% tags=["nbval-check-output", "hide-input"]
 attnbook.check(
@@ -342,9 +342,9 @@ figs.minilm_pruning_curves(michel, rand, gate_points)
 plt.show()
 
 # %% [markdown]
-# Two things stand out in {numref}`fig-ch11-3`. First, Michel et al.'s importance (here HuggingFace's whole-batch estimator, re-scored
-# after every step, on {glue:text}`ch11_minilm_n_batches:d` batch(es) of {glue:text}`ch11_minilm_batch:d` sentences) beats a single random order only modestly, and with one
-# random order the gap has no interval: the estimate from a few batches is noisy, and it measures the
+# Two things stand out in {numref}`fig-ch11-3`. First, Michel et al.'s importance beats a single random order only modestly, and with one random order the
+# gap has no interval. Here it is HuggingFace's whole-batch estimator, re-scored after every step, on
+# {glue:text}`ch11_minilm_n_batches:d` batch(es) of {glue:text}`ch11_minilm_batch:d` sentences. The estimate from a few batches is noisy, and it measures the
 # sensitivity of the *contrastive* loss, not of the embedding distance we report. Second, the gates keep the
 # embeddings much closer at the same number of heads. That comparison favours the gates: they are trained on
 # the very quantity we measure, while importance pruning removes heads without any retraining. Their
@@ -372,12 +372,12 @@ gaps = pruning.pruning_curve_gaps(michel, rand, points, n_total=72, up_to=36)
 # {cite:t}`voita2019analyzing` prune a converged Transformer-base: 6 encoder layers of 8 heads, 48 encoder
 # heads. [Chapter 10](10_translation_model_and_head_roles.ipynb)'s converged EN-ES model has the same 48
 # encoder heads (6 layers of 8, width 128) and a 3-layer decoder. The recipe follows the official code where
-# it is known: start from the converged model, freeze the decoder (and here the embeddings too, because they
-# are shared with the decoder and the output layer), keep the model's dropout, draw $\log\alpha$ with the
-# official glorot-uniform initialiser, and train the encoder and the gates on $L_\text{xent} + \lambda L_C$
-# with the model's label-smoothed loss and token-based batches. Two departures make a sweep fit a CPU: the
+# it is known. Start from the converged model and freeze the decoder (and here the embeddings too, because they
+# are shared with the decoder and the output layer). Keep the model's dropout, and draw $\log\alpha$ with the
+# official glorot-uniform initialiser. Train the encoder and the gates on $L_\text{xent} + \lambda L_C$
+# with the model's label-smoothed loss and token-based batches. Two departures make a sweep fit a CPU. The
 # weights learn at a constant $2\cdot10^{-4}$ (the model's own schedule had decayed to zero; the official
-# run continues its Noam schedule) and the gates at 0.05 rather than at the weights' rate, for 300 steps per
+# run continues its Noam schedule). The gates learn at 0.05 rather than at the weights' rate, for 300 steps per
 # $\lambda$ instead of "until they stop moving". Below we check both shortcuts: whether the gates had
 # stopped, and whether another initialisation or a smaller gate learning rate keeps other heads.
 #
@@ -419,8 +419,8 @@ attnbook.check(
 
 # %% [markdown]
 # **One point of each sweep, live.** The gates' masks applied to the unchanged model (no fine-tuning) are one
-# of the arms the `michel_converged` recipe evaluates; we recompute that BLEU for the $\lambda = 0.05$ masks, and rerun the first 20 steps
-# of that gate training and compare the gates with the shipped snapshot.
+# of the arms the `michel_converged` recipe evaluates. We recompute that BLEU for the $\lambda = 0.05$ masks.
+# We also rerun the first 20 steps of that gate training and compare the gates with the shipped snapshot.
 
 # %%
 mt_model, _ = tr.load_translation_model(preset="quick", device=dev)  # the one pruned
@@ -472,9 +472,9 @@ print(f"P(g != 0) after {hist['snapshots'][1]['step']} steps: "
 # %% [markdown]
 # **Did the gates stop moving?** For each $\lambda$, the share of heads whose decision (kept or pruned) changed
 # over the last 60 of the 300 steps, and the largest change of any $P(g \ne 0)$ in that window. The
-# longer runs in the table are the checks of the shortcuts: the same $\lambda$ with the gates starting open
-# ($\log\alpha = 3$), with a gate learning rate of 0.02 for twice the steps, and, for the smallest
-# $\lambda$, three times the steps.
+# longer runs in the table check the shortcuts. They rerun the same $\lambda$ with the gates starting open
+# ($\log\alpha = 3$), and with a gate learning rate of 0.02 for twice the steps; the smallest $\lambda$ also
+# runs three times the steps.
 
 # %%
 defaults = {k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}
@@ -493,13 +493,13 @@ for st in settle:
 # %% [markdown]
 # The larger $\lambda$ runs had settled: their kept sets did not change over the last 60 steps. At the
 # smallest $\lambda$, and at $\lambda = 0.05$ and $0.2$, one to a few heads were still being decided when
-# the 300 steps ended; the $\lambda = 0.05$ run is checked against one twice as long below, and the other two
+# the 300 steps ended. The $\lambda = 0.05$ run is checked against one twice as long below, and the other two
 # are reported as they are. The kept sets are nested:
-# every head kept at a larger $\lambda$ is also kept at every smaller one (the first check below). The two
-# shortcut checks at $\lambda = 0.1$: a gate learning rate of 0.02 for 600 steps keeps exactly the heads
-# of the main run; gates that start open ($\log\alpha = 3$, $P(g \ne 0) = 0.98$) keep those heads and a
-# few more after 300 steps ({glue:text}`ch11_open_kept:d` heads instead of {glue:text}`ch11_main01_kept:d`, overlap {glue:text}`ch11_open_overlap:.2f`), while they are still
-# closing (their largest change of $P(g \ne 0)$ over the last 60 steps is the largest of all runs). Whether
+# every head kept at a larger $\lambda$ is also kept at every smaller one (the first check below). Two
+# shortcut checks run at $\lambda = 0.1$. A gate learning rate of 0.02 for 600 steps keeps exactly the heads
+# of the main run. Gates that start open ($\log\alpha = 3$, $P(g \ne 0) = 0.98$) keep those heads and a
+# few more after 300 steps ({glue:text}`ch11_open_kept:d` heads instead of {glue:text}`ch11_main01_kept:d`, overlap {glue:text}`ch11_open_overlap:.2f`). They are still
+# closing then: their largest change of $P(g \ne 0)$ over the last 60 steps is the largest of all runs. Whether
 # that is only slowness is tested below, with the same gates run three times as long.
 
 # %%
@@ -548,8 +548,8 @@ glue("ch11_open_overlap", next(st["same_as_main"] for st in settle
 # %% [markdown]
 # **Does the gate seed decide which heads survive?** The gates' initial $\log\alpha$ and their noise come
 # from one seed. The sweep repeats $\lambda = 0.1$ and $0.05$ with gate seeds 1 and 2, and runs the gates that
-# start open three times as long. The rules, committed before these runs (`attnbook/data/pruning/README.md`):
-# a gate asks that seeds 1 and 2 overlap seed 0's kept heads by at least 0.6 on average; the open-start gates
+# start open three times as long. The rules were committed before these runs (`attnbook/data/pruning/README.md`).
+# A gate asks that seeds 1 and 2 overlap seed 0's kept heads by at least 0.6 on average. The open-start gates
 # are compared with the glorot ones only once settled (no decision changed, no $P(g \ne 0)$ moved by more
 # than 0.1 over the last 60 steps), and must then overlap by 0.6 too.
 
@@ -613,12 +613,12 @@ glue("ch11_open_covers", open_covers);
 
 # %% [markdown]
 # **BLEU against the number of encoder heads.** {numref}`fig-ch11-4` puts the gates (each fine-tuned
-# with its $\lambda$) beside Michel et al.'s importance pruning without any fine-tuning, and beside the gates'
+# with its $\lambda$) beside Michel et al.'s importance pruning without any fine-tuning. It also shows the gates'
 # own masks applied to the unchanged model, which separates *which* heads are chosen from the retraining that
 # follows. The paper's encoder-only curve (WMT EN-RU, Transformer-base) is drawn as BLEU change from its
-# unpruned model, so that the two models share an axis. The agreement rule, stated before the result: the
-# book's BLEU change at each number of heads its gates kept between 2 and 10 is within 0.5 BLEU of the paper's
-# at the same number (its curve interpolated between the published points).
+# unpruned model, so that the two models share an axis. The agreement rule, stated before the result,
+# applies at each number of heads between 2 and 10 that the book's gates kept. There the book's BLEU change is
+# within 0.5 BLEU of the paper's at the same number (its curve interpolated between the published points).
 
 # %%
 enc_only = papers.number("voita2019", "encoder_only_wmt")
@@ -679,16 +679,16 @@ plt.show()
 # encoder self-attention at all BLEU falls by {glue:text}`ch11_enc_fewest_drop:.1f` points even after fine-tuning ({glue:text}`ch11_enc_drop_no_ft:.1f` without it:
 # [chapter 10](10_translation_model_and_head_roles.ipynb)'s gate). It is steeper than the paper's between 10 and 2 heads; the claims above give the
 # measured reasons. Beam search adds {glue:text}`ch11_beam_gain_lo:.1f` to {glue:text}`ch11_beam_gain_hi:.1f` BLEU at every point and leaves the curve as it is. Michel et
-# al.'s masks without fine-tuning, and the gates' own masks without fine-tuning, show how much of the
-# gates' advantage is retraining: fine-tuning adds from {glue:text}`ch11_ft_gain_most:.2f` BLEU with {glue:text}`ch11_ft_gain_most_kept:d` heads to
-# {glue:text}`ch11_ft_gain_fewest:.1f` with none, while on the unchanged model the two selections are close (measured at the same shapes
-# below).
+# al.'s masks and the gates' own masks, both without fine-tuning, show how much of the
+# gates' advantage is retraining. Fine-tuning adds from {glue:text}`ch11_ft_gain_most:.2f` BLEU with {glue:text}`ch11_ft_gain_most_kept:d` heads to
+# {glue:text}`ch11_ft_gain_fewest:.1f` with none. On the unchanged model the two selections are close (measured at the same shapes
+# on [the next page](11_pruning_kinds_and_importance.ipynb)).
 
 # %% [markdown]
 # **Which heads survive, and what do they do?** {cite:t}`voita2019analyzing` found that the heads pruned last
 # are the specialised ones. We measure [chapter 10](10_translation_model_and_head_roles.ipynb)'s roles of
-# every encoder head live, on the same {glue:text}`ch11_n_role_verses:d` dev verses: the share of tokens whose largest weight is on the
-# previous or next token (positional) and on the verse's rarest token (rare-token), and mark the heads each
+# every encoder head live, on the same {glue:text}`ch11_n_role_verses:d` dev verses. The roles are the share of tokens whose largest weight is on the
+# previous or next token (positional) and on the verse's rarest token (rare-token). The figure marks the heads each
 # $\lambda$ keeps. The agreement rule: the heads kept by the run that keeps closest to 10 heads have a larger mean
 # role share than the heads it prunes (the sign of the difference is the paper's) ({numref}`fig-ch11-5`).
 
@@ -738,7 +738,7 @@ attnbook.compare(
 
 # %% [markdown]
 # The three heads that survive longest, (1, 1), (1, 4) and (2, 6), are the three most specialised heads of
-# the encoder by [chapter 10](10_translation_model_and_head_roles.ipynb)'s measures, and the only ones the gates keep at $\lambda = 0.1$: the paper's
+# the encoder by [chapter 10](10_translation_model_and_head_roles.ipynb)'s measures. They are the only ones the gates keep at $\lambda = 0.1$. That is the paper's
 # finding that the specialised heads do the heavy lifting, on a different language pair and a much smaller
 # model. They are specialised only relatively: their strongest role covers {glue:text}`ch11_kept01_role_lo:.0%` to {glue:text}`ch11_kept01_role_hi:.0%` of the tokens
 # (printed above), below the 90% of [chapter 10](10_translation_model_and_head_roles.ipynb)'s positional-head criterion, which no head of this
@@ -747,27 +747,24 @@ attnbook.compare(
 # %% [markdown]
 # ## Summary
 #
-# * The hard-concrete gate has real point masses at 0 and 1; their probabilities have the closed forms
-#   {eq}`eq-p-closed`, and $P(g \ne 0)$ is the differentiable expected-L0 penalty of {eq}`eq-gate-objective`.
-#   The official code averages the per-layer sums over layers and draws $\log\alpha$ with a glorot-uniform
-#   initialiser; $\lambda$ values are comparable only with the same normalisation.
-# * On a pretrained model without `head_mask`, a pre-hook on the attention output projection gates heads
-#   exactly (it equals removing the head's columns of $W_O$) and passes gradients; on MiniLM, gates trained on
-#   the embedding distance keep the embeddings much closer than importance pruning at the same number of heads.
-# * On the converged EN-ES model of [chapter 10](10_translation_model_and_head_roles.ipynb), encoder-only
-#   gates keep BLEU within a fraction of a point with 22 of 48 heads and within about {glue:text}`ch11_enc01_drop:.1f` BLEU with {glue:text}`ch11_main01_kept:d`, the
-#   paper's shape with a steeper end. A smaller gate learning rate keeps the same heads, so do two other gate seeds at
-#   $\lambda = 0.1$ (and most of them at 0.05), and the kept sets are nested across $\lambda$. Gates started open keep
-#   the same heads and as many again even once settled: the initialisation decides how many heads survive.
-# * The heads that survive longest are the most specialised ones of [chapter 10](10_translation_model_and_head_roles.ipynb) (those with the largest
-#   previous- or next-token share, though none reaches [chapter 10](10_translation_model_and_head_roles.ipynb)'s 90% criterion), as the paper found.
+# * The hard-concrete gate has real point masses at 0 and 1, with closed-form probabilities
+#   ({eq}`eq-p-closed`); $P(g \ne 0)$ is the differentiable expected-L0 penalty of {eq}`eq-gate-objective`.
+#   $\lambda$ values are comparable only with the official code's normalisation (the mean over layers).
+# * On MiniLM, a pre-hook on the attention output projection gates heads exactly. Gates trained on the
+#   embedding distance keep the embeddings much closer than importance pruning at the same number of heads.
+# * On [chapter 10](10_translation_model_and_head_roles.ipynb)'s model, encoder-only gates keep BLEU within about
+#   {glue:text}`ch11_enc01_drop:.1f` BLEU with {glue:text}`ch11_main01_kept:d` of 48 heads: the paper's shape with a steeper end. Other gate
+#   seeds keep the same heads at $\lambda = 0.1$ (most of them at 0.05), and so does a smaller gate learning
+#   rate. Gates started open keep more: the initialisation decides how many survive.
+# * The heads that survive longest are the most specialised ones, as the paper found.
 # * [The next page](11_pruning_kinds_and_importance.ipynb) prunes every kind of attention and compares Michel et al.'s importance; [the page after it](11_pruning_versus_scratch.ipynb) trains the pruned shapes from scratch.
+#
 
 # %% [markdown]
 # ## Exercises
 #
 # Exercises 2 and 4 rerun the book's precomputed runs, whose scripts live in the repository's `scripts/`
-# folder, not in the installed library: run them from a clone of the repository
+# folder, not in the installed library. Run them from a clone of the repository
 # (`git clone https://github.com/attnbook/attnbook`, then the commands from its top folder; on Colab, prefix
 # them with `!` after `%cd attnbook`).
 #

@@ -22,13 +22,13 @@ except ImportError:
 # **In this chapter you will**
 #
 # * run the pure self-attention networks of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) under
-#   causal and sliding-window masks, and see the collapse turn from doubly exponential into exponential, and slower
-#   still under a window ({cite:t}`wu2024role`);
+#   causal and sliding-window masks. See the collapse turn from doubly exponential into exponential, and slower
+#   still under a window ({cite:t}`wu2024role`).
 # * watch tokens on a sphere form a few clusters that last a long time before they merge into one
-#   ({cite:t}`geshkovski2023mathematical`);
+#   ({cite:t}`geshkovski2023mathematical`).
 # * measure how much of each layer of two trained models the skip path carries, as the official rank-collapse code
-#   does, and what sink heads add;
-# * say when collapse is exponential and when doubly exponential;
+#   does, and what sink heads add.
+# * say when collapse is exponential and when doubly exponential.
 # * simulate *shaped* attention, the identity plus a centred softmax ({cite:t}`noci2023shaped`), which keeps the
 #   tokens apart at any depth.
 #
@@ -71,14 +71,17 @@ print(dict(sizes))
 # collapse to a rank one subspace, sparse or local masked attention can provably slow down the collapse rate". The
 # book has read their abstract and figure captions, not their theorems, so it states no more than that, and measures.
 #
-# In {numref}`fig-ch12-masks`, the pure SANs of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) (no skip, MLP or LayerNorm; float64) run under four masks: **full**, **causal**
-# (token $i$ sees tokens $1..i$), a **window** of two tokens on either side, and a **causal window** (itself and the two
-# tokens before it). Every mask meets the same networks and inputs. Before the numbers, what to expect and how it is
-# checked: the relative residual $r_\ell$ of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) falls *doubly* exponentially under full attention (order
-# $p \approx 3$ in $\log r_{\ell+1} = \log C + p \log r_\ell$); if Wu et al.'s "exponential" describes the causal
-# mask, its order is near 1 (the check allows 0.8 to 1.3); and if local masks slow collapse, both windows end the
-# stack far from round-off, where the causal mask ends (the checks ask for a residual above $10^{-1}$ for the window
-# and above $10^{-5}$ for the causal window, and below $10^{-10}$ for the causal mask).
+# In {numref}`fig-ch12-masks`, the pure SANs of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) (no skip, MLP or LayerNorm; float64) run under four masks. They are
+# **full**, **causal** (token $i$ sees tokens $1..i$), a **window** of two tokens on either side, and a **causal
+# window** (itself and the two tokens before it). Every mask meets the same networks and inputs. Before the
+# numbers, what to expect and how it is checked:
+#
+# * The relative residual $r_\ell$ of [chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb) falls
+#   *doubly* exponentially under full attention (order $p \approx 3$ in $\log r_{\ell+1} = \log C + p \log r_\ell$).
+# * If Wu et al.'s "exponential" describes the causal mask, its order is near 1 (the check allows 0.8 to 1.3).
+# * If local masks slow collapse, both windows end the stack far from round-off, where the causal mask ends. The
+#   checks ask for a residual above $10^{-1}$ for the window and above $10^{-5}$ for the causal window, and below
+#   $10^{-10}$ for the causal mask.
 
 # %%
 curve_kw = {k: sizes[k] for k in ("n_tokens", "d_model", "n_heads", "depth", "n_nets",
@@ -156,16 +159,16 @@ glue("ch12_last_cwindow", last["causal window"]);
 # Full attention collapses doubly exponentially (order {glue:text}`ch12_order_full:.1f`): by layer {glue:text}`ch12_full_roundoff:d` the residual is at round-off. Under
 # the causal mask the order is {glue:text}`ch12_order_causal:.2f`: the residual shrinks by a constant factor, about {glue:text}`ch12_factor_causal:.2f` per layer,
 # exponential as Wu et al. say, and much slower. The reason is visible in the first token: it attends only to itself,
-# so its trajectory is fixed by the weights alone (changing every other token does not move it, the third check), and
-# every other token is pulled towards it one layer at a time. The last token moves towards the first only through the
-# tokens between them, and the second token keeps a weight on itself that does not shrink with the residual; the
+# so its trajectory is fixed by the weights alone (changing every other token does not move it, the third check).
+# Every other token is pulled towards it one layer at a time. The last token moves towards the first only through the
+# tokens between them, and the second token keeps a weight on itself that does not shrink with the residual. The
 # cubic mechanism of [chapter 3](../part1_rank_collapse/03_residual_bound_one_layer.ipynb), where the attention's distance from uniform is itself proportional to the residual,
 # needs every token to see every other. Local windows slow the collapse further: after the same depth their residual
 # is still {glue:text}`ch12_last_window:.2f` (window) and {glue:text}`ch12_last_cwindow:.1e` (causal window), because information needs many layers to cross the sequence
 # (the checked exercise below counts them).
 #
 # Wu et al. also study LayerNorm, and there their abstract says something [chapter 4](../part1_rank_collapse/04_deep_bounds.ipynb) could not: "with proper choice
-# of value matrices, a general class of sequences may not converge to a rank one subspace", and the dynamics have
+# of value matrices, a general class of sequences may not converge to a rank one subspace". The dynamics have
 # equilibria "with any possible rank between one and full". [Chapter 4](../part1_rank_collapse/04_deep_bounds.ipynb)'s counterexample is a special *input*; theirs
 # are chosen *weights*. The book has not reproduced their construction.
 
@@ -181,13 +184,15 @@ glue("ch12_last_cwindow", last["causal window"]);
 # \qquad P_x(y) = y - \langle x, y\rangle x .
 # $$ (eq-sphere)
 #
-# Their abstract puts "particular emphasis on long-time clustering behavior", and a later paper by the same group
+# Their abstract puts "particular emphasis on long-time clustering behavior". A later paper by the same group
 # proves "that although particles collapse to a single cluster in infinite time, they remain trapped near a
 # configuration of several clusters for an exponentially long period of time" ({cite:t}`geshkovski2024dynamic`, abstract).
-# `sc.simulate` integrates {eq}`eq-sphere` as the authors' code does ({numref}`fig-ch12-clusters`) (an Euler step, then every token renormalised),
-# here on the circle. Stated before the run: at $\beta = 1$ the tokens should merge into one cluster quickly; at
-# $\beta = 4$ the checks ask that a phase of two clusters last at least five times as long as it took to form, and that
-# it ends in one; at $\beta = 9$, that several clusters remain at the end of the window.
+# `sc.simulate` integrates {eq}`eq-sphere` as the authors' code does, with an Euler step and then every token
+# renormalised, here on the circle ({numref}`fig-ch12-clusters`). Stated before the run:
+#
+# * at $\beta = 1$ the tokens should merge into one cluster quickly;
+# * at $\beta = 4$ a phase of two clusters lasts at least five times as long as it took to form, and ends in one;
+# * at $\beta = 9$, several clusters remain at the end of the window.
 
 # %%
 trajectories, counts = {}, {}
@@ -263,8 +268,8 @@ glue("ch12_beta9_end", counts[9.0][-1]);
 
 # %% [markdown]
 # At $\beta = 4$ two clusters form by $t =$ {glue:text}`ch12_formed:.0f` and last until $t =$ {glue:text}`ch12_merged:.0f`; at $\beta = 9$, {glue:text}`ch12_beta9_end:d` clusters are still apart at
-# $t =$ {glue:text}`ch12_t_end:.0f`. This is collapse in the end, but not Dong et al.'s: their random, unnormalised layers without a skip
-# connection reach one point within a few layers (the full mask above), while here the skip (the small step), the
+# $t =$ {glue:text}`ch12_t_end:.0f`. This is collapse in the end, but not Dong et al.'s. Their random, unnormalised layers without a skip
+# connection reach one point within a few layers (the full mask above). Here the skip (the small step), the
 # normalisation and the shared, symmetric weights make the way to one point pass through a long phase of a few clusters,
 # which a model of finite depth may never leave.
 
@@ -272,21 +277,21 @@ glue("ch12_beta9_end", counts[9.0][-1]);
 # ## How trained models stay away from collapse
 #
 # The official rank-collapse code has a switch, `--compute_alpha`, that measures for every layer how much of the
-# attention sub-block's output the skip path carries: the composite norms of the layer's input $X$ and of the
+# attention sub-block's output the skip path carries. The composite norms of the layer's input $X$ and of the
 # self-attention's update $\mathrm{SA}(X)$, summed over up to 15 examples, give
-# $\alpha_\ell = \sum\|X\| / (\sum\|X\| + \sum\|\mathrm{SA}(X)\|)$, and its plotting code weights the paths that skip
+# $\alpha_\ell = \sum\|X\| / (\sum\|X\| + \sum\|\mathrm{SA}(X)\|)$. Its plotting code weights the paths that skip
 # layer $\ell$ by $\alpha_\ell$. The code's norm is $\|X\|_1\|X\|_\infty$, without the square root of the paper's
 # $\|X\|_{1,\infty}$; the book follows the code (`attnbook.rank.skip_share`). The check, stated first: in a trained
 # model the skip path carries more than half of every layer ($\alpha_\ell > 0.5$).
 #
-# The second mechanism is the *sink*. Many heads put most of their weight on a special token, [SEP] or [CLS] in BERT
-# ({cite:t}`clark2019what`: "attention over these special tokens might be used as a sort of 'no-op'"), the first
-# tokens in a language model ({cite:t}`xiao2024efficient`, who name them attention sinks and attribute them to the
-# softmax, "which requires attention scores to sum up to one"). A head that attends only to a sink adds the same row to
+# The second mechanism is the *sink*. Many heads put most of their weight on a special token: [SEP] or [CLS] in BERT
+# ({cite:t}`clark2019what`: "attention over these special tokens might be used as a sort of 'no-op'"), and the first
+# tokens in a language model. {cite:t}`xiao2024efficient` name these attention sinks and attribute them to the
+# softmax, "which requires attention scores to sum up to one". A head that attends only to a sink adds the same row to
 # every token, a shift that does not change the rank, so with the skip connection it approximates the identity path.
-# We measure, over MiniLM's 72 heads, each head's sink share (of queries whose largest weight is on a special token)
-# against the size of what it adds (its output's norm over its input's) and against how far its output is from one
-# shared row (its relative residual). Two rank correlations were looked at while this section was written; both are
+# Over MiniLM's 72 heads we measure each head's sink share (of queries whose largest weight is on a special token).
+# We set it against the size of what the head adds (its output's norm over its input's) and against how far its
+# output is from one shared row (its relative residual). Two rank correlations were looked at while this section was written; both are
 # shown, and the check asks only for the sign of the first: heads that attend more to sinks add less.
 
 # %%
@@ -349,10 +354,10 @@ glue("ch12_rho_res", rho_residual["rho"])
 glue("ch12_p_res", rho_residual["p_less"]);
 
 # %% [markdown]
-# The skip path carries {glue:text}`ch12_alpha_lm_lo:.2f` to {glue:text}`ch12_alpha_lm_hi:.2f` of MiniLM's layers and {glue:text}`ch12_alpha_mt_lo:.2f` to {glue:text}`ch12_alpha_mt_hi:.2f` of the translation encoder's: in both
+# The skip path carries {glue:text}`ch12_alpha_lm_lo:.2f` to {glue:text}`ch12_alpha_lm_hi:.2f` of MiniLM's layers and {glue:text}`ch12_alpha_mt_lo:.2f` to {glue:text}`ch12_alpha_mt_hi:.2f` of the translation encoder's. In both
 # trained models the identity path dominates every layer, which is how they keep the paths of length 0 and 1 that
-# [chapter 7](../part1_rank_collapse/07_path_effectiveness.ipynb) found doing the work. The sinks are a weaker story on this evidence: heads that park more of their queries on
-# [CLS] or [SEP] add somewhat less (rank correlation {glue:text}`ch12_rho_size:.2f`, one-sided $p =$ {glue:text}`ch12_p_size:.2f`), but their outputs are not
+# [chapter 7](../part1_rank_collapse/07_path_effectiveness.ipynb) found doing the work. The sinks are a weaker story on this evidence. Heads that park more of their queries on
+# [CLS] or [SEP] add somewhat less (rank correlation {glue:text}`ch12_rho_size:.2f`, one-sided $p =$ {glue:text}`ch12_p_size:.2f`). But their outputs are not
 # measurably closer to a single shared row ({glue:text}`ch12_rho_res:.2f`, $p =$ {glue:text}`ch12_p_res:.2f`). A head can attend to a sink for most queries
 # and still do real work for the rest.
 
@@ -360,12 +365,16 @@ glue("ch12_p_res", rho_residual["p_less"]);
 # ## Exponential or doubly exponential?
 #
 # The book has now seen both. Near rank one, with every token attending to every other, collapse is **doubly
-# exponential**: the deviation of attention from uniform is itself proportional to the residual, which makes the
+# exponential**. The deviation of attention from uniform is itself proportional to the residual, which makes the
 # bound cubic ([chapter 3](../part1_rank_collapse/03_residual_bound_one_layer.ipynb)) and the measured order about 3 ([chapter 1](../part1_rank_collapse/01_pure_attention_loses_rank.ipynb); the full mask above, {glue:text}`ch12_order_full:.1f`). It is
-# **exponential** whenever something keeps that feedback from closing: a causal mask, where the first token is a fixed
-# point the others approach at a rate set by their own weights ({glue:text}`ch12_order_causal:.2f` above); layers that are nearly the identity,
-# as in the circle task of [chapter 6](../part1_rank_collapse/06_circle_task.ipynb), where a trained model merges its tokens geometrically; or attention that is close
-# to uniform from the start, where each layer averages by a constant factor. Local masks and shared, normalised
+# **exponential** whenever something keeps that feedback from closing:
+#
+# * a causal mask, where the first token is a fixed point the others approach at a rate set by their own weights
+#   ({glue:text}`ch12_order_causal:.2f` above);
+# * layers that are nearly the identity, as in the circle task of [chapter 6](../part1_rank_collapse/06_circle_task.ipynb), where a trained model merges its tokens geometrically;
+# * attention that is close to uniform from the start, where each layer averages by a constant factor.
+#
+#  Local masks and shared, normalised
 # weights slow it further, to the clusters above. Which regime a model is in is a measurement, not a property of
 # attention: fit the order $p$ of $\log r_{\ell+1} = \log C + p \log r_\ell$, as `norms.collapse_order` does.
 
@@ -373,8 +382,8 @@ glue("ch12_p_res", rho_residual["p_less"]);
 # ## Shaped attention
 #
 # [Chapter 8](../part2_signal_propagation/08_collapse_kills_qk_gradients.ipynb) kept the tokens apart by scaling the residual branches with depth. {cite:t}`noci2023shaped` change the
-# attention itself: in their abstract, the attention "is modified by centering the Softmax output at identity, and
-# scaling the Softmax logits by a width-dependent temperature parameter", and the resulting infinite depth-and-width
+# attention itself. In their abstract, the attention "is modified by centering the Softmax output at identity, and
+# scaling the Softmax logits by a width-dependent temperature parameter". The resulting infinite depth-and-width
 # limit is a stable stochastic differential equation for the tokens' covariance, "preventing the notorious issues of
 # rank degeneracy". With $C = \mathbf 1\mathbf 1^\top / n$, the softmax of zero logits,
 #
@@ -386,7 +395,7 @@ glue("ch12_p_res", rho_residual["p_less"]);
 # logits are small, the softmax is close to $C$, and a layer moves every token a little instead of averaging them. The
 # book simulates pure attention stacks (no skip, no MLP, tokens rescaled to norm $\sqrt d$ after each layer, Gaussian
 # weights) with the usual softmax and with {eq}`eq-shaped`, at two widths ({numref}`fig-ch12-shaped`). The checks, stated first: the softmax stack's
-# token cosine exceeds 0.99 by layer 8 at both widths; the shaped stack's cosine at the last layer stays within 0.1 of
+# token cosine exceeds 0.99 by layer 8 at both widths. The shaped stack's cosine at the last layer stays within 0.1 of
 # its input's at the larger width, and drifts less there than at the smaller one.
 
 # %%
