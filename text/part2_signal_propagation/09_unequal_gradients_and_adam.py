@@ -17,19 +17,17 @@ except ImportError:
 # [Chapter 8](08_collapse_kills_qk_gradients.ipynb) showed that collapsed tokens starve the query and key weights of gradient. Even without collapse,
 # {cite:t}`noci2022signal` point out that queries/keys and values respond very differently to the input:
 # under uniform attention the squared gradient norm of $W_Q$ grows with the **sixth** power of the input
-# scale and that of $W_V$ with the **second**. Different layers and parameter groups then need different
+# scale and that of $W_V$ with the **second**. Different parameter groups then need different
 # step sizes, which an adaptive optimiser such as Adam {cite:p}`kingma2015adam` provides and plain SGD does
-# not. This chapter derives the gradient norms itself, checks every formula by simulation, studies the
-# softmax temperature that balances them, and trains a deep post-LN model with SGD and Adam.
+# not.
 #
 # **In this chapter you will**
 #
 # * derive the Frobenius norms of the Jacobians $\partial S/\partial W_V$ and $\partial S/\partial W_Q$ under
-#   uniform attention (the book's own derivation: the paper's summaries state only that the query/key
-#   gradient is cubic and the value gradient linear in the width) and check them by simulation;
-# * measure their scaling with the input norm, the sequence length and the width (log-log slopes);
+#   uniform attention, and check them by simulation.
+# * measure their scaling with the input norm, the sequence length and the width (log-log slopes).
 # * find the temperature that balances them, and ask whether it can pin down the $\tau = 8.5$ that a
-#   summary of the paper quotes;
+#   summary of the paper quotes.
 # * train a deep post-LN transformer on sequence reversal with SGD and Adam, with and without residual
 #   scaling and temperature.
 
@@ -219,15 +217,13 @@ glue("ch09_ln_slope", local["LN"])
 ]
 
 # %% [markdown]
-# In the input scale the powers 6 and 2 hold by construction where attention is uniform: at $W_Q = 0$ the two
-# norms are homogeneous functions of $X$ of degrees 6 and 2, and small scales make random attention nearly
-# uniform. Those slopes are therefore unit tests of the library (`tests/test_propagation.py`), not claims here.
-# The checks above test what could fail: the width powers 3 and 1 of the derived formula, its length
-# dependence within the Monte-Carlo error, and the input-scale law where nothing forces it. With real random queries the query norm
+# In the input scale the powers 6 and 2 hold by construction where attention is uniform (at $W_Q = 0$ the two
+# norms are homogeneous in $X$), so they are unit tests of the library, not claims here. The checks above test
+# what could fail: the width powers 3 and 1, the length dependence, and the input-scale law where nothing
+# forces it. With real random queries the query norm
 # still grows at least like $s^6$ at LayerNorm scale ($s = 1$, where $\|x_i\|^2 \approx d$): with
 # $\sigma^2 = 1/d$ the scores are then of order one and attention has not sharpened yet. Its local slope there
-# is {glue:text}`ch09_ln_slope:.1f` at this preset's sizes, not exactly 6: as attention starts to leave the uniform,
-# the query norm first grows faster (the check asks only that the law has not bent below 6). Past it the scores, which grow like $s^2$,
+# is {glue:text}`ch09_ln_slope:.1f` at this preset's sizes, not exactly 6 (the check asks only that the law has not bent below 6). Past it the scores, which grow like $s^2$,
 # sharpen attention and the law bends (the dotted curves of {numref}`fig-ch09-1`, top): the local slope of
 # the query norm falls clearly below 6 between $s = 2.8$ and $4$ (the last check), and the value norm grows
 # faster than $s^2$ for a while, because $AX$ moves away from the mean token towards single tokens.
@@ -278,18 +274,17 @@ plt.show()
 # %% [markdown]
 # ### Can the formula tell which temperature is 8.5?
 #
-# A summary of the paper (the Korean-language review this book started from) reports that a softmax with
-# temperature $\tau = 8.5$ balances the two gradient norms. The book has not found that number in the paper's
-# text, and the summary does not say whether $\tau$ divides the logits or multiplies them. So 8.5 is not a
-# paper value here and the book does not compare with it; it asks what {eq}`ch09-tau-star` can say about it.
-# Noci et al. train on IWSLT with fairseq, which initialises the query, key and value projections with
-# Xavier-uniform weights of gain $1/\sqrt2$, so $\sigma^2 = 1/(2d)$ (`prop.xavier_uniform_std`) and
-# $\sigma_k^2\sigma_v^2 d^2 = 1/4$; the tokens entering attention are LayerNorm-scale ($\|x\|^2 = d$); IWSLT
-# sentences have $n \approx 25$-$30$ tokens. With $\sigma_k^2\sigma_v^2 d^2 = 1/4$, {eq}`ch09-tau-star` gives
-# $\tau_* \le 1/2$ for every $n$ and $\rho$: a temperature that *divides* the logits by 8.5 would shrink
-# query/key gradients that are already the smaller ones. Read as a *multiplier* of the logits, 8.5 is a
-# candidate for $1/\tau_*$, but $1/\tau_*$ depends on the token cosine $\rho$, which the paper does not give.
-# The check below measures how much.
+# A secondary summary of the paper reports that a softmax with temperature $\tau = 8.5$ balances the two
+# gradient norms. The book has not found that number in the paper's text, and the summary does not say whether
+# $\tau$ divides the logits or multiplies them. So 8.5 is not a paper value here, and the book asks only what
+# {eq}`ch09-tau-star` can say about it. Noci et al. train on IWSLT with fairseq, whose Xavier-uniform
+# initialisation of gain $1/\sqrt2$ gives $\sigma^2 = 1/(2d)$ (`prop.xavier_uniform_std`), so
+# $\sigma_k^2\sigma_v^2 d^2 = 1/4$. The tokens entering attention are LayerNorm-scale ($\|x\|^2 = d$), and
+# IWSLT sentences have $n \approx 25$-$30$ tokens. Then {eq}`ch09-tau-star` gives $\tau_* \le 1/2$ for every $n$
+# and $\rho$: dividing the logits by 8.5 would shrink query/key gradients that are already the smaller ones.
+# Read as a *multiplier* of the logits, 8.5 is a candidate for $1/\tau_*$, but $1/\tau_*$ depends on the token
+# cosine $\rho$, which the paper does not give. The check below measures how much.
+#
 
 # %%
 fairseq_sigma = prop.xavier_uniform_std(512, 512, gain=2**-0.5)
@@ -326,18 +321,16 @@ print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention nea
 # ### What fairseq's own encoder feeds its attention
 #
 # The cosine need not be assumed: at initialisation fairseq's construction sets it. The first layer receives
-# embeddings scaled to entries of variance 1 plus sinusoidal positions, so its tokens have a squared norm of
-# about $1.5d$ and are correlated only through their positions; every later layer receives the previous
-# layer's LayerNorm output, whose cosine grows with depth (rank collapse at initialisation, the previous
-# chapter). `fairseq_inputs.layer_inputs` builds that encoder (post-LN, $d = 512$, 4 heads of 128, a 1024-wide
-# MLP, six layers, fairseq's Xavier initialisation) on random sentences of distinct tokens of IWSLT's typical
-# length. For each layer we find the balancing logit multiplier twice: by {eq}`ch09-tau-star`, and with real
-# random queries, as the temperature at which one head's mean query and value Jacobian norms are equal over
-# weight draws (`fairseq_inputs.jacobian_sq_norms` computes these norms for any attention by formula, the same
-# numbers automatic differentiation gives, which a unit test checks). Two things are stated before the numbers: the first layer's squared token norm must be $1.5d$
-# within the sampling error (a check of the construction), and if one temperature could serve the whole
-# encoder, the multiplier would not change much from layer to layer, so the check asks whether the last layer
-# needs at least twice the first layer's.
+# scaled embeddings plus sinusoidal positions, so its tokens have a squared norm of about $1.5d$ and are
+# correlated only through their positions. Every later layer receives the previous layer's LayerNorm output,
+# whose cosine grows with depth (rank collapse at initialisation, the previous chapter).
+# `fairseq_inputs.layer_inputs` builds that encoder (post-LN, $d = 512$, 4 heads of 128, six layers, fairseq's
+# initialisation) on random sentences of IWSLT's typical length. For each layer we find the balancing logit
+# multiplier twice: by {eq}`ch09-tau-star`, and with real random queries (`fairseq_inputs.jacobian_sq_norms`).
+# Stated before the numbers: the first layer's squared token norm must be $1.5d$ within the sampling error (a
+# check of the construction). And if one temperature could serve the whole encoder, the multiplier would not
+# change much from layer to layer, so the check asks whether the last layer needs at least twice the first's.
+#
 
 # %%
 inputs = fairseq_inputs.layer_inputs(
@@ -404,10 +397,9 @@ glue("ch09_fs_where_8p5", fairseq_inputs.where_in_layers(multipliers, TAU_QUOTED
 # book makes no comparison with it. In the book's own,
 # smaller setting ($\sigma^2 = 1/d$, $n$ and $\rho$ of the preset) the balance lies at $\tau_* \approx$ {glue:text}`ch09_tau_formula:.2f` by
 # the formula (a logit multiplier of about {glue:text}`ch09_mult_formula:.1f`). The simulation with real random queries finds {glue:text}`ch09_tau_sim:.2f`, {glue:text}`ch09_sim_side` than the formula,
-# because at small temperatures attention is no longer uniform, which is the formula's assumption: where
-# attention *is* near uniform (the largest temperature of {numref}`fig-ch09-2`) simulation and formula agree
-# (the check above); at the crossing they differ by the factor the first check allows. What the formula
-# confirms in every setting is the mechanism: a single scalar in the softmax rescales the query/key gradients
+# because at small temperatures attention is no longer uniform, the formula's assumption. Where attention
+# *is* near uniform (the largest temperature of {numref}`fig-ch09-2`) the two agree (the check above). What the formula
+# confirms in every setting is the mechanism: a scalar in the softmax rescales the query/key gradients
 # by $1/\tau^2$ relative to the values.
 #
 # ## Training: SGD, Adam, residual scaling and temperature
@@ -493,17 +485,16 @@ glue("ch09_adam_live", round(acc["adam", False, 1.0], 1))
 # several rates at full accuracy, go to the lower mean final loss), and the arm is then judged on three *other*
 # seeds at that rate, so that the seeds a verdict rests on did not choose its learning rate. Every run trains
 # {glue:text}`ch09_sweep_steps:d` steps, long enough for slow arms to finish; Adam is warmed up linearly over the first tenth of training,
-# as fairseq warms up Adam on post-LN Transformers (SGD, with momentum 0.9, is not). The {glue:text}`ch09_sweep_runs:d` runs take about
-# {glue:text}`ch09_sweep_minutes:.0f` minutes on one thread, so the sweep is precomputed (`python scripts/run.py optimiser_sweep`); its logs hold the
-# query/key and value gradient norms, the sizes of each step's updates and the output token cosine. The chapter
-# re-runs the first {glue:text}`ch09_steps:d` steps of one judged run live, which checks the file.
+# as fairseq warms up Adam on post-LN Transformers (SGD, with momentum 0.9, is not). The sweep is precomputed
+# (`python scripts/run.py optimiser_sweep`); its logs hold the gradient norms, the sizes of each step's updates and
+# the output token cosine. The chapter re-runs the first {glue:text}`ch09_steps:d` steps of one judged run live, which
+# checks the file.
 #
 # The rules, stated before the results: each comparison takes every arm at its chosen learning rate and reports the
 # difference of mean accuracies over the judged seeds with a 90% bootstrap interval; a direction counts only if the
 # whole interval lies on it. A gate asks that no arm's loss still falls by more than 0.05 between the tenth of
 # training before 80% and the last tenth (an arm still improving would be judged before its end). One rule changed
-# after a run: the first run of this design broke ties by the first rate listed, which chose the slowest rate for
-# Adam with $\alpha = 1/\sqrt L$, still improving at its end; ties now go to the lower loss.
+# after a run: ties between learning rates now go to the lower loss (the data README says why).
 
 # %% tags=["hide-input"]
 # precomputed at quick; at a preset without the file the claims below are
@@ -757,27 +748,18 @@ glue("ch09_scale_need", 1 - 1 / math.sqrt(16));
 # %% [markdown]
 # ## Summary
 #
-# * Under uniform attention, $\|\partial S/\partial W_V\|_F^2 = n d_v\|\bar x\|^2$ and
-#   $\mathbb E\|\partial S/\partial W_Q\|_F^2 = \sigma_k^2\sigma_v^2 d_v \|X\|_F^2 \|X^\top\Pi X\|_F^2/(n^2\tau^2)$,
-#   the book's derivation (the paper's summaries state only their cubic and linear growth with the width); simulation
-#   confirms both.
-# * The query/key norm scales with the 6th power of the input scale and the cube of the width; the value
-#   norm with the square and the first power; correlation between tokens shrinks the former only.
-# * A softmax temperature rescales the query/key gradients by $1/\tau^2$; in the book's setting the balance
-#   is at $\tau_* < 1$. In fairseq's IWSLT encoder at initialisation the balancing *logit multiplier* grows from
-#   {glue:text}`ch09_fs_sim1:.1f` at the first layer to {glue:text}`ch09_fs_sim_last:.0f` at the sixth, with the token cosine: one temperature cannot balance every layer,
-#   so the 8.5 a summary of the paper quotes stays undetermined.
-# * On a deep post-LN model trained long enough, SGD trains the unscaled model too; residual scaling
-#   $\alpha = 1/\sqrt L$ makes it several times faster and lets it train at more learning rates, and Adam trains the
-#   unscaled model as well: on this task "adaptive optimisers train what SGD cannot" does not hold. Adam's query/key
-#   steps are as large as its value steps, SGD's follow the gradients; the runs that stall sit on the plateau of
-#   collapsed output tokens.
-# * In training with Adam, as in Noci et al.'s Figure 1, the tokens of deeper unscaled post-LN stacks stay
-#   collapsed longer (at depth 16, for all {glue:text}`ch09_steps:d` steps); with $\alpha = 1/\sqrt L$ every depth escapes early.
-#   Learnable residual scales stay close to where they start, in a run too short for Adam to move them to
-#   $1/\sqrt L$.
-# * What came after: [chapter 12](../part4_after/12_masks_clusters_sinks_shaped.ipynb) follows collapse into today's models: causal and sliding-window masks,
-#   sink heads and *shaped* attention, which keeps the tokens apart at any depth without scaling the residual branches.
+# * Under uniform attention the query/key gradient norm grows with the 6th power of the input scale and the
+#   cube of the width, the value norm with the square and the first power ({eq}`ch09-jq`); simulation confirms
+#   the book's formulas.
+# * A softmax temperature rescales the query/key gradients by $1/\tau^2$. In fairseq's encoder the balancing
+#   logit multiplier grows from layer to layer with the token cosine, so one temperature cannot balance every
+#   layer, and the quoted 8.5 stays undetermined.
+# * Trained long enough, SGD trains the unscaled deep post-LN model too: it was slow, not stuck, on the plateau
+#   of collapsed output tokens. Residual scaling $\alpha = 1/\sqrt L$ makes it faster. Adam trains both, because
+#   its query/key steps are as large as its value steps.
+# * With Adam, deeper unscaled stacks stay collapsed longer in training; with $\alpha = 1/\sqrt L$ every depth
+#   escapes early.
+# * [Chapter 12](../part4_after/12_masks_clusters_sinks_shaped.ipynb) follows collapse into today's models.
 #
 # ## Exercises
 #
