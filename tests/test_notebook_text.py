@@ -186,3 +186,14 @@ def test_no_code_line_is_wider_than_the_column(path):
             if cell["cell_type"] == "code" and "remove-cell" not in cell.get("metadata", {}).get("tags", [])
             for line in "".join(cell["source"]).splitlines() if len(line) > 88]
     assert not wide, f"{path.name}: (cell, characters) of code lines over 88 characters: {wide}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS + [ROOT / "book" / "intro.ipynb"], ids=lambda p: p.stem)
+def test_cells_whose_code_is_removed_print_nothing_stray(path):
+    """A cell whose code the book removes (``remove-input``: glue, tables built for the prose) must not leave a
+    bare value under the prose: its last expression ends with ``;``, so its only outputs are the glued values
+    and what it displays on purpose (a ``display`` call)."""
+    stray = [i for i, cell in enumerate(_cells(path)) if cell["cell_type"] == "code"
+             and "remove-input" in cell.get("metadata", {}).get("tags", [])
+             for out in cell.get("outputs", []) if out.get("output_type") in ("execute_result", "stream")]
+    assert not stray, f"{path.name}: cells with removed code that print a stray value: {stray}"

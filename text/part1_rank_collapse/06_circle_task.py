@@ -450,7 +450,7 @@ glue("ch06_ctrl32_hi", round(max(none32), 1))
 glue("ch06_ctrl_seeds", len(none32))
 glue("ch06_own32_pass", len(gated_own[32]))
 glue("ch06_own128_pass", len(gated_own[128]))
-glue("ch06_own128_hi", round(max(own128), 2))
+glue("ch06_own128_hi", round(max(own128), 2));
 
 # %% [markdown]
 # Removing attention altogether leaves the small model unable to learn the step: at $d = 32$ every run of

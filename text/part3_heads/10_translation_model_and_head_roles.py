@@ -90,7 +90,7 @@ leaked = tr.shared_text_count(dev_pairs + test_pairs, train_pairs)
 attnbook.check("dev and test verses whose text occurs in train", leaked, at_most=0)
 
 # %% tags=["remove-input"]
-glue("ch10_train_pairs", len(train_pairs))
+glue("ch10_train_pairs", len(train_pairs));
 
 # %% [markdown]
 # The language is archaic on both sides ("thou", "hath"; "crió", "á"), verses are long (a median of 30
@@ -241,7 +241,7 @@ glue("ch10_copy_bleu", float(copy_bleu))
 glue("ch10_paper_bleu", float(VOITA["encoder_only_wmt"].value["bleu"][0]))
 glue("ch10_test_verses", int(evaluation["test_sentences"]))
 glue("ch10_greedy_loops", int(evaluation["greedy"]["looping_outputs"]))
-glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]))
+glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]));
 
 # %% [markdown]
 # On the whole test split the shipped model scores {glue:text}`ch10_greedy_bleu:.1f` BLEU with greedy decoding and {glue:text}`ch10_beam_bleu:.1f` with
@@ -277,7 +277,7 @@ print(f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} "
 ]
 
 # %% tags=["remove-input"]
-glue("ch10_enc_drop", float(drop))
+glue("ch10_enc_drop", float(drop));
 
 # %% [markdown]
 # Switching off all 48 encoder self-attention heads now costs {glue:text}`ch10_enc_drop:.1f` BLEU on the first test
@@ -358,7 +358,7 @@ glue("ch10_dec_chance", float(summary["dec_self"]["chance"]))
 for kind in ATTENTION_KINDS:
     glue(f"ch10_confident_{kind}", summary[kind]["confident"])
     glue(f"ch10_heads_{kind}", summary[kind]["heads"])
-glue("ch10_sinks", sum(s["sinks"] for s in summary.values()))
+glue("ch10_sinks", sum(s["sinks"] for s in summary.values()));
 
 # %% [markdown]
 # {glue:text}`ch10_confident_enc_self:d` of the {glue:text}`ch10_heads_enc_self:d` encoder heads are more than five times as confident as uniform attention
