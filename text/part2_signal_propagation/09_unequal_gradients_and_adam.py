@@ -384,7 +384,8 @@ glue("ch09_fs_sim1", by_layer[0]["simulated"])
 glue("ch09_fs_sim_last", by_layer[-1]["simulated"])
 glue("ch09_fs_formula1", by_layer[0]["formula"])
 glue("ch09_fs_formula_last", by_layer[-1]["formula"])
-glue("ch09_fs_where_8p5", fairseq_inputs.where_in_layers(multipliers, TAU_QUOTED.value));
+where_8p5 = fairseq_inputs.where_in_layers(multipliers, TAU_QUOTED.value)
+glue("ch09_fs_where_8p5", where_8p5);
 
 # %% [markdown]
 # With an assumed token cosine of 0.3, {eq}`ch09-tau-star` puts the balancing logit multiplier in the paper's
