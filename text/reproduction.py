@@ -16,13 +16,12 @@ except ImportError:
 #
 # Every result this book states is a claim of one of two kinds:
 #
-# * a **must-hold check** (`attnbook.check`): an identity, a step of a proof, a control or baseline, a live
-#   recomputation that must agree with a shipped file, or a gate saying that a model is trained enough for an
-#   analysis to mean anything. It raises when it does not hold, so CI fails;
-# * a **comparison with a paper** (`attnbook.compare`): this book's value, a number the paper printed, an
-#   agreement rule stated with the claim (a tolerance, a level reached, a direction decided by an interval
-#   over seeds, or a test against chance for a statement the paper makes without a number), and the verdict
-#   *reproduces*, *differs* or *undecided* (the book's interval straddles the rule's threshold). A comparison
+# * a **must-hold check** (`attnbook.check`): an identity, a step of a proof, a control or baseline, or a live
+#   recomputation that must agree with a shipped file. It raises when it does not hold, so CI fails.
+# * a **comparison with a paper** (`attnbook.compare`): this book's value, a number the paper printed, and an
+#   agreement rule stated with the claim. The rule is a tolerance, a level reached, a direction decided by an
+#   interval over seeds, or a test against chance for a statement the paper makes without a number. The verdict
+#   is *reproduces*, *differs* or *undecided* (the book's interval straddles the rule's threshold). A comparison
 #   that differs says why, measured. Nothing passes *because* it differs: CI compares every verdict with the
 #   committed one, so a verdict that flips fails the build. The same rule on another model than the paper's
 #   is an **analogue**, counted apart from the reproductions.
@@ -31,32 +30,32 @@ except ImportError:
 # what it means for the analyses it guards.
 #
 # **Rules and their data.** The rules on this page were written by authors who had seen the data they judge,
-# and some were changed after a first result (the history of each chapter, `git log -S "<claim name>"`,
-# shows when each rule changed). Read those verdicts with that in mind: a rule fixed in advance is stronger
+# and some were changed after a first result. The history of each chapter (`git log -S "<claim name>"`)
+# shows when each rule changed. Read those verdicts with that in mind: a rule fixed in advance is stronger
 # evidence. From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data
-# README. So far there are two: chapter 10's late-training trend of the positional share and its second
-# seed (`attnbook/data/translation/README.md`), and chapter 11's gate-seed and settled open-start gates
+# README. So far there are four. Chapter 10 has the late-training trend of the positional share, its second seed's
+# comparison, and the convergence gate of the second seed and of the wider heads
+# (`attnbook/data/translation/README.md`). Chapter 11 has the gate-seed and settled open-start gates
 # (`attnbook/data/pruning/README.md`). `git log` on those files shows each rule before its data.
 #
-# This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing on it is typed in by hand: each claim a chapter displays
-# carries a machine-readable record in the notebook's outputs, and the code below reads those records from the
-# chapters' executed notebooks.
+# This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
+# on it is typed in by hand: each claim a chapter displays carries a machine-readable record in the notebook's
+# outputs, and the code below reads those records from the chapters' executed notebooks.
 #
 # The columns:
 #
 # * **the paper's value**: the number the paper reports for the same quantity, with where it was read off;
-#   "–" where the paper gives none (the claim is then about a property, such as a bound holding);
-# * **this book, `quick`**: the value in this build's run of the `quick` preset on a CPU (in the rendered
-#   book, every chapter executed by the same `make book`; executed on its own, as nbval and Colab do, the
-#   page reads the committed run, which CI re-executes and compares); the line under the next cell says
-#   which;
+#   "–" where the paper gives none (the claim is then about a property, such as a bound holding).
+# * **this book, `quick`**: the value in this build's run of the `quick` preset on a CPU. In the rendered book
+#   every chapter is executed by the same `make book`. Executed on its own, as nbval and Colab do, the page
+#   reads the committed run, which CI re-executes and compares; the line under the next cell says which.
 # * **this book, `paper` (GPU)**: the value in a recorded run of the `paper` preset (the papers' own sizes),
-#   with the GPU it ran on, where one is recorded in `results/paper/`
-#   (written by `scripts/record_paper_run.py`; its README says how each run went); "machine, CPU only" when
-#   the chapter kept its tensors on the CPU of the GPU machine in that run; "not reached" when the run stopped
-#   (time limit or error) before the claim; "–" where no run is recorded;
+#   with the GPU it ran on, where one is recorded in `results/paper/` (written by
+#   `scripts/record_paper_run.py`; its README says how each run went). The mark "machine, CPU only" is for a chapter
+#   that kept its tensors on the CPU of the GPU machine in that run. The mark "not reached" is for a run that
+#   stopped (time limit or error) before the claim, and "–" for a claim with no run recorded.
 # * **kind**, **condition or agreement rule** and **verdict**: a check's condition and whether it holds, or a
-#   comparison's rule and whether the book reproduces the paper under it;
+#   comparison's rule and whether the book reproduces the paper under it.
 # * *precomputed*: the claim is read from a file the project ships, and the command that made that file is
 #   given; every other claim is computed in the reader's run.
 #
@@ -127,7 +126,8 @@ unknown = [r.name for r in rows if (r.kind, r.verdict) not in known]
 # ## Recording a `paper` run
 #
 # On a machine with a GPU, `python scripts/record_paper_run.py --all` executes every chapter at the `paper`
-# preset (on a copy: the committed notebooks keep their `quick` outputs), and writes each chapter's claim
+# preset, on a copy: the committed notebooks keep their `quick` outputs. It writes each chapter's claim
 # records, the GPU's name and the time taken to `results/paper/<chapter>.json`. Commit those files and
 # re-execute this page (`python scripts/execute_notebooks.py book/reproduction.ipynb`) to fill the
 # `paper` column.
+#

@@ -18,7 +18,7 @@ except ImportError:
 # exponentially with depth. Do the models people actually use behave like that? {cite:t}`dong2021attention`
 # (Section 5.1, Figure 2) took three real encoders, BERT {cite:p}`devlin2019bert`, ALBERT
 # {cite:p}`lan2020albert` and XLNet {cite:p}`yang2019xlnet`, pretrained and at initialisation, and cut them
-# open: they removed the skip connections, the feed-forward blocks (MLPs), or both, and measured how close
+# open. They removed the skip connections, the feed-forward blocks (MLPs), or both, and measured how close
 # each layer's tokens are to all being the same. This chapter repeats that experiment.
 #
 # **In this chapter you will**
@@ -214,14 +214,14 @@ Markdown(depth_figures.last_layer_table(pretrained_curves, init_curves, PAPER))
 # ## What holds, in numbers
 #
 # **Without skip connections the tokens collapse.** In pretrained MiniLM the pure SAN is at $r_l < 0.01$ by
-# layer {glue:text}`ch05_san_layer:d`; adding the pretrained MLPs (with their own skips) delays it by {glue:text}`ch05_mlp_delay:d` layer at the level
+# layer {glue:text}`ch05_san_layer:d`. Adding the pretrained MLPs (with their own skips) delays it by {glue:text}`ch05_mlp_delay:d` layer at the level
 # $r_l < 0.05$ (a check below), and both are below 0.01 at layer {glue:text}`ch05_both_layer:d`.
 # The paper saw pretrained BERT-base at about zero by layers 4 to 5, and there the MLPs *speed* collapse up
 # by a layer (the authors' figure files): a comparison below records that this book differs on that point. At initialisation, a single layer of any of
 # the three models brings $r_l$ from about {glue:text}`ch05_bert_r0:.1f` ({glue:text}`ch05_xlnet_r0:.1f` for XLNet) to {glue:text}`ch05_init_r1:.2f` or less, and the next layers to zero
 # within float32 precision. That is not evidence for the doubly exponential bound of
-# [chapter 4](04_deep_bounds.ipynb): the bound speaks about inputs already close to rank one ($a\,r_0^2 < 1$ for
-# its constant $a$), and these embeddings start far from it; the one-layer collapse is the near-uniform
+# [chapter 4](04_deep_bounds.ipynb). The bound speaks about inputs already close to rank one ($a\,r_0^2 < 1$ for
+# its constant $a$), and these embeddings start far from it. The one-layer collapse is the near-uniform
 # averaging of random attention matrices, whose rows are all close to $\mathbf 1^\top/n$ (the constants for these very weights are computed
 # below, in "Where the theorem applies").
 
@@ -309,10 +309,10 @@ glue("ch05_albert_skip", float(albert0["SAN+skip"][-1].mean()));
 # The bound of [chapter 4](04_deep_bounds.ipynb) is a statement about each layer's weights: its step maps an
 # input of residual $r = \|\operatorname{res}(X)\|_{1,\infty}$ to one of residual at most $a(r)\,r^3$, and it
 # predicts a *decrease* only where $a(r)\,r^2 < 1$. For given weights that is true below a threshold $r_*$
-# (`attnbook.rank.deep_bound.contraction_threshold`, from the layer's own $\beta$ and query/key norms). Put next to
-# the residual that each layer of the pure-SAN variant actually receives (the median over the sequences;
-# these SANs keep BERT's LayerNorm after attention, as the paper's code does, so only the per-layer step is
-# compared, not the unrolled bound), the threshold says where the theorem speaks. XLNet's relative attention
+# (`attnbook.rank.deep_bound.contraction_threshold`, from the layer's own $\beta$ and query/key norms). We put it next to
+# the residual that each layer of the pure-SAN variant actually receives (the median over the sequences). These
+# SANs keep BERT's LayerNorm after attention, as the paper's code does, so only the per-layer step is
+# compared, not the unrolled bound. The threshold then says where the theorem speaks. XLNet's relative attention
 # has no $W_Q W_K^\top$ fold and is left out.
 
 # %%
@@ -348,18 +348,17 @@ glue("ch05_order", float(mini_order["order"]));
 
 # %% [markdown]
 # Every model receives, at its first layer, a residual at least {glue:text}`ch05_excess:.0f` times the threshold of
-# that layer's weights, and the step becomes a contraction by the bound only once the relative residual of the
-# input is already below $10^{-4}$: the collapse in these models happens where the theorem says nothing, and
+# that layer's weights. The step becomes a contraction by the bound only once the relative residual of the
+# input is already below $10^{-4}$. So the collapse in these models happens where the theorem says nothing, and
 # the theorem applies to what is left of it. The *shape* of MiniLM's pure-SAN curve is nevertheless close to
-# the theorem's: over the layers where it is measurable, each layer raises the residual to a power of about {glue:text}`ch05_order:.1f`
-# (the number of correct digits of "rank one" multiplies by that much per layer), near the bound's $r^3$, while
+# the theorem's: over the layers where it is measurable, each layer raises the residual to a power of about {glue:text}`ch05_order:.1f`.
+# The number of correct digits of "rank one" multiplies by that much per layer, near the bound's $r^3$, while
 # its constant is far smaller than the bound's.
 
 # %% [markdown]
 # **With skip connections the tokens stay apart at initialisation**, and the book's random models land close
-# to the paper's curves: BERT-base and XLNet-base with skips, with or without MLPs, end within 0.1 of the
-# paper's values (ALBERT's full transformer within 0.1 too; its skip-only curve is the subject of the next
-# section).
+# to the paper's curves. BERT-base and XLNet-base with skips, with or without MLPs, end within 0.1 of the
+# paper's values. ALBERT's full transformer does too; its skip-only curve is the subject of the next section.
 
 # %% tags=["nbval-check-output"]
 def near_paper(name, value, model, variant, tol=0.1):  # against r_12 at init, Fig. 2

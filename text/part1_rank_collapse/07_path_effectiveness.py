@@ -14,7 +14,7 @@ except ImportError:
 # %% [markdown]
 # # Path effectiveness: short paths do the work
 #
-# [Chapter 2](02_path_decomposition.ipynb) wrote a self-attention network with skip connections as a sum over *paths*: at every layer a
+# [Chapter 2](02_path_decomposition.ipynb) wrote a self-attention network with skip connections as a sum over *paths*. At every layer a
 # path either takes one head or skips the layer, and the network's output is (up to the LayerNorms) the sum
 # of all path outputs. Rank collapse says that long paths, products of many attention matrices, are nearly
 # rank one, so they carry little information. {cite:t}`dong2021attention` (Sec. 5.2, Fig. 4) test the
@@ -22,10 +22,10 @@ except ImportError:
 # accuracy survives.
 #
 # **In this chapter you will**
-# - implement the path-restricted forward pass of the paper's code on the book's attention layers;
-# - train the paper's three tasks (sorting, convex hull, memorization) with a fast recipe;
-# - measure accuracy against path length with 5 and 20 paths, next to the paper's reference lines, read by the
-#   model's own classifier and by a probe refitted to each path length;
+# - implement the path-restricted forward pass of the paper's code on the book's attention layers.
+# - train the paper's three tasks (sorting, convex hull, memorization) with a fast recipe.
+# - measure accuracy against path length with 5 and 20 paths, next to the paper's reference lines. Read it
+#   with the model's own classifier and with a probe refitted to each path length.
 # - measure how much faster the book's recipe reaches the paper's accuracy than the paper's own recipe.
 
 # %% [markdown]
@@ -89,14 +89,14 @@ print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 #
 # - **Sorting**: 8 digits from $\{0,\dots,9\}$ with repetition; the label at position $i$ is the $i$-th smallest digit. Token and position embeddings. Chance: 0.1.
 # - **Convex hull**: 10 points uniform in $[0,10]^2$ shifted together by $\mathcal N(0, 3.3^2 I)$; label 1 for a vertex of the convex hull (`scipy.spatial.ConvexHull`). No positions; as in the official code (`--ffn2`), each point is embedded by a small MLP (linear, GELU, linear) rather than one linear map. The line to beat is always answering the majority label.
-# - **Memorization**: a random 0/1 label per token of real sentences, scored on the training set itself. The paper used 500 RTE sentences; the book uses verses of the public-domain World English Bible shipped with the package (`attnbook.core.text`), tokenised with MiniLM's WordPiece tokenizer. As in the official code, [CLS] and [SEP] are kept and labelled and the model has **no position embeddings**, so it cannot tell two occurrences of a word in one sentence apart: the best it can do is each repeated word piece's majority label (`tasks.memorization.achievable_accuracy`, the *ceiling* printed below). Chance: 0.5.
+# - **Memorization**: a random 0/1 label per token of real sentences, scored on the training set itself. The paper used 500 RTE sentences; the book uses verses of the public-domain World English Bible shipped with the package (`attnbook.core.text`), tokenised with MiniLM's WordPiece tokenizer. As in the official code, [CLS] and [SEP] are kept and labelled and the model has **no position embeddings**. So it cannot tell two occurrences of a word in one sentence apart: the best it can do is each repeated word piece's majority label (`tasks.memorization.achievable_accuracy`, the *ceiling* printed below). Chance: 0.5.
 #
 # All three use `attnbook.rank.tasks.PathSAN`: embedding, LayerNorm, $L = 6$ post-LN attention layers, a linear
 # classifier per token. The book's recipe: fresh random batches every step (memorization: random batches
 # of its fixed sentences), AdamW, warm-up then cosine decay, gradient clipping (`attnbook.core.train.train`). At
-# the `quick` preset the hull model is 48 wide (the paper's 84 at `paper`) and the memorization model 64 wide
+# the `quick` preset the hull model is 48 wide (the paper's 84 at `paper`). The memorization model is 64 wide
 # on 200 verses of at most 24 tokens with [CLS] and [SEP] (the paper's: 250 wide on 500 sentences of 128), so that the
-# chapter runs in its time budget; the sort model has the paper's size at both presets.
+# chapter runs in its time budget. The sort model has the paper's size at both presets.
 #
 # The rule for each full model's accuracy, stated before the result: the paper reports the level its model
 # reached, so the comparison is one-sided. The book reproduces it when its model reaches the paper's accuracy to
@@ -161,7 +161,7 @@ for name in TASKS:
 
 # %% [markdown]
 # The path-restricted model is read by the full model's classifier, which was trained on the full model's
-# representation, not on a normalised sum of a few paths: a path can carry the answer in a form that
+# representation, not on a normalised sum of a few paths. A path can carry the answer in a form that
 # classifier does not read. As a robustness arm the book refits a linear probe to each path length's
 # representation (on `probe_train` training sequences; memorization: on its sentences, where it is scored) and
 # scores it the same way (`tasks.path_probe_accuracy`). The length-0 "path" is the embedding alone: what a
@@ -224,10 +224,10 @@ HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, majority line 
 ]
 
 # %% [markdown]
-# The same claims with the probe refitted to each path length, and two more: whether any path length of the
-# hull model beats the majority line, and how much of the full model's gain over chance the best short path
-# keeps on memorization (the paper's curves give about $(0.8 - 0.5)/(0.85 - 0.5) \approx 0.86$; the rule: more
-# than half of it). For the refitted probe the gain is counted from the probe's own accuracy at length 0,
+# The same claims with the probe refitted to each path length, and two more. Does any path length of the
+# hull model beat the majority line? And how much of the full model's gain over chance does the best short
+# path keep on memorization? The paper's curves give about $(0.8 - 0.5)/(0.85 - 0.5) \approx 0.86$; the rule
+# asks for more than half of it. For the refitted probe the gain is counted from the probe's own accuracy at length 0,
 # not from chance: a probe fitted on the sentences it is scored on reads some labels from the embedding
 # alone.
 
@@ -339,13 +339,12 @@ for name in TASKS:  # 20 minus 5 paths at lengths 1-2
 # ## How fast can it be trained?
 #
 # The paper trained with Adam at learning rate $10^{-5}$, batch 30, for 65-70 epochs over a fixed training
-# set, in a fixed order; for the hull the official code adds weight decay $10^{-3}$ and a step schedule (the
+# set, in a fixed order. For the hull the official code adds weight decay $10^{-3}$ and a step schedule (the
 # learning rate times 0.91 at epochs 15, 30, 40, 50 and 60). `scripts/bench_recipes.py --full` trains the
 # paper-size models (sort: $L=6, H=2, d=48$; hull: $L=6, H=3, d=84$, with the `--ffn2` embedding) with that
-# recipe to the end of its 70 epochs and with the book's recipe, side by side in one run, and records the CPU
+# recipe to the end of its 70 epochs and with the book's recipe, side by side in one run. It records the CPU
 # time until the full model first reaches the paper's accuracy (evaluated every 25 steps). The table is the
-# script's output file, shipped in `src/attnbook/data/bench/` (it is not recomputed here, since the paper's
-# recipe alone takes minutes); regenerate it with the command it names.
+# script's output file, shipped in `src/attnbook/data/bench/`; regenerate it with the command it names.
 
 # %%
 # the benchmark ran once, at the quick preset's task sizes; every preset reads that file
@@ -383,12 +382,11 @@ glue("ch07_sort_book_steps", int(rows["sort", "book"]["steps_to_target"]));
 # %% [markdown]
 # ## Summary
 #
-# - A path-restricted forward pass keeps, of all the $(H+1)^L$ paths through a network with skip connections, only a few sampled ones of one length, each a chain of single heads with LayerNorms (eq. {eq}`eq-path-step`).
-# - On sorting and memorization, paths of length 1 and 2 alone keep part of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found. How much the short paths keep depends on the readout: the full model's classifier, which the paper's protocol uses, never saw a sum of a few paths; a linear probe refitted to each path length reads much more from them (sorting {glue:text}`ch07_probe_sort:.2f` for the best short path against {glue:text}`ch07_own_sort:.2f`). On memorization the best short path keeps {glue:text}`ch07_share_own:.0%` of the full model's gain over chance with the model's classifier, and {glue:text}`ch07_share_probe:.0%` of the gain above the probe's own length-0 accuracy with the probe, against about 86% in the paper.
-# - Twenty paths instead of five change the accuracy of the short paths by {glue:text}`ch07_more_sort:+.2f` on sorting, {glue:text}`ch07_more_memorization:+.2f` on memorization and {glue:text}`ch07_more_hull:+.2f` on the hull, but the sampled repeats do not decide it (their intervals contain 0).
-# - On the convex hull the official model (points embedded by an MLP, `--ffn2`) is accurate as a whole, but its sampled paths stay at the majority line with its own classifier; with a refitted probe the best path length is a little above it ({glue:text}`ch07_hull_probe:.2f` against {glue:text}`ch07_majority:.2f`). The paper's majority line, 0.54, is not its own generator's ({glue:text}`ch07_gen_majority:.3f`).
-# - Memorization without position embeddings, as in the official code, has a ceiling below 1 (repeated words in a sentence cannot be told apart); the book's model reaches it.
-# - Run to its 70 epochs, the paper's recipe (Adam at $10^{-5}$, fixed order; for the hull with weight decay and a step schedule) reaches the hull's {glue:text}`ch07_hull_target:.2f` after {glue:text}`ch07_hull_paper_s:.0f` CPU seconds, {glue:text}`ch07_hull_ratio:.0f` times the book's recipe, and on sorting it ends at {glue:text}`ch07_sort_paper_acc:.2f`, far below the paper's 0.98, which AdamW with warm-up, cosine decay, clipping and fresh data reaches in {glue:text}`ch07_sort_book_steps:d` steps (table above).
+# - A path-restricted forward pass keeps, of all the $(H+1)^L$ paths through a network with skip connections, only a few sampled ones of one length ({eq}`eq-path-step`).
+# - On sorting and memorization, paths of length 1 and 2 alone keep part of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found.
+# - How much the short paths keep depends on the readout. A linear probe refitted to each path length reads much more from them than the full model's classifier (sorting {glue:text}`ch07_probe_sort:.2f` against {glue:text}`ch07_own_sort:.2f`).
+# - On the convex hull the sampled paths stay near the majority line. The paper's majority line, 0.54, is not its own generator's ({glue:text}`ch07_gen_majority:.3f`).
+# - The paper's recipe (Adam at $10^{-5}$, fixed order) takes {glue:text}`ch07_hull_ratio:.0f` times the book's time to reach the hull's accuracy.
 #
 # ## Exercises
 #
