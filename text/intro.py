@@ -118,8 +118,7 @@ display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 # * **On Colab.** Every chapter has a launch button (the rocket at the top of the page). The first cell
 #   installs the book's library, `attnbook`, from the repository.
 # * **Presets.** One environment variable, `ATTNBOOK_PRESET`, sizes every experiment: `quick` (the default
-#   on a CPU; the whole book executes in about seven minutes on two cores, within its 15-minute budget) or `paper` (the default on a GPU; the
-#   papers' own model sizes, data sizes and training lengths). Each chapter prints the preset it runs.
+#   on a CPU) or `paper` (the default on a GPU; the papers' own model sizes, data sizes and training lengths). Each chapter prints the preset it runs.
 #   The [reproduction page](reproduction.ipynb) lists every claim, its kind and its verdict at both presets, with the `paper`
 #   runs recorded on a GPU so far.
 #
@@ -131,24 +130,6 @@ display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 #
 # ## How long it takes
 #
-# Every chapter executes in under two minutes on a 2-core CPU at the `quick` preset, most in under one; the
-# whole book in about seven minutes. These are the times `make book` logged ("Executed notebook in ...") on
-# 2026-12-04, on this project's 2-core machine:
-#
-# | chapter | seconds (quick, 2 cores) |
-# |---|---|
-# | 1. Pure attention loses rank | 6 |
-# | 2. Path decomposition | 4 |
-# | 3. The one-layer residual bound | 9 |
-# | 4. Deep bounds and what breaks collapse | 10 |
-# | 5. Rank collapse in pretrained transformers | 24 |
-# | 6. The circle task | 114 |
-# | 7. Path effectiveness | 64 |
-# | 8. Collapse kills query/key gradients | 7 |
-# | 9. Unequal gradients, temperature and Adam | 58 |
-# | 10. A translation model and its heads | 54 |
-# | 11. Pruning heads | 52 |
-# | 12. What came after (added 2026-12-05; executed alone, one thread) | 10 |
-# | Reproduction page | 3 |
-# | **whole book** (chapters 1-11 and the reproduction page) | **404** |
+# Every page executes in under two minutes on a 2-core CPU at the `quick` preset, most in under one. The
+# README's table gives the times measured for each page, with the command that measures them.
 #
