@@ -61,3 +61,16 @@ def test_chapter_model_falls_back_to_quick_with_a_notice_that_names_the_command(
     assert "python scripts/run.py translation_model --preset paper" in paper.notice
     variant = tr.chapter_model("translation_model_h4", preset="paper")  # defined at quick only
     assert "not defined at preset `paper`" in variant.notice and variant.model.cfg.n_heads == 4
+
+
+def test_training_pairs_are_nested_fixed_subsets_of_the_training_verses():
+    every = tr.load_pairs("train")
+    assert tr.training_pairs() == every and tr.training_pairs(1.0) == every
+    quarter, half = tr.training_pairs(0.25), tr.training_pairs(0.5)
+    assert len(quarter) == round(0.25 * len(every)) and len(half) == round(0.5 * len(every))
+    assert set(quarter) <= set(half) <= set(every)  # nested: a smaller share is part of a larger one
+    assert tr.training_pairs(0.25) == quarter  # fixed, whatever the seed of the training
+    assert quarter != every[: len(quarter)]  # a random share, not the first verses (Genesis)
+    for bad in (0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="fraction"):
+            tr.training_pairs(bad)

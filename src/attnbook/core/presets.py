@@ -102,7 +102,8 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       attention_dropout=0.1, max_len=96, max_tokens=2400, batch_size=64, lr=2e-3,
                       warmup=400, weight_decay=0.01, label_smoothing=0.1, train_steps=6300,
                       eval_every=350, n_eval_bleu=200, average_last=5, patience=6, n_role_sentences=100,
-                      seed=0, n_bleu=200, n_beam=200, n_analysis=200, n_relevance=64, n_minilm=200),
+                      seed=0, n_bleu=200, n_beam=200, n_analysis=200, n_relevance=64, n_minilm=200,
+                      data_fraction=1.0),
         # paper: Transformer-base widths (Voita et al.'s model) with a recipe for this 1 M-token corpus on one GPU:
         # 2000 steps of 8000 tokens (about 14 epochs, as quick's 13), dropout 0.3 (fairseq's IWSLT recipe for a
         # small corpus), 10% warm-up then cosine, early stopping on greedy BLEU of 500 dev verses; sized to train
@@ -111,7 +112,8 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       attention_dropout=0.1, max_len=128, max_tokens=8000, batch_size=128, lr=7e-4,
                       warmup=200, weight_decay=0.01, label_smoothing=0.1, train_steps=2000,
                       eval_every=200, n_eval_bleu=500, average_last=5, patience=4, n_role_sentences=200,
-                      seed=0, n_bleu=1000, n_beam=1000, n_analysis=1000, n_relevance=200, n_minilm=1000),
+                      seed=0, n_bleu=1000, n_beam=1000, n_analysis=1000, n_relevance=200, n_minilm=1000,
+                      data_fraction=1.0),
     },
     # chapter "The circle task": one attention layer run recursively (Dong et al. 2021, Fig. 3).
     # Training: the book's recipe (AdamW, warm-up + cosine, clipping); the paper's recipe is shown once.

@@ -69,6 +69,20 @@ def load_pairs(split: str, with_keys: bool = False) -> list:
             if s == split and k not in leaked]
 
 
+def training_pairs(fraction: float = 1.0) -> list:
+    """The training verse pairs a model is trained on (chapter "A translation model"): all of them, in the shipped
+    order, or the first ``fraction`` of one fixed random permutation (seed 0), so that smaller fractions are
+    subsets of larger ones and every seed of a recipe sees the same verses (the data-size runs of the role
+    table). ``ValueError`` unless ``0 < fraction <= 1``."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"expected a fraction of the training verses in (0, 1], got {fraction!r}")
+    pairs = load_pairs("train")
+    if fraction == 1:
+        return pairs
+    order = random.Random(0).sample(range(len(pairs)), len(pairs))
+    return [pairs[i] for i in sorted(order[: round(fraction * len(pairs))])]
+
+
 @lru_cache(maxsize=None)
 def load_tokenizer():
     """The joint English-Spanish BPE tokenizer (``tokenizers.Tokenizer``, 8000 tokens; ids 0-3 are
@@ -362,7 +376,7 @@ def train_to_convergence(model, p: dict, *, steps: Optional[int] = None, head_ga
     "avg_eval", "last_eval", "finished"}``; ``finished`` is false when the time limit stopped training
     before its end (the model is then the last weights, not averaged)."""
     steps = steps or p["train_steps"]
-    stream = BatchStream(load_pairs("train"), batch_size=p["batch_size"], max_len=p["max_len"],
+    stream = BatchStream(training_pairs(p.get("data_fraction", 1.0)), batch_size=p["batch_size"], max_len=p["max_len"],
                          seed=p["seed"], max_tokens=p["max_tokens"])
     dev_pairs = load_pairs("dev")[: p["n_eval_bleu"]]
     dev_src = pad(encode([e for e, _ in dev_pairs], p["max_len"]))
