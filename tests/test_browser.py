@@ -52,6 +52,14 @@ CHROMIUM_ARGS = [
 PAGES = toc_entries(ROOT)
 VIEWPORTS = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
 MIN_TEXT_PX = 9.0
+#: a chapter page is read in a sitting: at most this many desktop screens (1280 x 900) of rendered page
+MAX_SCREENS = 25
+#: chapter pages still longer, with the screens they may reach (measured 2026-12-05); lower them as the pages
+#: shrink: an allowance more than one screen looser than its page fails
+SCREEN_ALLOWANCES: dict[str, float] = {
+    "09_unequal_gradients_and_adam": 30,
+    "10_what_the_heads_do": 31.5,
+}
 
 # What a page reports about itself once loaded and typeset (run in the page).
 INSPECT_JS = """async () => {
@@ -106,6 +114,22 @@ INSPECT_JS = """async () => {
   out.widgets = document.querySelectorAll('.jupyter-widgets, .widget-output, .lm-Widget').length;
   out.links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href);
   out.height = document.documentElement.scrollHeight;
+  // every verdict in view without scrolling sideways: a table's "verdict" cell (a column at 1280 px, a line of
+  // a card on a phone) ends inside the page and inside any box that scrolls or clips it
+  const vw = document.documentElement.clientWidth;
+  const edge = (el) => {
+    let right = vw;
+    for (let p = el.parentElement; p; p = p.parentElement)
+      if (/(auto|scroll|hidden)/.test(getComputedStyle(p).overflowX)) right = Math.min(right, p.getBoundingClientRect().right);
+    return right;
+  };
+  out.verdicts_out_of_view = Array.from(document.querySelectorAll('table')).flatMap(t => {
+    const col = Array.from(t.querySelectorAll('thead th')).findIndex(th => th.textContent.trim().toLowerCase() === 'verdict');
+    if (col < 0) return [];
+    return Array.from(t.querySelectorAll('tbody tr')).map(tr => tr.children[col])
+        .filter(td => td && td.offsetParent !== null && td.getBoundingClientRect().right > edge(td) + 2)
+        .map(td => td.textContent.trim().slice(0, 40));
+  });
   return out;
 }"""
 
@@ -291,6 +315,9 @@ def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | N
         problems.append(f"requests outside localhost (blocked): {sorted(set(outside))[:5]}")
     problems += [f"broken link: {b}" for b in broken_links(info["links"], base, html)]
     problems += [t for t in toggles if t]
+    problems += [f"verdict out of view (scroll sideways to see it): {v}" for v in info["verdicts_out_of_view"]]
+    if viewport == "desktop" and page_path.startswith("book/part"):
+        problems += screen_problems(page_path.removesuffix(".html"), info["height"] / VIEWPORTS["desktop"]["height"])
     if viewport == "desktop":
         problems += [f"equation wider than the column: {m}" for m in info["math_overflow"]]
         problems += [f"code wider than the column: {c}" for c in info["code_overflow"]]
@@ -299,6 +326,22 @@ def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | N
         expected = notebook_figures(notebook) if notebook is not None and notebook.suffix == ".ipynb" else None
         problems += figure_problems(info["figures"], html / page_path, min_pt, expected)
     return problems
+
+
+def screen_problems(entry: str, screens: float) -> list[str]:
+    """A chapter page longer than :data:`MAX_SCREENS` desktop screens (or its allowance), or an allowance more
+    than one screen looser than the page."""
+    limit = SCREEN_ALLOWANCES.get(entry.rsplit("/", 1)[-1], MAX_SCREENS)
+    if screens > limit:
+        return [f"page is {screens:.1f} screens long at 1280 x 900 (at most {limit:g}): split it or shorten it"]
+    if entry.rsplit("/", 1)[-1] in SCREEN_ALLOWANCES and limit - screens > 1:
+        return [f"page is {screens:.1f} screens long: lower its allowance of {limit:g} screens"]
+    return []
+
+
+def test_screen_problems_holds_a_page_to_its_length():
+    assert screen_problems("book/part1_x/01_a", 24.0) == []
+    assert "26.0 screens" in screen_problems("book/part1_x/01_a", 26.0)[0]
 
 
 def _source(entry: str) -> Path | None:
@@ -350,6 +393,8 @@ def test_a_broken_page_is_caught(site, browser):
         f'<div class="cell_output docutils container"><img src="{blank_src}" alt="blank"></div>'
         f'<div class="cell_output docutils container"><img src="{first_fig}" style="width:60px" alt="tiny"></div>'
         f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>'
+        '<table class="attnbook-claims" style="table-layout: auto; width: 3000px"><thead><tr><th>claim</th>'
+        '<th>verdict</th></tr></thead><tbody><tr><td>a claim</td><td>deliberately off-screen</td></tr></tbody></table>'
         '<script>console.error("deliberate console error")</script>'
     )
     text = text.replace("</main>", broken + "</main>", 1) if "</main>" in text else text + broken
@@ -364,6 +409,7 @@ def test_a_broken_page_is_caught(site, browser):
     assert "blank figure" in report and "figure text" in report and "figures shown, the notebook has" in report, report
     assert "equation wider than the column" in report, report
     assert "deliberate console error" in report, report
+    assert "verdict out of view" in report and "deliberately off-screen" in report, report
     assert "button does nothing" in report, report
     assert "error outputs" in report, report
     assert "images that do not load" in report and "no_such_figure.png" in report, report

@@ -163,3 +163,10 @@ def test_the_confidence_exercise_averages_each_querys_largest_weight():
     assert exercises.check("ch10-confidence", sum(max(r) for r in rows) / len(rows)).right
     assert not exercises.check("ch10-confidence", max(max(r) for r in rows)).right
     assert not exercises.check("ch10-confidence", sum(r[0] for r in rows) / len(rows)).right
+
+
+def test_the_overlap_exercise_wants_the_jaccard_index_not_a_one_sided_share():
+    a, b = (set(heads) for heads in exercises.KEPT_EXAMPLE)
+    assert exercises.check("ch11-kept-overlap", len(a & b) / len(a | b)).right
+    assert not exercises.check("ch11-kept-overlap", len(a & b) / len(a)).right
+    assert not exercises.check("ch11-kept-overlap", len(a & b) / len(b)).right

@@ -14,7 +14,7 @@ except ImportError:
 # %% [markdown]
 # # Pruning every kind of attention, and importance
 #
-# [The first page of chapter 11](11_pruning_heads.ipynb) pruned the encoder heads of [chapter 10](10_translation_model_and_head_roles.ipynb)'s
+# [The previous page](11_pruning_the_translation_encoder.ipynb) pruned the encoder heads of [chapter 10](10_translation_model_and_head_roles.ipynb)'s
 # translation model with hard-concrete gates. This page asks two more of {cite:t}`voita2019analyzing`'s and
 # {cite:t}`michel2019sixteen`'s questions of the same model. When every head of every kind of attention has a
 # gate, which kind goes first? And how does Michel et al.'s importance, computed as their code computes it,
@@ -42,7 +42,7 @@ except ImportError:
 # :::{note}
 # Every result on this page is read from **precomputed** recipes (`attnbook.core.runs`, one command each,
 # listed with every result): the gate sweep on all 96 heads and Michel et al.'s pruning curves take about an
-# hour on one CPU thread. The first page recomputes one point of the sweeps live and checks it against the
+# hour on one CPU thread. The previous page recomputes one point of the sweeps live and checks it against the
 # file.
 # :::
 
@@ -66,7 +66,7 @@ dev = attnbook.setup(seed=0)
 torch.set_num_threads(attnbook.core.presets.cpu_threads(2))
 
 # %%
-# the precomputed sweeps of the first page: the encoder, all kinds, Michel et al.
+# the precomputed sweeps of the previous page: the encoder, all kinds, Michel et al.
 ENC, ALL, MICHEL = ("encoder_gates_converged", "all_kinds_gates_converged",
                     "michel_converged")
 enc_sweep, all_sweep, michel_mt = (sweeps.load(n) for n in (ENC, ALL, MICHEL))

@@ -16,7 +16,7 @@ except ImportError:
 #
 # {cite:t}`voita2019analyzing` train each pruned shape from scratch as well and find the pruned model better
 # (their Table 3). This page asks the same of the encoder shapes that the gates of
-# [the first page of chapter 11](11_pruning_heads.ipynb) left in [chapter 10](10_translation_model_and_head_roles.ipynb)'s
+# [the second page of chapter 11](11_pruning_the_translation_encoder.ipynb) left in [chapter 10](10_translation_model_and_head_roles.ipynb)'s
 # translation model. It keeps the seeds' noise in view: two seeds per shape from scratch, paired bootstrap
 # intervals, and the power of the rule that decides.
 #
@@ -64,7 +64,7 @@ dev = attnbook.setup(seed=0)
 # two threads, or one where OMP_NUM_THREADS asks for one (two chapters side by side)
 torch.set_num_threads(attnbook.core.presets.cpu_threads(2))
 
-# the precomputed encoder sweep of the first page; the paper's encoder-only and
+# the precomputed encoder sweep of the second page; the paper's encoder-only and
 # all-kinds results
 enc_sweep = sweeps.load("encoder_gates_converged")
 full_mt = enc_sweep["unpruned"]
@@ -381,7 +381,7 @@ for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoi
 #
 # Two things a referee would ask for are missing, and the verdicts above are *undecided* partly for want of
 # them. The first is noise on every arm: two seeds from scratch, one training on per shape, one control, and
-# pruned models from one gate seed (the [first page](11_pruning_heads.ipynb) measures how much the gate seed
+# pruned models from one gate seed (the [second page](11_pruning_the_translation_encoder.ipynb) measures how much the gate seed
 # moves the kept heads). A third seed per arm means about fifteen more hours on a CPU, or minutes per training
 # on a GPU. Add seeds to `scratch_converged`, `pruned_converged` and `unpruned_converged` in
 # `attnbook.core.runs` and rerun `python scripts/run.py <recipe>`, which keeps the runs already in the file.

@@ -57,6 +57,23 @@ IMPORTANCE_EXAMPLE = (0.30, -0.25, 0.10, -0.05, 0.40, -0.35, 0.20, -0.15)
 POWER_EXAMPLE = dict(gap=-0.8, se=0.3)
 
 
+#: chapter "Pruning heads"'s overlap exercise: the heads (layer, head) two gate seeds keep
+KEPT_EXAMPLE = (((1, 1), (1, 4), (2, 6), (3, 2), (5, 8)), ((1, 1), (1, 4), (2, 6), (4, 3)))
+
+
+def _kept_overlap(kept) -> float:
+    """The gate-seed gate's overlap (:func:`attnbook.heads.sweeps.jaccard`) of two lists of kept heads."""
+    from attnbook.heads.sweeps import jaccard
+
+    def mask(heads):
+        m = torch.zeros(6, 8)
+        for layer, head in heads:
+            m[layer - 1, head - 1] = 1
+        return m
+
+    return jaccard(mask(kept[0]), mask(kept[1]))
+
+
 #: chapter "The circle task"'s exercise: the token gap of a rollout at steps 0, 1, ..., 7
 GAPS_EXAMPLE = (0.95, 0.60, 0.04, 0.20, 0.07, 0.03, 0.01, 0.02)
 
@@ -143,6 +160,14 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         lambda: float(torch.tensor(IMPORTANCE_EXAMPLE, dtype=torch.float64).abs().mean()),
         "Their code takes the absolute value for each token and then the mean over tokens; the absolute value of "
         "the mean (HuggingFace's whole-batch estimator) lets positive and negative tokens cancel.",
+    ),
+    Exercise(
+        "ch11-kept-overlap",
+        "Two gate seeds keep the heads of exercises.KEPT_EXAMPLE. What is their overlap as the gate-seed gate "
+        "measures it: the heads both keep over the heads either keeps?",
+        lambda: _kept_overlap(KEPT_EXAMPLE),
+        "Count the heads in both lists and the heads in at least one list; the share of the first list that "
+        "the second keeps is a different, one-sided number.",
     ),
     Exercise(
         "ch11-rule-power",
