@@ -419,3 +419,16 @@ def test_an_intro_notebook_is_not_a_chapter(tmp_path):
     root = fake_book(tmp_path, {"01_a": []})
     nbformat.write(new_notebook(cells=[new_markdown_cell("# Intro")]), tmp_path / "book" / "intro.ipynb")
     assert [p.name for p in reproduction.chapter_notebooks(root)] == ["01_a.ipynb"]
+
+
+def test_a_page_split_off_a_recorded_chapter_finds_its_claims_in_the_chapter_s_run(tmp_path):
+    c1 = claims.check("rank", 3.0, at_least=2)
+    c2 = claims.check("residual", 0.01, at_most=0.1)
+    root = fake_book(tmp_path, {"01_a": [claim_output(c1)], "01_b": [claim_output(c2)], "02_c": []})
+    results = root / "results" / "paper"
+    results.mkdir(parents=True)
+    recorded = [claims.check("rank", 7.0, at_least=2).record(), dict(c2.record(), value=0.02)]
+    (results / "01_a.json").write_text(json.dumps({"gpu": "NVIDIA H200", "seconds": 60.0, "claims": recorded}))
+    rows = {r.name: r for r in reproduction.collect(root)}
+    assert rows["rank"].paper_run["value"] == 7.0
+    assert rows["residual"].paper_run["value"] == 0.02 and rows["residual"].gpu == "NVIDIA H200"

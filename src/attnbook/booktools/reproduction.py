@@ -264,7 +264,7 @@ def collect(root: Optional[PathLike] = None, executed: Optional[PathLike] = None
         number = re.match(r"^(\d+)_", path.stem)
         if number:
             title = f"{int(number.group(1))}. {title}"
-        run = runs.get(path.stem)
+        run = runs.get(path.stem) or _chapter_run(runs, number)
         by_name = {r["name"]: r for r in run["claims"]} if run else {}
         for rec in claims_in_notebook(nb):
             paper_rec = by_name.get(rec["name"])
@@ -288,6 +288,16 @@ def collect(root: Optional[PathLike] = None, executed: Optional[PathLike] = None
                 )
             )
     return rows
+
+
+def _chapter_run(runs: dict[str, dict], number) -> Optional[dict]:
+    """The recorded run of a page split off a chapter after the run was recorded: the run of the chapter's
+    other page (the same number prefix), whose claims the page's claims are matched with by name (None when
+    the page has no number or its chapter has no run)."""
+    if not number:
+        return None
+    same = [stem for stem in runs if re.match(r"^(\d+)_", stem) and int(stem.split("_")[0]) == int(number.group(1))]
+    return runs[same[0]] if len(same) == 1 else None
 
 
 def _machine(run: dict) -> str:
