@@ -170,3 +170,11 @@ def test_the_overlap_exercise_wants_the_jaccard_index_not_a_one_sided_share():
     assert exercises.check("ch11-kept-overlap", len(a & b) / len(a | b)).right
     assert not exercises.check("ch11-kept-overlap", len(a & b) / len(a)).right
     assert not exercises.check("ch11-kept-overlap", len(a & b) / len(b)).right
+
+
+def test_the_multiplier_exercise_wants_one_over_tau_star_with_fairseq_s_quarter():
+    n, rho = 27, 0.3
+    tau_sq = 0.25 * (1 - rho) ** 2 * (n - 1) / (n * (1 + (n - 1) * rho))
+    assert exercises.check("ch09-multiplier", 1 / math.sqrt(tau_sq)).right
+    assert not exercises.check("ch09-multiplier", math.sqrt(tau_sq)).right  # tau*, not its inverse
+    assert not exercises.check("ch09-multiplier", 1 / math.sqrt(tau_sq / 0.25)).right  # the 1/4 forgotten

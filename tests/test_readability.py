@@ -14,7 +14,8 @@ PAGES = sorted(p for p in BOOK.rglob("*.ipynb") if "_build" not in p.parts and "
 
 #: pages over a target today, with what they may reach (measured 2026-12-05; lower them as the prose shrinks)
 ALLOWANCES = {
-    "09_unequal_gradients_and_adam.ipynb": {"words": 2750, "numbers_per_paragraph": 23},
+    "09_unequal_gradients_and_adam.ipynb": {"numbers_per_paragraph": 19},
+    "09_training_with_sgd_and_adam.ipynb": {"numbers_per_paragraph": 23},
     "10_translation_model_and_head_roles.ipynb": {"words": 2700, "numbers_per_paragraph": 14},
     "10_what_the_heads_do.ipynb": {"numbers_per_paragraph": 23},
     "11_pruning_kinds_and_importance.ipynb": {"numbers_per_paragraph": 17},

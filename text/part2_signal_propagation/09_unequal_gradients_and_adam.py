@@ -12,7 +12,7 @@ except ImportError:
                            "the project folder and run %pip install <folder>") from None
 
 # %% [markdown]
-# # Unequal gradients, temperature and adaptive optimisers
+# # Unequal gradients and temperature
 #
 # [Chapter 8](08_collapse_kills_qk_gradients.ipynb) showed that collapsed tokens starve the query and key weights of gradient. Even without collapse,
 # {cite:t}`noci2022signal` point out that queries/keys and values respond very differently to the input:
@@ -28,8 +28,8 @@ except ImportError:
 # * measure their scaling with the input norm, the sequence length and the width (log-log slopes).
 # * find the temperature that balances them, and ask whether it can pin down the $\tau = 8.5$ that a
 #   summary of the paper quotes.
-# * train a deep post-LN transformer on sequence reversal with SGD and Adam, with and without residual
-#   scaling and temperature.
+#
+# [The next page](09_training_with_sgd_and_adam.ipynb) trains a deep post-LN transformer with SGD and Adam.
 
 # %% [markdown]
 # :::{admonition} The result, as this run computed it
@@ -51,11 +51,9 @@ from IPython.display import Markdown, display
 
 import attnbook
 from attnbook.signal import propagation as prop
-from attnbook.signal import jacobian_figures, reverser_figures
+from attnbook.signal import jacobian_figures
 from attnbook.claims import papers
 from attnbook.claims.prose import glue
-from attnbook.signal import reverser as rv
-from attnbook.signal import reverser_ensemble as rv_ensemble
 from attnbook.signal import fairseq_inputs
 
 dev = attnbook.setup(seed=0)
@@ -403,348 +401,6 @@ glue("ch09_fs_where_8p5", where_8p5);
 # confirms in every setting is the mechanism: a scalar in the softmax rescales the query/key gradients
 # by $1/\tau^2$ relative to the values.
 #
-# ## Training: SGD, Adam, residual scaling and temperature
-#
-# Now a deep post-LN transformer (attention + MLP, `train_depth` layers) learns to **reverse** a sequence of
-# random digits, a task that needs attention to route each position to its mirror. We train it with SGD
-# (momentum 0.9) and with Adam, with $\alpha = 1$ or $\alpha = 1/\sqrt L$, with $\tau = 1$ or the
-# temperature $\tau_*$ that balances the per-layer gradient norms of $W_Q$ and $W_V$ of the scaled model at
-# initialisation (measured below). The loop is the book's `attnbook.core.train.train`, without clipping or
-# warm-up so that the optimisers see the raw gradients ({numref}`fig-ch09-3`).
-
-# %%
-size = rv.ReverserSize.from_preset(sizes)
-V, L = size.vocab, size.depth
-x_eval = torch.randint(0, V, (sizes["n_eval"], size.seq_len),
-                       generator=torch.Generator().manual_seed(123)).to(dev)
-model_ratios = rv.qv_ratios(size, True, [0.25, 0.35, 0.5, 0.7, 1.0], device=dev)
-tau_model = rv.closest_to_one(model_ratios)
-print("Q/V gradient ratio of the scaled model at init:",
-      {t: round(r, 2) for t, r in model_ratios.items()})
-print("temperature used below:", tau_model)
-
-# %%
-runs = [
-    ("sgd", False, 1.0),
-    ("sgd", False, tau_model),
-    ("sgd", True, 1.0),
-    ("sgd", True, tau_model),
-    ("adam", False, 1.0),
-    ("adam", True, 1.0),
-]
-# one run after another; on a GPU the runs of one optimiser train as one batched model
-results = rv_ensemble.train_runs(
-    size,
-    runs,
-    lr={"sgd": sizes["sgd_lr"], "adam": sizes["adam_lr"]},
-    seed=0,
-    steps=sizes["steps"],
-    x_eval=x_eval,
-    device=dev,
-)
-for (opt, scaled, tau), r in results.items():
-    print(
-        f"{opt:4s} alpha={'1/sqrt(L)' if scaled else '1':9s} tau={tau:4.2f}: final "
-        f"loss {r['loss']:.3f}, accuracy {r['acc']:.3f}"
-    )
-
-# %% tags=["hide-input"]
-reverser_figures.training_losses(results, V, L)
-plt.show()
-
-# %% tags=["nbval-check-output"]
-acc = {k: r["acc"] for k, r in results.items()}
-# Adam on the unscaled model: one seed decides nothing (the sweep below has seeds);
-# one decimal, which the CPU code paths agree on
-glue("ch09_adam_live", round(acc["adam", False, 1.0], 1))
-# trained accuracies move by up to 0.03 between CPU code paths (AVX-512 vs AVX2):
-# their band is 0.05
-[
-    attnbook.check("SGD, alpha=1, tau=1: accuracy (fails)", acc["sgd", False, 1.0],
-        at_most=0.5, band=0.05),
-    attnbook.check("SGD, alpha=1, tau=tau*: accuracy (temperature alone does not help)",
-        acc["sgd", False, tau_model], at_most=0.5, band=0.05),
-    attnbook.check("SGD, alpha=1/sqrt(L), tau=1: accuracy", acc["sgd", True, 1.0],
-        at_least=0.9, band=0.05),
-    attnbook.check("SGD, alpha=1/sqrt(L), tau=tau*: accuracy",
-        acc["sgd", True, tau_model], at_least=0.9, band=0.05),
-]
-
-# %% [markdown]
-# What this single run shows: in {glue:text}`ch09_steps:d` steps at this learning rate plain SGD does not train the unscaled deep
-# post-LN model (its deep layers' query/key gradients are far below the value gradients,
-# [chapter 8](08_collapse_kills_qk_gradients.ipynb)), and a temperature alone does not change that; residual scaling
-# $\alpha = 1/\sqrt L$ lets SGD solve the task; Adam's run on the unscaled model reached an accuracy of {glue:text}`ch09_adam_live:.1f`. But it
-# is one seed, one learning rate per optimiser and a short run, which cannot carry "SGD *cannot* train it" or "Adam can".
-#
-# ### A sweep that can decide
-#
-# Five learning rates per optimiser (SGD $10^{-2}$ to $1$, Adam $10^{-4}$ to $10^{-2}$) for five arms: each optimiser
-# with $\alpha = 1$ and $\alpha = 1/\sqrt L$ at $\tau = 1$, and SGD on the unscaled model at the temperature that
-# balances *its own* query and value gradients at initialisation (the scaled model's $\tau_*$ above is not that
-# model's). Each arm's learning rate is chosen on three *selection* seeds (the highest mean final accuracy; ties,
-# several rates at full accuracy, go to the lower mean final loss), and the arm is then judged on three *other*
-# seeds at that rate, so that the seeds a verdict rests on did not choose its learning rate. Every run trains
-# {glue:text}`ch09_sweep_steps:d` steps, long enough for slow arms to finish; Adam is warmed up linearly over the first tenth of training,
-# as fairseq warms up Adam on post-LN Transformers (SGD, with momentum 0.9, is not). The sweep is precomputed
-# (`python scripts/run.py optimiser_sweep`); its logs hold the gradient norms, the sizes of each step's updates and
-# the output token cosine. The chapter re-runs the first {glue:text}`ch09_steps:d` steps of one judged run live, which
-# checks the file.
-#
-# The rules, stated before the results: each comparison takes every arm at its chosen learning rate and reports the
-# difference of mean accuracies over the judged seeds with a 90% bootstrap interval; a direction counts only if the
-# whole interval lies on it. A gate asks that no arm's loss still falls by more than 0.05 between the tenth of
-# training before 80% and the last tenth (an arm still improving would be judged before its end). One rule changed
-# after a run: ties between learning rates now go to the lower loss (the data README says why).
-
-# %% tags=["hide-input"]
-# precomputed at quick; at a preset without the file the claims below are
-# "not available"
-sweep = rv.load_sweep()
-if sweep:
-    arm = sweep["by_name"]
-    plain_sgd = arm["sgd, alpha=1, tau=1"]
-    # the file's check: the first steps of its judged seed-0 run of SGD, alpha=1, tau=1,
-    # live (the sweep's runs are longer; its log holds the loss at this step)
-    twin = rv.train_run(size, optimizer="sgd", scaled=False, temperature=1.0,
-                        lr=plain_sgd["best_lr"], seed=0, steps=sizes["steps"],
-                        x_eval=x_eval, device=dev)
-    shipped_loss = next(e["loss"] for e in rv.best_log(plain_sgd)
-                        if e["step"] == sizes["steps"])
-    live_gap = abs(twin["losses"][-1] - shipped_loss)
-    display(Markdown(rv.sweep_table(sweep)))
-    print(f"SGD, alpha=1, tau=1, seed 0, loss at step {sizes['steps']}: shipped "
-          f"{shipped_loss:.3f}, live {twin['losses'][-1]:.3f}")
-
-# %% tags=["hide-input"]
-if sweep:
-    reverser_figures.optimiser_sweep(sweep)
-    plt.show()
-
-
-# %%
-def mean(a):  # mean accuracy of an arm's judged seeds
-    return sum(rv.seed_accuracies(a)) / len(rv.seed_accuracies(a))
-
-
-def when(step):
-    return "never" if math.isinf(step) else f"step {step:.0f}"
-
-
-if sweep:
-    # each arm at its best learning rate: difference of mean accuracies, 90% interval
-    adam_gain, adam_ci = rv.arm_difference(sweep, "adam, alpha=1, tau=1",
-                                           "sgd, alpha=1, tau=1")
-    scale_gain, scale_ci = rv.arm_difference(sweep, "sgd, alpha=1/sqrt(L), tau=1",
-                                             "sgd, alpha=1, tau=1")
-    tau_name = rv.temperature_arm(sweep)
-    tau_gain, tau_ci = rv.arm_difference(sweep, tau_name, "sgd, alpha=1, tau=1")
-    tau_star = arm[tau_name]["temperature"]
-    tau_log = rv.best_log(arm[tau_name])  # seed 0
-    adam_seeds = rv.seed_accuracies(arm["adam, alpha=1, tau=1"])
-    # how fast each arm trains: the first logged step with loss below 0.5, mean over the
-    # judged seeds (inf: some seed never gets there)
-    speed = {name: rv.first_step_below(a, 0.5) for name, a in arm.items()}
-    # the unscaled model's calibration, as the sweep made it (rv.balancing_temperature)
-    init_ratio = rv.qv_ratios(size, False, (1.0, tau_star))
-
-# %%
-if sweep:
-    # the plateau gate: how much each arm's loss still fell late in training
-    late_drop = {name: rv.late_loss_drop(a) for name, a in arm.items()}
-    slowest = max(late_drop, key=late_drop.get)
-    # what each optimiser does with the gradients: the QK-to-V ratio of the first
-    # logged step's update, against that of the gradients, on the unscaled model
-    first = {opt: rv.best_log(arm[f"{opt}, alpha=1, tau=1"])[0]
-             for opt in ("sgd", "adam")}
-    step_ratio = {opt: rv.update_ratio(arm[f"{opt}, alpha=1, tau=1"])
-                  for opt in ("sgd", "adam")}
-    grad_ratio = {opt: e["qk_grad"] / e["v_grad"] for opt, e in first.items()}
-    print("QK/V ratio at step", first["sgd"]["step"], "(unscaled model): gradients",
-          {k: round(v, 4) for k, v in grad_ratio.items()}, "| updates",
-          {k: round(v, 4) for k, v in step_ratio.items()})
-
-# %% tags=["nbval-check-output", "hide-input"]
-attnbook.claims.when_available(sweep, lambda: [
-    attnbook.check(
-        "sweep: the live SGD run against its shipped twin (loss gap at the chapter's "
-        "last step)", live_gap, at_most=0.05, digits=2,
-        # the live run trains on this CPU's code path; the shipped one on another
-        band=0.05, precomputed=sweep["meta"]["command"]),
-    attnbook.gate(
-        "sweep: largest late drop of an arm's loss (mean over judged seeds, last tenth "
-        "against the tenth before 80% of training)", late_drop[slowest], at_most=0.05,
-        digits=2, guards="the comparisons of the sweep's arms (an arm still improving "
-        "would be judged before its end)", precomputed=sweep["meta"]["command"]),
-    attnbook.check(
-        "unscaled model, first logged step: QK/V ratio of the update, Adam over SGD",
-        step_ratio["adam"] / step_ratio["sgd"], at_least=3, digits=1,
-        precomputed=sweep["meta"]["command"]),
-    attnbook.compare(
-        "unscaled model: Adam minus SGD, accuracy at each one's best learning rate",
-        adam_gain, paper=NOCI["adam_trains_what_sgd_cannot"].value, same_side_of=0.0,
-        interval=adam_ci, digits=2, source=NOCI["adam_trains_what_sgd_cannot"].where,
-        reason=f"SGD, alpha=1 reaches accuracy {mean(plain_sgd):.2f} at its chosen "
-               f"rate {plain_sgd['best_lr']:g} in {sweep['steps']} steps, Adam "
-               f"{mean(arm['adam, alpha=1, tau=1']):.2f}; loss below 0.5 at "
-               f"{when(speed['sgd, alpha=1, tau=1'])} (SGD) and "
-               f"{when(speed['adam, alpha=1, tau=1'])} (Adam), means over the "
-               "judged seeds",
-        precomputed=sweep["meta"]["command"]),
-], "optimiser sweep: the live run and Adam against SGD")
-
-# %% tags=["nbval-check-output", "hide-input"]
-attnbook.claims.when_available(sweep, lambda: [
-    attnbook.compare(
-        "SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning "
-        "rate", scale_gain, paper=NOCI["residual_scaling_helps_sgd"].value,
-        same_side_of=0.0, interval=scale_ci, digits=2,
-        source=NOCI["residual_scaling_helps_sgd"].where,
-        reason=f"SGD trains the unscaled model too (accuracy {mean(plain_sgd):.2f} "
-               "at its chosen rate); loss below 0.5 at "
-               f"{when(speed['sgd, alpha=1/sqrt(L), tau=1'])} with alpha = 1/sqrt(L) "
-               f"and at {when(speed['sgd, alpha=1, tau=1'])} without",
-        precomputed=sweep["meta"]["command"]),
-], "optimiser sweep: residual scaling with SGD")
-
-# %% tags=["nbval-check-output", "hide-input"]
-attnbook.claims.when_available(sweep, lambda: [
-    attnbook.compare(
-        "SGD, unscaled: its balancing temperature minus tau = 1, accuracy at each "
-        "one's best learning rate", tau_gain,
-        paper=NOCI["balancing_temperature_helps_sgd"].value, same_side_of=0.0,
-        interval=tau_ci, digits=2, source=NOCI["balancing_temperature_helps_sgd"].where,
-        reason=f"tau = {tau_star:g} balances the gradients at initialisation (Q/V "
-               f"ratio {init_ratio[tau_star]:.2f}, against {init_ratio[1.0]:.2f} at "
-               f"tau = 1), but the balance is gone by step {tau_log[0]['step']} (QK/V "
-               f"{tau_log[0]['qk_grad'] / tau_log[0]['v_grad']:.2f}) and the output "
-               f"tokens stay collapsed (cosine {tau_log[-1]['cosine']:.3f} at step "
-               f"{tau_log[-1]['step']})",
-        precomputed=sweep["meta"]["command"]),
-], "optimiser sweep: the balancing temperature with SGD")
-
-# %% tags=["remove-input"]
-SWEPT = ("sgd_full", "plain_full", "speed_scaled", "speed_plain", "speed_adam",
-         "grad_sgd", "grad_adam", "step_sgd", "step_adam", "late_drop")
-found = dict.fromkeys(SWEPT, float("nan"))  # "nan" where no sweep is shipped
-if sweep:
-    def full_lrs(a):  # learning rates at which every selection seed is at full accuracy
-        return [lr for lr in sweep["learning_rates"][a["optimizer"]]
-                if min(rv.selection_accuracies(a, lr)) >= 0.995]
-
-    found.update(
-        sgd_full=len(full_lrs(arm["sgd, alpha=1/sqrt(L), tau=1"])),
-        plain_full=len(full_lrs(plain_sgd)),
-        speed_scaled=speed["sgd, alpha=1/sqrt(L), tau=1"],
-        speed_plain=speed["sgd, alpha=1, tau=1"],
-        speed_adam=speed["adam, alpha=1, tau=1"],
-        grad_sgd=grad_ratio["sgd"], grad_adam=grad_ratio["adam"],
-        step_sgd=step_ratio["sgd"], step_adam=step_ratio["adam"],
-        late_drop=late_drop[slowest])
-    glue("ch09_slowest", slowest)
-    glue("ch09_sweep_steps", sweep["steps"])
-    glue("ch09_sweep_runs", sum(len(a["runs"]) for a in sweep["arms"]))
-    glue("ch09_sweep_minutes", sweep["seconds"] / 60)
-for key, value in found.items():
-    glue(f"ch09_{key}", float(value))
-
-# %% tags=["nbval-check-output"]
-# a model whose output tokens are all alike gives one answer at every position: at best
-# the input's most frequent digit (rv.collapsed_accuracy, exact)
-COLLAPSED = rv.collapsed_accuracy(V, size.seq_len)
-glue("ch09_collapsed", round(COLLAPSED, 3))
-attnbook.check(
-    "live SGD run, alpha=1, tau=1: accuracy after the chapter's steps minus the best a "
-    "model with all output tokens alike can do", acc["sgd", False, 1.0] - COLLAPSED,
-    # the live accuracy moves by up to 0.03 between CPU code paths: its band is 0.05
-    close_to=0.0, tol=0.1, digits=2, band=0.05)
-
-# %% [markdown]
-# What the sweep shows. Given enough steps and a small enough learning rate, SGD trains the unscaled deep post-LN
-# model too: at its chosen rate every judged seed reaches full accuracy, at {glue:text}`ch09_plain_full:.0f` of its five rates. The live
-# {glue:text}`ch09_steps:d`-step runs above stopped on a plateau, and where is telling: near {glue:text}`ch09_collapsed:.3f`, the best accuracy of a model whose
-# output tokens are all alike (such a model gives one answer at every position, and the best answer is the
-# input's most frequent digit; the check above). The plateau is rank collapse at the output, and SGD leaves it
-# slowly. What residual scaling buys SGD here is speed and room: with $\alpha = 1/\sqrt L$ its loss falls below 0.5 by
-# step {glue:text}`ch09_speed_scaled:.0f` on average, against step {glue:text}`ch09_speed_plain:.0f` without, and it trains at {glue:text}`ch09_sgd_full:.0f` of its five rates. Adam trains the unscaled
-# model as well (loss below 0.5 by step {glue:text}`ch09_speed_adam:.0f`), so on this task and at this depth "adaptive optimisers train what SGD
-# cannot" does not hold: SGD was slow, not stuck. The unscaled model's own balancing temperature makes SGD *worse*;
-# that arm is the one still improving at the end ({glue:text}`ch09_slowest`, a late drop of {glue:text}`ch09_late_drop:.2f`), which the plateau gate records.
-#
-# Where Adam's advantage lies shows in the updates, not in the gradients. At the first logged step the query/key
-# gradients of the unscaled model are {glue:text}`ch09_grad_sgd:.2f` of the value gradients in SGD's run and {glue:text}`ch09_grad_adam:.2f` in Adam's: as unequal for
-# both. SGD's steps follow its gradients (query/key steps {glue:text}`ch09_step_sgd:.2f` of the value steps), while Adam divides every
-# coordinate by its own running scale and moves the queries and keys about as far as the values ({glue:text}`ch09_step_adam:.2f`;
-# {numref}`fig-ch09-4`, lower left). Every run that learns first brings the output token cosine down from near 1,
-# and every run that fails keeps it high (lower right).
-
-# %% [markdown]
-# ### The cosine during training, by depth, and learnable scales
-#
-# Noci et al.'s Figure 1 follows the cosine between tokens *during training* of post-LN Transformers of
-# growing depth, with Adam. The same on the reversal task: Adam at $10^{-3}$, seed 0, depth 4, 8 and 16, with
-# $\alpha = 1$ and $\alpha = 1/\sqrt L$; and, at depth 16, residual scales that are trained with the rest
-# (`learnable_alpha=True`, one per block), started at 1 and at $1/\sqrt L$, to see where training takes them.
-
-# %%
-by_depth, learned = rv.by_depth(
-    size, (4, 8, 16), lr=sizes["adam_lr"], steps=sizes["steps"], x_eval=x_eval,
-    device=dev, learnable_depth=16,
-)
-print(rv.depth_report(by_depth, learned))
-
-# %% tags=["hide-input"]
-reverser_figures.cosine_during_training(by_depth, learned)
-plt.show()
-
-# %% tags=["nbval-check-output"]
-deep_gap = rv.mean_cosine(by_depth[16, False]) - rv.mean_cosine(by_depth[16, True])
-print("largest move of a learnable scale from its first logged value: "
-      f"{rv.largest_scale_move(learned):.2f}")
-attnbook.compare(
-    "depth 16, Adam: mean token cosine during training, alpha=1 minus alpha=1/sqrt(L)",
-    deep_gap, paper=NOCI["unscaled_cosine_stays_high"].value, same_side_of=0.0,
-    digits=2, band=0.05, source=NOCI["unscaled_cosine_stays_high"].where,
-    reason="in this run the unscaled stack's cosine is not above the scaled one's",
-)
-
-# %% tags=["remove-input"]
-COS_LOW = 0.2  # a token cosine below it: the tokens have left the collapse
-
-
-def first_step_below(run):  # the first logged step with cosine below COS_LOW
-    steps = (e["step"] for e in run["log"] if e["cosine"] < COS_LOW)
-    return next(steps, float("nan"))
-
-
-glue("ch09_cos_low", COS_LOW)
-glue("ch09_steps", sizes["steps"])
-glue("ch09_d4_step", first_step_below(by_depth[4, False]))
-glue("ch09_d8_step", first_step_below(by_depth[8, False]))
-deep_min = min(e["cosine"] for e in by_depth[16, False]["log"])
-glue("ch09_d16_min", math.floor(deep_min * 100) / 100)  # down to 2 decimals
-glue("ch09_d16_acc", by_depth[16, False]["acc"])
-glue("ch09_scaled_step",
-     max(first_step_below(r) for (_, s), r in by_depth.items() if s))
-alphas = {s: r["log"][-1]["alphas"] for s, r in learned.items()}  # after training
-glue("ch09_alpha1_lo", min(alphas[False]))
-glue("ch09_alpha1_hi", max(alphas[False]))
-glue("ch09_alpha_s_lo", min(alphas[True]))
-glue("ch09_alpha_s_hi", max(alphas[True]));
-# Adam moves a weight by about its learning rate per step (Kingma and Ba 2015, Sec. 2.1)
-glue("ch09_scale_reach", sizes["adam_lr"] * sizes["steps"])
-glue("ch09_scale_need", 1 - 1 / math.sqrt(16));
-
-# %% [markdown]
-# Without scaling, the deeper the stack, the longer its tokens stay collapsed in training
-# ({numref}`fig-ch09-5`): at depth 4 the cosine falls below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_d4_step:.0f`, at depth 8 only by step {glue:text}`ch09_d8_step:.0f`,
-# and at depth 16 it does not fall below {glue:text}`ch09_d16_min:.2f` within the {glue:text}`ch09_steps:d` steps, and that model does not learn (accuracy {glue:text}`ch09_d16_acc:.2f`). With
-# $\alpha = 1/\sqrt L$ every depth's cosine is below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_scaled_step:.0f`. The learnable scales barely move in {glue:text}`ch09_steps:d` steps:
-# started at 1 they stay between {glue:text}`ch09_alpha1_lo:.2f` and {glue:text}`ch09_alpha1_hi:.2f` and the depth-16 stack stays collapsed; started at $1/\sqrt L$
-# they drift to {glue:text}`ch09_alpha_s_lo:.2f`-{glue:text}`ch09_alpha_s_hi:.2f` and it trains. That does not show that training cannot find small residual
-# scales: Adam moves a weight by about its learning rate per step ({cite:t}`kingma2015adam`, Sec. 2.1), so
-# in {glue:text}`ch09_steps:d` steps at this rate a scale can travel about {glue:text}`ch09_scale_reach:.1f`, while from 1 to $1/\sqrt{16}$ is {glue:text}`ch09_scale_need:.2f`. The run
-# is too short to tell; what it does show is that the initialisation decides the first hundreds of steps.
 
 # %% [markdown]
 # ## Summary
@@ -755,13 +411,11 @@ glue("ch09_scale_need", 1 - 1 / math.sqrt(16));
 # * A softmax temperature rescales the query/key gradients by $1/\tau^2$. In fairseq's encoder the balancing
 #   logit multiplier grows from layer to layer with the token cosine, so one temperature cannot balance every
 #   layer, and the quoted 8.5 stays undetermined.
-# * Trained long enough, SGD trains the unscaled deep post-LN model too: it was slow, not stuck, on the plateau
-#   of collapsed output tokens. Residual scaling $\alpha = 1/\sqrt L$ makes it faster. Adam trains both, because
-#   its query/key steps are as large as its value steps.
-# * With Adam, deeper unscaled stacks stay collapsed longer in training; with $\alpha = 1/\sqrt L$ every depth
-#   escapes early.
-# * [Chapter 12](../part4_after/12_masks_clusters_sinks_shaped.ipynb) follows collapse into today's models.
+# * [The next page](09_training_with_sgd_and_adam.ipynb) asks what the imbalance does to training with SGD and
+#   Adam.
 #
+
+# %% [markdown]
 # ## Exercises
 #
 # 1. Under each reading of the quoted 8.5, what would the paper's setting need? As a logit multiplier:
@@ -770,34 +424,34 @@ glue("ch09_scale_need", 1 - 1 / math.sqrt(16));
 #    $\tau_* = 8.5$. Which is plausible for the LayerNorm-scale inputs of a Transformer?
 # 2. Remove the $1/\sqrt{d_k}$ from the scores (set `temperature=1/math.sqrt(d_k)`). How does the
 #    query/value ratio change with $d_k$?
-# 3. Give SGD per-group learning rates (one for $W_Q, W_K$, one for the rest) chosen from the gradient ratio
-#    at initialisation. Can it train the unscaled model?
-# 4. Increase `train_depth` to 16 and compare Adam with and without warm-up (`warmup=0.1`).
+# 3. Set the temperature of one head to $\tau_*$ of {eq}`ch09-tau-star` for tokens of cosine 0.5 and check with
+#    `prop.mean_jacobian_sq_norms` that its query and value Jacobian norms are equal. How far off is the
+#    formula when the tokens are not all equally correlated?
+#
 
 # %% [markdown]
 # ### A checked exercise
 #
-# Where the failing runs stop. A model whose output tokens are all alike gives one answer at every position. For
-# sequences of 4 uniform digits of 3 values, what is the best accuracy such a model can reach on the reversal
-# task? Put your number in `answer`; `exercises.check` says whether it is right. A worked solution is in
-# the hidden cell below it.
+# Balance in the paper's setting. fairseq's initialisation gives $\sigma_k^2\sigma_v^2 d^2 = 1/4$. For 27 tokens
+# of norm $\sqrt d$ whose pairwise cosines are all 0.3, what logit multiplier $1/\tau_*$ balances the query/key
+# and value gradient norms ({eq}`ch09-tau-star`)? Put your number in `answer` and run the cell;
+# `exercises.check` says whether it is right and gives a hint if not. A worked solution is in the hidden cell
+# below it.
 
 # %%
 from attnbook.booktools import exercises
 
-answer = None  # your accuracy, between 0 and 1
-exercises.check("ch09-collapsed", answer)
+answer = None  # a logit multiplier
+exercises.check("ch09-multiplier", answer)
 
 # %% tags=["hide-cell"]
-# worked solution: the best single answer is the sequence's most frequent digit, right
-# (its count) / 4 of the time; average over all 3^4 equally likely sequences
-from itertools import product
-
-largest_counts = [max(seq.count(v) for v in range(3))
-                  for seq in product(range(3), repeat=4)]
-solution = sum(largest_counts) / len(largest_counts) / 4
-print(f"best accuracy with all output tokens alike: {solution:.4f}")
-exercises.solved("ch09-collapsed", solution)
+# worked solution (eq. ch09-tau-star):
+# tau*^2 = sigma_k^2 sigma_v^2 d^2 (1 - rho)^2 (n - 1) / (n (1 + (n - 1) rho))
+n, rho, quarter = 27, 0.3, 0.25
+tau_star = math.sqrt(quarter * (1 - rho) ** 2 * (n - 1) / (n * (1 + (n - 1) * rho)))
+solution = 1 / tau_star
+print(f"tau* = {tau_star:.3f}: logits multiplied by {solution:.2f}")
+exercises.solved("ch09-multiplier", solution)
 
 # %% tags=["remove-cell"]
 # the box at the top of the page: this run's claims, summarised (attnbook.claims.render)

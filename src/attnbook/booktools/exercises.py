@@ -221,6 +221,14 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         rel_tol=0.0,
     ),
     Exercise(
+        "ch09-multiplier",
+        "fairseq's initialisation gives sigma_k^2 sigma_v^2 d^2 = 1/4. For 27 tokens of norm sqrt(d) whose pairwise "
+        "cosines are all 0.3, what logit multiplier 1/tau* balances the query/key and value gradient norms?",
+        lambda: 1.0 / (math.sqrt(0.25) * prop.uniform_qk_v_ratio(0.3, 27)),
+        "tau*^2 is sigma_k^2 sigma_v^2 d^2 times (1 - rho)^2 (n - 1) / (n (1 + (n - 1) rho)) (eq. ch09-tau-star); "
+        "the multiplier is 1 / tau*, not tau*, and the factor 1/4 belongs under the square root.",
+    ),
+    Exercise(
         "ch09-collapsed",
         "A model whose output tokens are all alike gives one answer at every position. For 4 uniform digits of "
         "3 values, what is the best accuracy it can reach on the reversal task?",
