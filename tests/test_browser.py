@@ -57,7 +57,6 @@ MAX_SCREENS = 25
 #: chapter pages still longer, with the screens they may reach (measured 2026-12-05); lower them as the pages
 #: shrink: an allowance more than one screen looser than its page fails
 SCREEN_ALLOWANCES: dict[str, float] = {
-    "10_what_the_heads_do": 31.5,
 }
 
 # What a page reports about itself once loaded and typeset (run in the page).

@@ -178,3 +178,9 @@ def test_the_multiplier_exercise_wants_one_over_tau_star_with_fairseq_s_quarter(
     assert exercises.check("ch09-multiplier", 1 / math.sqrt(tau_sq)).right
     assert not exercises.check("ch09-multiplier", math.sqrt(tau_sq)).right  # tau*, not its inverse
     assert not exercises.check("ch09-multiplier", 1 / math.sqrt(tau_sq / 0.25)).right  # the 1/4 forgotten
+
+
+def test_the_sink_exercise_counts_argmaxes_on_the_first_key_not_its_mean_weight():
+    a = torch.tensor(exercises.ATTENTION_EXAMPLE)
+    assert exercises.check("ch10-sink-share", float((a.argmax(-1) == 0).double().mean())).right
+    assert not exercises.check("ch10-sink-share", float(a[:, 0].mean())).right

@@ -17,7 +17,7 @@ ALLOWANCES = {
     "09_unequal_gradients_and_adam.ipynb": {"numbers_per_paragraph": 19},
     "09_training_with_sgd_and_adam.ipynb": {"numbers_per_paragraph": 23},
     "10_translation_model_and_head_roles.ipynb": {"words": 2700, "numbers_per_paragraph": 14},
-    "10_what_the_heads_do.ipynb": {"numbers_per_paragraph": 23},
+    "10_what_the_heads_do.ipynb": {"numbers_per_paragraph": 18},
     "11_pruning_kinds_and_importance.ipynb": {"numbers_per_paragraph": 17},
     "11_pruning_versus_scratch.ipynb": {"numbers_per_paragraph": 20},
 }

@@ -98,18 +98,42 @@ def test_late_trend_reads_only_the_last_snapshots():
 
 
 def test_checkpoint_comparison_rows():
-    def ckpt(bleus, test, prev, nxt, seconds):
-        meta = dict(evals=[dict(dev_bleu=b) for b in bleus], test_bleu_greedy=test, train_wall_seconds=seconds)
-        return meta, {"enc_self": dict(prev=torch.tensor(prev), next=torch.tensor(nxt))}
+    def ckpt(bleus, test, prev, nxt, seconds, threads, rare=None):
+        meta = dict(evals=[dict(dev_bleu=b) for b in bleus], test_bleu_greedy=test, train_wall_seconds=seconds,
+                    threads=threads)
+        enc = dict(prev=torch.tensor(prev), next=torch.tensor(nxt))
+        if rare is not None:
+            enc.update(rare=torch.tensor(rare), rare_chance=0.05)
+        return meta, {"enc_self": enc}
 
-    rows = hd.checkpoint_comparison({"a": ckpt([10.0, 31.5, 30.0], 29.0, [[0.2, 0.5]], [[0.1, 0.0]], 7290),
-                                     "b": ckpt([12.0, 33.0], 31.0, [[0.6, 0.1]], [[0.4, 0.3]], 60)})
+    a = ckpt([10.0, 31.5, 30.0], 29.0, [[0.2, 0.5]], [[0.1, 0.0]], 7290, 1, rare=[[0.1, 0.2]])
+    b = ckpt([12.0, 33.0], 31.0, [[0.6, 0.1]], [[0.4, 0.3]], 60, 2, rare=[[0.3, 0.05]])
+    rows = hd.checkpoint_comparison({"a": a, "b": b})
     assert [label for label, _ in rows] == ["dev BLEU (greedy, best evaluation)", "test BLEU (greedy)",
                                             "best previous-token share", "best next-token share",
-                                            "training (minutes, one thread)"]
+                                            "best rare-token share / chance", "training (minutes)", "threads"]
     values = dict(rows)
     assert values["dev BLEU (greedy, best evaluation)"] == [31.5, 33.0]
     assert values["test BLEU (greedy)"] == [29.0, 31.0]
     assert values["best previous-token share"] == pytest.approx([0.5, 0.6])
     assert values["best next-token share"] == pytest.approx([0.1, 0.4])
-    assert values["training (minutes, one thread)"] == [122, 1]
+    assert values["best rare-token share / chance"] == pytest.approx([4.0, 6.0])
+    assert values["training (minutes)"] == [122, 1] and values["threads"] == [1, 2]
+    without_rare = ckpt([1.0], 1.0, [[0.1]], [[0.1]], 60, 1)
+    assert "best rare-token share / chance" not in dict(hd.checkpoint_comparison({"a": a, "c": without_rare}))
+
+
+def test_checkpoint_comparison_gives_the_largest_syntactic_gain_with_arcs():
+    # two verses with an arc of every relation at different offsets (so the positional baseline is 50%), and
+    # head (1, 1) following every arc from dependent to head
+    arcs = [[[1, 0, "nsubj"], [2, 0, "dobj"], [3, 2, "amod"], [4, 0, "advmod"]],
+            [[0, 2, "nsubj"], [5, 1, "dobj"], [1, 3, "amod"], [2, 5, "advmod"]]]
+    maps = [torch.full((1, 2, n, n), 0.1) for n in (5, 6)]  # (layers, heads, words, words) per verse
+    for m, verse in zip(maps, arcs):
+        for dep, head, _ in verse:
+            m[0, 0, dep, head] = 1.0
+    meta = dict(evals=[dict(dev_bleu=1.0)], test_bleu_greedy=1.0, train_wall_seconds=60, threads=1)
+    roles_ = {"enc_self": dict(prev=torch.zeros(1, 2), next=torch.zeros(1, 2)), "word_maps": maps}
+    rows = dict(hd.checkpoint_comparison({"m": (meta, roles_)}, arcs=arcs))
+    gain = rows["largest syntactic gain over the positional baseline (points)"]
+    assert gain == [pytest.approx(50.0)]  # every dep->head arc found (100%) against the offset baseline's 50%

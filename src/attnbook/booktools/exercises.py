@@ -162,6 +162,14 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
         "the mean (HuggingFace's whole-batch estimator) lets positive and negative tokens cancel.",
     ),
     Exercise(
+        "ch10-sink-share",
+        "In exercises.ATTENTION_EXAMPLE, take the first key to be a [CLS] token. What share of the queries put "
+        "their largest weight on it (the head's sink share)?",
+        lambda: float((torch.tensor(ATTENTION_EXAMPLE).argmax(-1) == 0).double().mean()),
+        "Find each query's most attended key (its row's argmax) and count the queries for which it is key 0; "
+        "the mean weight on key 0 is a different number.",
+    ),
+    Exercise(
         "ch11-kept-overlap",
         "Two gate seeds keep the heads of exercises.KEPT_EXAMPLE. What is their overlap as the gate-seed gate "
         "measures it: the heads both keep over the heads either keeps?",

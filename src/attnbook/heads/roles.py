@@ -538,17 +538,30 @@ def late_trend(trace: Sequence[Mapping], kind: str, stats: Sequence[str], last_s
             "change": float(v[-1] - v[0]) if s.size else float("nan"), "slope": slope}
 
 
-def checkpoint_comparison(checkpoints: Mapping[str, tuple[Mapping, Mapping]]) -> list[tuple[str, list]]:
-    """Translation checkpoints side by side (chapter "A translation model": the shipped model against the
-    variant with wider heads): ``checkpoints`` maps a column name to ``(meta, roles)`` (the model's record from
-    :func:`attnbook.heads.translation.load_translation_model` and its :func:`head_roles`); returns rows
-    ``(label, [one value per checkpoint])``: best greedy dev BLEU during training, greedy test BLEU, the best
-    previous- and next-token shares of an encoder head, and the training time in minutes."""
+def checkpoint_comparison(checkpoints: Mapping[str, tuple[Mapping, Mapping]],
+                          arcs: Optional[Sequence[Sequence]] = None) -> list[tuple[str, list]]:
+    """Translation checkpoints side by side, the role table of chapter "A translation model" (the shipped model
+    against its variants: another seed, wider heads): ``checkpoints`` maps a column name to ``(meta, roles)``
+    (the model's record from :func:`attnbook.heads.translation.load_translation_model` and its
+    :func:`head_roles`); returns rows ``(label, [one value per checkpoint])``: best greedy dev BLEU during
+    training, greedy test BLEU, the best previous- and next-token shares of an encoder head; with ``arcs`` (the
+    verses' dependency arcs, roles computed with their parses) the largest gain of a relation's best head over
+    its positional baseline in points (:func:`largest_syntactic_gain`); where every model's roles have them
+    (``token_counts`` given) the best rare-token share over chance; and the training time in minutes and the
+    threads it ran on."""
     cps = list(checkpoints.values())
-    return [
+    rows = [
         ("dev BLEU (greedy, best evaluation)", [max(e["dev_bleu"] for e in m["evals"]) for m, _ in cps]),
         ("test BLEU (greedy)", [m["test_bleu_greedy"] for m, _ in cps]),
         ("best previous-token share", [float(r["enc_self"]["prev"].max()) for _, r in cps]),
         ("best next-token share", [float(r["enc_self"]["next"].max()) for _, r in cps]),
-        ("training (minutes, one thread)", [round(m["train_wall_seconds"] / 60) for m, _ in cps]),
     ]
+    if arcs is not None:
+        rows.append(("largest syntactic gain over the positional baseline (points)",
+                     [largest_syntactic_gain(syntactic_head_table(r["word_maps"], arcs)) for _, r in cps]))
+    if all("rare" in r["enc_self"] for _, r in cps):
+        rows.append(("best rare-token share / chance",
+                     [float(r["enc_self"]["rare"].max()) / float(r["enc_self"]["rare_chance"]) for _, r in cps]))
+    rows += [("training (minutes)", [round(m["train_wall_seconds"] / 60) for m, _ in cps]),
+             ("threads", [m["threads"] for m, _ in cps])]
+    return rows
