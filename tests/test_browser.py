@@ -56,8 +56,7 @@ MIN_TEXT_PX = 9.0
 MAX_SCREENS = 25
 #: chapter pages still longer, with the screens they may reach (measured 2026-12-05); lower them as the pages
 #: shrink: an allowance more than one screen looser than its page fails
-SCREEN_ALLOWANCES: dict[str, float] = {
-}
+SCREEN_ALLOWANCES: dict[str, float] = {}
 
 # What a page reports about itself once loaded and typeset (run in the page).
 INSPECT_JS = """async () => {
