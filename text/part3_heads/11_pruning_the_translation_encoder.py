@@ -41,7 +41,7 @@ except ImportError:
 
 # %% [markdown]
 # :::{note}
-# The translation sections prune the converged model of [chapter 10](10_translation_model_and_head_roles.ipynb)
+# This page prunes the converged model of [chapter 10](10_translation_model_and_head_roles.ipynb)
 # (`converged_quick.safetensors`). Its gate sweeps take about an hour on one CPU thread, so they are
 # **precomputed** by named recipes (`attnbook.core.runs`, one command each, listed with every result) and
 # shipped; the page recomputes one point of them live and checks it against the file.
