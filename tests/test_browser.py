@@ -117,7 +117,7 @@ INSPECT_JS = """async () => {
   const edge = (el) => {
     let right = vw;
     for (let p = el.parentElement; p; p = p.parentElement)
-      if (/(auto|scroll|hidden)/.test(getComputedStyle(p).overflowX)) right = Math.min(right, p.getBoundingClientRect().right);
+      if (/(auto|scroll|hidden|clip)/.test(getComputedStyle(p).overflowX)) right = Math.min(right, p.getBoundingClientRect().right);
     return right;
   };
   out.verdicts_out_of_view = Array.from(document.querySelectorAll('table')).flatMap(t => {
@@ -339,6 +339,12 @@ def screen_problems(entry: str, screens: float) -> list[str]:
 def test_screen_problems_holds_a_page_to_its_length():
     assert screen_problems("book/part1_x/01_a", 24.0) == []
     assert "26.0 screens" in screen_problems("book/part1_x/01_a", 26.0)[0]
+    SCREEN_ALLOWANCES["01_a"] = 28
+    try:
+        assert screen_problems("book/part1_x/01_a", 27.5) == []
+        assert "lower its allowance" in screen_problems("book/part1_x/01_a", 25.5)[0]
+    finally:
+        del SCREEN_ALLOWANCES["01_a"]
 
 
 def _source(entry: str) -> Path | None:
@@ -392,6 +398,9 @@ def test_a_broken_page_is_caught(site, browser):
         f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>'
         '<table class="attnbook-claims" style="table-layout: auto; width: 3000px"><thead><tr><th>claim</th>'
         '<th>verdict</th></tr></thead><tbody><tr><td>a claim</td><td>deliberately off-screen</td></tr></tbody></table>'
+        '<div style="overflow-x: auto; width: 300px"><table style="width: 900px"><thead><tr><th>claim</th>'
+        '<th>verdict</th></tr></thead><tbody><tr><td>b claim</td><td>scrolled out of its box</td></tr></tbody>'
+        '</table></div>'
         '<script>console.error("deliberate console error")</script>'
     )
     text = text.replace("</main>", broken + "</main>", 1) if "</main>" in text else text + broken
@@ -407,6 +416,7 @@ def test_a_broken_page_is_caught(site, browser):
     assert "equation wider than the column" in report, report
     assert "deliberate console error" in report, report
     assert "verdict out of view" in report and "deliberately off-screen" in report, report
+    assert "scrolled out of its box" in report, report
     assert "button does nothing" in report, report
     assert "error outputs" in report, report
     assert "images that do not load" in report and "no_such_figure.png" in report, report

@@ -291,3 +291,7 @@ def test_a_verdict_in_words_names_what_was_decided():
     straddles = compare("level", 0.8, interval=(0.7, 0.9), **rule)
     assert straddles.in_words == "is undecided"
     assert check("c", 1.0, at_least=0).in_words == "holds"
+    from attnbook.core.runs import Missing
+
+    missing = claims.not_available("a precomputed claim", Missing("a_run", "paper", "no file", "cmd"))
+    assert missing.in_words == "is not available"

@@ -432,3 +432,14 @@ def test_a_page_split_off_a_recorded_chapter_finds_its_claims_in_the_chapter_s_r
     rows = {r.name: r for r in reproduction.collect(root)}
     assert rows["rank"].paper_run["value"] == 7.0
     assert rows["residual"].paper_run["value"] == 0.02 and rows["residual"].gpu == "NVIDIA H200"
+    # a chapter whose two pages each have a recorded run: a third page finds its claim in either
+    c3 = claims.check("cosine", 0.5, at_most=1)
+    root = fake_book(tmp_path / "two", {"01_a": [claim_output(c1)], "01_b": [claim_output(c2)],
+                                        "01_c": [claim_output(c3)]})
+    results = root / "results" / "paper"
+    results.mkdir(parents=True)
+    (results / "01_a.json").write_text(json.dumps({"gpu": "H200", "seconds": 1.0, "claims": recorded[:1]}))
+    (results / "01_b.json").write_text(json.dumps({"gpu": "H200", "seconds": 1.0,
+                                                   "claims": [dict(c3.record(), value=0.7)]}))
+    rows = {r.name: r for r in reproduction.collect(root)}
+    assert rows["cosine"].paper_run["value"] == 0.7 and rows["rank"].paper_run["value"] == 7.0

@@ -292,7 +292,8 @@ def test_convergence_gate_fails_when_training_on_can_still_gain_more_than_the_ma
     assert sweeps.convergence_gate(flat, precomputed="cmd").verdict == "passes"
     at_margin = {"delta": 0.0, "low": -0.5, "high": sweeps.CONVERGED_GAIN}
     assert sweeps.converged(at_margin)  # the margin itself passes ("at most")
-    assert sweeps.not_converged_note(flat) == "" and "+0.78" in sweeps.not_converged_note(still_gaining)
+    note = sweeps.not_converged_note(still_gaining)
+    assert sweeps.not_converged_note(flat) == "" and "+0.78" in note and "+1.15" in note
 
 
 def test_load_continuation_names_the_control_run_of_the_model_and_refuses_others():
@@ -300,6 +301,6 @@ def test_load_continuation_names_the_control_run_of_the_model_and_refuses_others
     control = sweeps.load_continuation({"meta": made})
     assert control["meta"]["run"] == "unpruned_converged"
     with pytest.raises(ValueError, match="no continuation run"):
-        sweeps.load_continuation({"meta": {**made, "run": "translation_model_seed1"}})
+        sweeps.load_continuation({"meta": {**made, "run": "translation_model_without_a_control"}})
     with pytest.raises(runs.NotAtPreset, match="paper"):
         sweeps.load_continuation({"meta": {**made, "preset": "paper"}})

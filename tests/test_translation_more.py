@@ -71,6 +71,6 @@ def test_training_pairs_are_nested_fixed_subsets_of_the_training_verses():
     assert set(quarter) <= set(half) <= set(every)  # nested: a smaller share is part of a larger one
     assert tr.training_pairs(0.25) == quarter  # fixed, whatever the seed of the training
     assert quarter != every[: len(quarter)]  # a random share, not the first verses (Genesis)
-    for bad in (0, -0.5, 1.5):
+    for bad in (0, -0.5, 1.5, 1e-9):  # 1e-9 keeps no verse
         with pytest.raises(ValueError, match="fraction"):
             tr.training_pairs(bad)

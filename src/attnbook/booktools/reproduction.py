@@ -291,13 +291,21 @@ def collect(root: Optional[PathLike] = None, executed: Optional[PathLike] = None
 
 
 def _chapter_run(runs: dict[str, dict], number) -> Optional[dict]:
-    """The recorded run of a page split off a chapter after the run was recorded: the run of the chapter's
-    other page (the same number prefix), whose claims the page's claims are matched with by name (None when
-    the page has no number or its chapter has no run)."""
+    """The recorded run of a page split off a chapter after its runs were recorded: the runs of the chapter's
+    other pages (the same number prefix), their claims merged by name (the first run's record where two hold
+    the same name), with the first run's machine and status; None when the page has no number or its chapter
+    has no run."""
     if not number:
         return None
-    same = [stem for stem in runs if re.match(r"^(\d+)_", stem) and int(stem.split("_")[0]) == int(number.group(1))]
-    return runs[same[0]] if len(same) == 1 else None
+    same = [runs[stem] for stem in sorted(runs)
+            if re.match(r"^(\d+)_", stem) and int(stem.split("_")[0]) == int(number.group(1))]
+    if not same:
+        return None
+    merged: dict = {}
+    for run in same:
+        for rec in run["claims"]:
+            merged.setdefault(rec["name"], rec)
+    return {**same[0], "claims": list(merged.values())}
 
 
 def _machine(run: dict) -> str:

@@ -96,7 +96,8 @@ class Claim:
     def in_words(self) -> str:
         """The verdict as a sentence's verb ("reproduces", "does not reproduce", "is undecided"; a check's or a
         gate's "holds", "fails", "passes"), for prose that cites it through :func:`attnbook.claims.prose.glue`."""
-        return {DIFFERS: "does not reproduce", UNDECIDED: "is undecided"}.get(self.verdict, self.verdict)
+        return {DIFFERS: "does not reproduce", UNDECIDED: "is undecided",
+                NOT_AVAILABLE: "is not available"}.get(self.verdict, self.verdict)
 
     def line(self) -> str:
         """The claim in one line of text (what a notebook shows as plain text)."""

@@ -398,7 +398,8 @@ def convergence_gate(gain: Mapping, *, precomputed: str, model: str = "") -> Cla
 def not_converged_note(gain: Mapping) -> str:
     """The clause that carries a failed gate 1 into a comparison's reason ("" when the gate passes)."""
     return "" if converged(gain) else (
-        f"; the model is not converged (trained on, it gains {gain['delta']:+.2f} BLEU)")
+        f"; the model is not converged (trained on, it gains {gain['delta']:+.2f} BLEU, paired 95% interval up "
+        f"to {gain['high']:+.2f})")
 
 
 def gate_points(sweep: Mapping, score_fn: Callable[[dict], float]) -> list[dict]:

@@ -79,8 +79,11 @@ def training_pairs(fraction: float = 1.0) -> list:
     pairs = load_pairs("train")
     if fraction == 1:
         return pairs
+    n = round(fraction * len(pairs))
+    if n == 0:
+        raise ValueError(f"a fraction of {fraction!r} of {len(pairs)} training verses keeps none")
     order = random.Random(0).sample(range(len(pairs)), len(pairs))
-    return [pairs[i] for i in sorted(order[: round(fraction * len(pairs))])]
+    return [pairs[i] for i in sorted(order[:n])]
 
 
 @lru_cache(maxsize=None)
