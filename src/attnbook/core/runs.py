@@ -89,6 +89,33 @@ _GATES_CONVERGED = dict(
     length_penalty=0.6,
 )
 
+def _gate1_control(model: str, which: str) -> dict:
+    """The control run of chapter "A translation model"'s gate 1 for a variant of its model: ``model`` (a
+    translation model run), every head kept, trained on as ``unpruned_converged`` trains the shipped model."""
+    return dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        chapter="A translation model",
+        what=f"chapter 10's convergence gate for {which} ({model}): that model, every head kept, trained on exactly "
+        "as unpruned_converged trains the shipped model (the same loop, batches, learning rate from the gate sweep's "
+        "fine-tuning rate with no warm-up, dev evaluations, early stopping and checkpoint averaging); test BLEU "
+        "greedy and beam 4 with the beam hypotheses before and after",
+        settings=dict(
+            preset="quick",
+            model=model,
+            gate_recipe="encoder_gates_converged",  # the kinds kept and the continuation's learning rate
+            lambdas=[],
+            seeds=[0],
+            arms=["unpruned_trained"],
+            continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
+            eval_split="test",
+            beam=4,
+            length_penalty=0.6,
+        ),
+        minutes=95,
+    )
+
+
 _PRUNING: dict[str, dict[str, Any]] = {
     "minilm_gates": dict(
         script="scripts/sweep_gates.py",
@@ -196,6 +223,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
             length_penalty=0.6,
         ),
     ),
+    "unpruned_converged_h4": _gate1_control("translation_model_h4", "the model with 4 heads of 32 dimensions"),
     "michel_fine_tuned_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel_fine_tuned",
@@ -328,7 +356,7 @@ RUNS: dict[str, Run] = {r.name: r for r in [
          for p in _EVERY},
         "LRP relevance of every head of all-MiniLM-L6-v2 to its sentence embedding on the English side of the "
         "first n_minilm dev verses", args=("--model", "minilm"), minutes=23),
-    *[Run(name, "Pruning heads", r["script"], f"pruning/{name}_{{preset}}.json", {"quick": r["settings"]},
+    *[Run(name, r.get("chapter", "Pruning heads"), r["script"], f"pruning/{name}_{{preset}}.json", {"quick": r["settings"]},
           r["what"], args=(name,), takes_preset=False, part=r["part"], minutes=r.get("minutes"),
           portable=r.get("portable", False))
       for name, r in _PRUNING.items()],
