@@ -197,3 +197,24 @@ def test_cells_whose_code_is_removed_print_nothing_stray(path):
              and "remove-input" in cell.get("metadata", {}).get("tags", [])
              for out in cell.get("outputs", []) if out.get("output_type") in ("execute_result", "stream")]
     assert not stray, f"{path.name}: cells with removed code that print a stray value: {stray}"
+
+
+#: words of the project's workshop, not of the book (a reader has no issue tracker, sessions or reviews to refer to)
+WORKSHOP_WORDS = re.compile(r"\b(the issue|issue \d+|this session|sessions?|the review|reviewers?|closing note|"
+                            r"project's notes|was lent|the two cores|this book started from)\b", re.I)
+
+
+@pytest.mark.parametrize("path", CHAPTERS + [ROOT / "book" / "intro.ipynb", ROOT / "book" / "reproduction.ipynb"],
+                         ids=lambda p: p.stem)
+def test_no_workshop_words_in_the_prose(path):
+    found = [(i, m.group(0)) for i, cell in enumerate(_cells(path)) if cell["cell_type"] == "markdown"
+             for m in WORKSHOP_WORDS.finditer(_text(cell))]
+    assert not found, f"{path.name}: (cell, words) that belong to the project's workshop, not the book: {found}"
+
+
+def test_the_workshop_words_pattern():
+    assert WORKSHOP_WORDS.search("the issue's design where a GPU is lent; none was")
+    assert WORKSHOP_WORDS.search("slowed by a test run that shared the two cores")
+    assert WORKSHOP_WORDS.search("chapter 9 cites the review on 13 lines")
+    assert WORKSHOP_WORDS.search("the Korean-language review this book started from")
+    assert not WORKSHOP_WORDS.search("the paper reviews the literature on pruning")
