@@ -97,6 +97,10 @@ INSPECT_JS = """async () => {
   out.math_overflow = Array.from(document.querySelectorAll('mjx-container[display="true"]'))
       .filter(c => c.scrollWidth > c.clientWidth + 2)
       .map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60));
+  // an equation that continues past its box must show it (the scroll shadow of attnbook.css)
+  out.math_unmarked = Array.from(document.querySelectorAll('mjx-container[display="true"]'))
+      .filter(c => c.scrollWidth > c.clientWidth + 2 && !/gradient/.test(getComputedStyle(c).backgroundImage))
+      .map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60));
   out.code_overflow = Array.from(document.querySelectorAll('.cell_input pre, .cell_output pre'))
       .filter(p => p.offsetParent !== null && p.scrollWidth > FAR_PAST * p.clientWidth)
       .map(p => p.textContent.split('\\n').reduce((a, b) => a.length >= b.length ? a : b).slice(0, 70));
@@ -313,6 +317,7 @@ def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | N
     problems += [f"broken link: {b}" for b in broken_links(info["links"], base, html)]
     problems += [t for t in toggles if t]
     problems += [f"verdict out of view (scroll sideways to see it): {v}" for v in info["verdicts_out_of_view"]]
+    problems += [f"equation continues past its box with no sign of it: {m}" for m in info["math_unmarked"]]
     if viewport == "desktop" and page_path.startswith("book/part"):
         problems += screen_problems(page_path.removesuffix(".html"), info["height"] / VIEWPORTS["desktop"]["height"])
     if viewport == "desktop":
@@ -396,6 +401,8 @@ def test_a_broken_page_is_caught(site, browser):
         f'<div class="cell_output docutils container"><img src="{blank_src}" alt="blank"></div>'
         f'<div class="cell_output docutils container"><img src="{first_fig}" style="width:60px" alt="tiny"></div>'
         f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>'
+        '<style>#unmarked mjx-container { background: none !important; }</style>'
+        f'<div id="unmarked" class="math notranslate nohighlight">\\[{wide} + y\\]</div>'
         '<table class="attnbook-claims" style="table-layout: auto; width: 3000px"><thead><tr><th>claim</th>'
         '<th>verdict</th></tr></thead><tbody><tr><td>a claim</td><td>deliberately off-screen</td></tr></tbody></table>'
         '<div style="overflow-x: auto; width: 300px"><table style="width: 900px"><thead><tr><th>claim</th>'
@@ -414,6 +421,7 @@ def test_a_broken_page_is_caught(site, browser):
     report = "\n".join(problems)
     assert "blank figure" in report and "figure text" in report and "figures shown, the notebook has" in report, report
     assert "equation wider than the column" in report, report
+    assert "equation continues past its box with no sign of it" in report, report
     assert "deliberate console error" in report, report
     assert "verdict out of view" in report and "deliberately off-screen" in report, report
     assert "scrolled out of its box" in report, report
