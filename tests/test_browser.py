@@ -97,6 +97,11 @@ INSPECT_JS = """async () => {
   out.math_overflow = Array.from(document.querySelectorAll('mjx-container[display="true"]'))
       .filter(c => c.scrollWidth > c.clientWidth + 2)
       .map(c => (c.querySelector('mjx-assistive-mml') || c).textContent.trim().slice(0, 60));
+  // a dollar sign left in the prose's own text: mathematics whose delimiters MyST did not pair
+  out.stray_dollars = Array.from(document.querySelectorAll('main p, main li'))
+      .filter(e => !e.closest('.cell_output, .cell_input, pre'))
+      .flatMap(e => { const t = Array.from(e.childNodes).filter(n => n.nodeType === 3).map(n => n.textContent).join('');
+                      return t.includes('$') ? [t.trim().slice(0, 60)] : []; });
   // an equation that continues past its box must show it (the scroll shadow of attnbook.css)
   out.math_unmarked = Array.from(document.querySelectorAll('mjx-container[display="true"]'))
       .filter(c => c.scrollWidth > c.clientWidth + 2 && !/gradient/.test(getComputedStyle(c).backgroundImage))
@@ -318,6 +323,7 @@ def inspect(browser, base: str, html: Path, page_path: str, screenshot: Path | N
     problems += [t for t in toggles if t]
     problems += [f"verdict out of view (scroll sideways to see it): {v}" for v in info["verdicts_out_of_view"]]
     problems += [f"equation continues past its box with no sign of it: {m}" for m in info["math_unmarked"]]
+    problems += [f"a stray $ in the prose (unpaired math delimiters?): {t}" for t in info["stray_dollars"]]
     if viewport == "desktop" and page_path.startswith("book/part"):
         problems += screen_problems(page_path.removesuffix(".html"), info["height"] / VIEWPORTS["desktop"]["height"])
     if viewport == "desktop":
@@ -402,6 +408,7 @@ def test_a_broken_page_is_caught(site, browser):
         f'<div class="cell_output docutils container"><img src="{first_fig}" style="width:60px" alt="tiny"></div>'
         f'<div class="math notranslate nohighlight">\\[{wide}\\]</div>'
         '<style>#unmarked mjx-container { background: none !important; }</style>'
+        '<p>The recursion is $ X_{t+1} = f(X_t) $.</p>'
         f'<div id="unmarked" class="math notranslate nohighlight">\\[{wide} + y\\]</div>'
         '<table class="attnbook-claims" style="table-layout: auto; width: 3000px"><thead><tr><th>claim</th>'
         '<th>verdict</th></tr></thead><tbody><tr><td>a claim</td><td>deliberately off-screen</td></tr></tbody></table>'
@@ -422,6 +429,7 @@ def test_a_broken_page_is_caught(site, browser):
     assert "blank figure" in report and "figure text" in report and "figures shown, the notebook has" in report, report
     assert "equation wider than the column" in report, report
     assert "equation continues past its box with no sign of it" in report, report
+    assert "a stray $ in the prose" in report, report
     assert "deliberate console error" in report, report
     assert "verdict out of view" in report and "deliberately off-screen" in report, report
     assert "scrolled out of its box" in report, report

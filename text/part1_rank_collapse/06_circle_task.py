@@ -77,7 +77,10 @@ plt.show()
 # $\mathrm{LN}(Z + \mathrm{MLP}(Z))$ with an MLP of width $d$ (ReLU here, GELU in the paper); a linear
 # read-out maps back to the plane. The **+skip** variant adds an *outer* skip connection, so the network
 # predicts the step: $X_{t+1} = X_t + f(X_t)$. The recursion is
-# $$X_{t+1} = f(X_t) \quad\text{(pure, +MLP)}, \qquad X_{t+1} = X_t + f(X_t) \quad\text{(+skip)}.$$
+#
+# $$
+# X_{t+1} = f(X_t) \quad\text{(pure, +MLP)}, \qquad X_{t+1} = X_t + f(X_t) \quad\text{(+skip)}.
+# $$
 #
 # The +skip variant is this book's, not the official code's. There, `--circle_skip` changes the data, not the
 # model: in training each batch's input is its points *plus the previous batch's* (zeros for the first batch
