@@ -137,3 +137,9 @@ def test_checkpoint_comparison_gives_the_largest_syntactic_gain_with_arcs():
     rows = dict(hd.checkpoint_comparison({"m": (meta, roles_)}, arcs=arcs))
     gain = rows["largest syntactic gain over the positional baseline (points)"]
     assert gain == [pytest.approx(50.0)]  # every dep->head arc found (100%) against the offset baseline's 50%
+
+
+def test_best_neighbour_share_is_the_largest_previous_or_next_token_share():
+    enc = {"prev": torch.tensor([[0.2, 0.5], [0.1, 0.3]]), "next": torch.tensor([[0.6, 0.1], [0.0, 0.4]])}
+    assert hd.best_neighbour_share(enc) == pytest.approx(0.6)  # a next-token head, not the best previous one
+    assert hd.best_neighbour_share({**enc, "next": torch.zeros(2, 2)}) == pytest.approx(0.5)

@@ -75,7 +75,7 @@ rho_enc, top_layer1, both = against["rho"], against["top_layer1"], against["both
 arcs = [p["arcs"] for p in verses.parses]
 mt_syntax = hd.syntactic_head_table(roles["word_maps"], arcs)
 mt_gain, rare = hd.largest_syntactic_gain(mt_syntax), enc["rare"]
-best_mt = max(float(enc["prev"].max()), float(enc["next"].max()))
+best_mt = hd.best_neighbour_share(enc)
 POSITIONAL, CRITERION = (VOITA["positional_head_criterion"].where,
                          VOITA["positional_head_criterion"].value)
 SYNTAX, POINTS = (VOITA["syntactic_head_criterion_points"].where,

@@ -142,6 +142,13 @@ def strongest_role(enc_roles: Mapping[str, torch.Tensor]) -> torch.Tensor:
     return torch.maximum(torch.maximum(enc_roles["prev"], enc_roles["next"]), enc_roles["rare"])
 
 
+def best_neighbour_share(enc_roles: Mapping) -> float:
+    """The best positional share of an encoder (chapter "A translation model", Voita et al. sec. 5.1): the largest
+    previous- or next-token share of any head (:func:`head_roles`'s ``enc_self`` statistics), the number the
+    paper's 90% criterion is read against."""
+    return float(torch.maximum(enc_roles["prev"], enc_roles["next"]).max())
+
+
 def top_head(values: torch.Tensor) -> tuple[int, int]:
     """The ``(layer, head)`` of the largest entry of a ``(layers, heads)`` statistic, both counted from 1 as
     Part III counts them (chapter "A translation model")."""
