@@ -317,14 +317,15 @@ def chapter_model(run: str = "translation_model", device=None, preset: str | Non
     ``notice`` that says so plainly and names the command that makes the preset's own model (chapters "A
     translation model" and "Pruning heads")."""
     p = active_preset() if preset is None else preset
-    found = runs.find(run, p)
-    if found:
+    try:
         return ChapterModel(*load_translation_model(run, p, device), notice="")
+    except runs.NotAtPreset:  # no file of the run at this preset, or the run is not defined there
+        pass
     model, meta = load_translation_model(run, "quick", device)
     c = model.cfg
     what = f"d={c.d_model}, {c.n_heads} heads of {c.d_model // c.n_heads} dimensions"
-    make = (f" Make the `{p}` model with `{found.command}` (file `{runs.output_path(run, p).name}`)."
-            if found.command else f" Run `{run}` is not defined at preset `{p}`.")
+    make = (f" Make the `{p}` model with `{runs.command(run, p)}` (file `{runs.output_path(run, p).name}`)."
+            if p in runs.run(run).settings else f" Run `{run}` is not defined at preset `{p}`.")
     notice = (f"**Not the `{p}` model.** This page runs at preset `{p}`, and no `{p}` model of run `{run}` is "
               f"shipped. It analyses the `quick` model ({what}) with the `{p}` preset's numbers of verses: "
               f"every result below is that model's.{make}")
