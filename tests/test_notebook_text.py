@@ -1,7 +1,7 @@
 """The notebooks as reviewable text and their scaffold (the README's chapter layout), checked rather than kept
 by convention: every chapter has objectives, a summary and exercises; every cell that shows claims is
-tagged for nbval; the plain-text copies under text/ are in step; no new code cell grows past 30 lines; no
-paper number is typed into a chapter (they are read from ``attnbook/data/papers``)."""
+tagged for nbval and hides its code; the plain-text copies under text/ are in step; no new code cell grows
+past 30 lines; no paper number is typed into a chapter (they are read from ``attnbook/data/papers``)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,10 @@ def test_cells_that_show_claims_are_checked_by_nbval(path):
         shows = any(MIMETYPE in out.get("data", {}) for out in cell.get("outputs", []))
         tagged = "nbval-check-output" in cell.get("metadata", {}).get("tags", [])
         assert shows == tagged, f"cell {i}: shows claims={shows} but nbval-check-output tag={tagged}"
+        hidden = {"hide-input", "remove-input"} & set(cell.get("metadata", {}).get("tags", []))
+        assert not tagged or hidden, (
+            f"cell {i} shows claims with its code: tag it hide-input (its table says the same); the few "
+            "lines of the idea go in a visible cell before it")
 
 
 def test_no_new_long_code_cells_and_the_allow_list_only_shrinks():

@@ -91,7 +91,7 @@ display(Markdown(reproduction.markdown_table(rows)))
 # the page reads. A claim that fails in a recorded `paper` run is not hidden: it stays in the table,
 # marked ✗, and the count above says how many claims hold in every recorded run.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 with_claims = {r.notebook for r in rows}
 # a gate may fail (it is recorded, and its chapter says what that means); nothing else
 failing = [r.name for r in rows if not r.holds and r.kind != "gate"]

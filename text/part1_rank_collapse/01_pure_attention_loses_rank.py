@@ -287,7 +287,7 @@ def slowest_layer_ratio(c):
     return float((c[:, 1:] / c[:, :-1]).min())
 
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 CUBIC = papers.number("dong2021", "collapse_order")
 [
     attnbook.compare("pure SAN: order of collapse p in log r(l+1) = log C + p log r(l)",

@@ -291,7 +291,7 @@ PEAK = papers.number("dong2021", "bert_path_length_peak")
 collapse_figures.path_length_shares(fractions, PEAK.value)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 bert = fractions["BERT-base (L=12, H=12)"]
 bert_mode = max(range(13), key=lambda k: (bert[k], -k))  # smallest k among ties
 [

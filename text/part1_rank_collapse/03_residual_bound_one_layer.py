@@ -218,10 +218,12 @@ attnbook.check("step 1: instances where |P - softmax(1 r^T + E)| exceeds 1e-12",
 # If $E$ were zero, $P$ would be exactly $\mathbf{1}p^\top$, $\Delta = 0$, and the output would have identical
 # rows: all the residual of the output is carried by $\Delta$, the softmax's reaction to $E$.
 
-# %% tags=["nbval-check-output"]
+# %%
 z = (Q["ones_x"][..., :1, :] + Q["p"] @ Q["R"]) @ Q["Wv"]  # one row, the same for all
 # b_V = 0 here; it only adds to z
 split_error = (Q["SA"] - (z + Q["Delta"] @ Q["R"] @ Q["Wv"])).abs().amax((-1, -2))
+
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check("step 2: instances where the output split is off by more than 1e-12",
                int((split_error > 1e-12).sum()), close_to=0, tol=0)
 
@@ -231,7 +233,7 @@ attnbook.check("step 2: instances where the output split is off by more than 1e-
 # scaled inner products of the residual rows; $P$ equals $\operatorname{softmax}(\mathbf{1}r^\top + E)$ to
 # round-off, and the output is the one row $z$ plus $\Delta R W_V$.
 
-# %% tags=["nbval-check-output"]
+# %%
 X3 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # three tokens, d = d_qk = 2
 x3 = X3.mean(0)  # the centring row: the token mean
 R3 = X3 - x3  # the residual
@@ -245,6 +247,8 @@ for name, M in dict(R=R3, r=r3, E=E3, P=P3, p=p3, Delta=Delta3, z=z3).items():
     print(f"{name} =", (M.numpy().round(3) + 0.0).tolist())  # + 0.0: no -0.0
 worked_gap = max(float((P3 - (r3 + E3).softmax(-1)).abs().max()),
                  float((P3 @ X3 - (z3 + Delta3 @ R3)).abs().max()))
+
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check("worked instance: steps 1 and 2 hold to round-off (largest gap)",
                worked_gap, at_most=1e-12, digits=2)
 
@@ -376,7 +380,7 @@ check_steps("4 (||E||_1)", "4 (||E||_inf)", "4 (m <= mu)")
 # $\log y \le y - 1$ and $|e^t - 1| \le |t|e^{|t|}$: $\log Z_i \le \sum_k p_k(e^{E_{ik}} - 1) \le \sum_k p_k|E_{ik}|e^{m}$.
 # ```
 
-# %% tags=["nbval-check-output"]
+# %%
 def ratio_step5(**kw):
     Q = quantities(**kw)
     E, p = Q["E"], Q["p"]
@@ -387,6 +391,8 @@ def ratio_step5(**kw):
 
 
 search("5", ratio_step5, seed=5)
+
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check("step 5: worst ratio found", max(report["5"]), at_most=1.0, digits=2)
 
 
@@ -489,7 +495,7 @@ check_steps("7 (||.||_1)", "7 (||.||_inf)")
 # and take the square root.
 # ```
 
-# %% tags=["nbval-check-output"]
+# %%
 def ratio_step8(**kw):
     Q = quantities(**kw)
     return norm_1_inf(Q["Delta"] @ Q["R"] @ Q["Wv"]) / (
@@ -498,6 +504,8 @@ def ratio_step8(**kw):
 
 
 search("8", ratio_step8, seed=8)
+
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check("step 8: worst ratio found", max(report["8"]), at_most=1.0, digits=2)
 
 
@@ -579,11 +587,13 @@ plt.show()
 # one fails it: for $A = \begin{pmatrix}1&1\\0&0\end{pmatrix}$ and $B = A^\top$, $\|A\|_{1,\infty} = \|B\|_{1,\infty} = \sqrt{2}$ but
 # $\|A + B\|_{1,\infty} = 3 > 2\sqrt2$.
 
-# %% tags=["nbval-check-output"]
+# %%
 A = torch.tensor([[1.0, 1.0], [0.0, 0.0]])
 B = A.T
 lhs, rhs = norm_1_inf(A + B).item(), (norm_1_inf(A) + norm_1_inf(B)).item()
 print(f"||A+B|| = {lhs:.4f} > ||A|| + ||B|| = {rhs:.4f}")
+
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check(
     "triangle inequality of the composite norm: ||A+B|| / (||A|| + ||B||)",
     lhs / rhs,
@@ -627,7 +637,7 @@ print(f"bound / observed in the cubic regime: median {gaps.median():.0f}, range 
 bound_figures.bound_vs_reality(sweep)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 CUBIC = papers.number("dong2021", "collapse_order")
 [
     attnbook.check("log-log slope of observed residual, smallest (cubic regime)",

@@ -243,7 +243,7 @@ def lemma_ratio(X, W1, b1, W2, b2, centre="common"):
     return norm_1_inf(F) / (norm_1_inf(W1) * norm_1_inf(W2) * norm_1_inf(X - x))
 
 
-# %% tags=["nbval-check-output"]
+# %%
 search = {
     centre: bound_search.worst_ratio(
         functools.partial(lemma_ratio, centre=centre), mlp_sample,
@@ -262,6 +262,8 @@ argmin_worst = (
 # the ascent's end points move a little between CPU code paths: the checks show them
 print("worst ratio on random instances:",
       {centre: round(r["random"], 3) for centre, r in search.items()})
+
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("MLP lemma (common centre): worst ratio found, random or "
                    "adversarial",

@@ -246,7 +246,7 @@ glue("ch05_mini_skip", float(mini["SAN+skip"][-1].mean()))
 glue("ch05_mini_full", float(mini["Transformer"][-1].mean()))
 glue("ch05_mini_r0", float(mini["SAN"][0].mean()));
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 MINILM = "pretrained all-MiniLM-L6-v2 (the paper: pretrained BERT-base)"
 [
     attnbook.compare("pretrained MiniLM, SAN: first layer with mean r_l < 0.01",
@@ -268,7 +268,7 @@ MINILM = "pretrained all-MiniLM-L6-v2 (the paper: pretrained BERT-base)"
                    at_round_off(mini["SAN+MLP"][-1].max()), at_most=1e-2),
 ]
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 bert0, albert0, xlnet0 = (init_curves[m] for m in hf.BASE_CONFIGS)
 FIG2 = "read off Fig. 2"
 collapsed_init = max(c[v][-1].max() for c in init_curves.values()
@@ -322,7 +322,7 @@ bound_cases.update({f"{depth_figures.SHORT[k]}, init": v
 display(Markdown(depth_figures.bound_table(bound_cases)))
 first_layer_excess, relative_where_it_applies = bound_margins(bound_cases)
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 # the SAN of pretrained MiniLM: order of convergence over layer pairs above round-off
 # (float32 curves end near 1.5e-7; pairs are used down to 1e-5)
 mini_order = collapse_order(torch.tensor(mini["SAN"].T), lo=1e-5)
@@ -360,7 +360,7 @@ glue("ch05_order", float(mini_order["order"]));
 # to the paper's curves. BERT-base and XLNet-base with skips, with or without MLPs, end within 0.1 of the
 # paper's values. ALBERT's full transformer does too; its skip-only curve is the subject of the next section.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 def near_paper(name, value, model, variant, tol=0.1):  # against r_12 at init, Fig. 2
     paper = fig2_at(model, "init", variant, 12)
     return attnbook.compare(name, value, paper=paper, tol=tol, source=FIG2)
@@ -427,7 +427,7 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # the last layer. Pretrained MiniLM stays high: about {glue:text}`ch05_mini_skip:.2f` with skips and no MLPs, about {glue:text}`ch05_mini_full:.2f` for the full
 # model (after a dip in the middle layers), and its embeddings start higher ({glue:text}`ch05_mini_r0:.2f` against BERT's 0.69).
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 OTHER_MODEL = ("a different pretrained model (6 layers, distilled, fine-tuned on "
                "sentence pairs) on different inputs; see the text")
 BERT_12 = "BERT-base at layer 12, Fig. 2"
@@ -491,7 +491,7 @@ for name, a in path_attention.items():  # each length: n_paths paths on random s
 depth_figures.rank1_boxplots(rank1)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 m_rank1, b_rank1 = rank1.values()
 [
     attnbook.check("pretrained MiniLM: median rank-1 distance, length 1",

@@ -190,7 +190,7 @@ print(circle.merge_report(live_steps))
 # %% [markdown]
 # Both gates, on every model of the sweep:
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 worst = max(r["mse_over_stay_put"] for out in runs.values() for r in out)
 # the tracking gate: how many steps each rollout follows the circle (every token
 # within a tenth of the radius of where the circle moves it)
@@ -230,7 +230,7 @@ def frac_collapsed(d, variant):
 
 print(circle.merge_report(live_steps, "fraction"))
 
-# %% tags=["nbval-check-output"]
+# %%
 from attnbook.core.norms import collapse_order
 
 # how the gap closes once the tokens merge: the order p of g_{t+1} = C g_t^p, fitted
@@ -240,6 +240,8 @@ from attnbook.core.norms import collapse_order
 merging = [circle.token_gaps(r["traj"]) for out in runs.values() for r in out
            if r["collapse_step"] is not None]
 gap_order = collapse_order(torch.stack(merging), lo=1e-5, hi=0.3)
+
+# %% tags=["nbval-check-output", "hide-input"]
 # two decimals, which the CPU code paths agree on
 glue("ch06_gap_order", round(gap_order["order"], 2))
 glue("ch06_gap_factor", round(float(np.exp(gap_order["log_C"])), 2))
@@ -260,7 +262,7 @@ attnbook.check("merging runs: order of convergence of the token gap (1 = geometr
 #
 # The paper's claims, checked on these runs. Each "collapsed fraction" is over the seeds above.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.compare(
         "circle, book recipe: fraction of d=32 pure-SAN seeds whose tokens merge "
@@ -548,13 +550,15 @@ attnbook.compare(
 # model above, trained with the paper's recipe. The same here (d = 32 pure SAN, seed 0), rolled out the
 # official way; the trajectory is the model's predictions:
 
-# %% tags=["nbval-check-output"]
+# %%
 m_skip, _ = fit_paper(32, "SAN", 0, official_skip=True)
 skip_traj = circle.rollout_official_skip(m_skip, X[0], cfg["rollout"])
 skip_gaps = circle.token_gaps(skip_traj)
 skip_step = circle.collapse_step(skip_gaps)
 print(f"official --circle_skip, d=32 SAN, seed 0: collapse step {skip_step}, "
       f"final gap {skip_gaps[-1]:.2f}, spread {circle.spread(skip_traj):.2f}")
+
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.compare(
     "circle, paper recipe with the official --circle_skip scheme (an untrained model): "
     "d=32 SAN (seed 0) merges its tokens within 300 steps (1 = yes)",

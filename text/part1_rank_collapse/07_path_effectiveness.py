@@ -118,7 +118,7 @@ for name in TASKS:
           f"accuracy {full[name]:.3f} (paper {PAPER_FULL[name]}), chance "
           f"{t['chance']:.3f}, ceiling {t['ceiling']:.3f}")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 # the gate: every path analysis below needs a model that has learned its task, far
 # above chance / majority
 TRAINED_ENOUGH = {"sort": 0.95, "hull": 0.85, "memorization": 0.95}
@@ -231,7 +231,7 @@ HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, majority line 
 # not from chance: a probe fitted on the sentences it is scored on reads some labels from the embedding
 # alone.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 MAJORITY = CHANCE["hull"]
 any_length = max(float(a.mean()) for a in probe["hull"])  # the best length
 any_own = max(float(a.mean()) for a in A20["hull"])
@@ -261,7 +261,7 @@ any_own = max(float(a.mean()) for a in A20["hull"])
         f"0.01 even with a refitted probe (best {any_length:.2f})"),
 ]
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 MEM = "memorization"
 PAPER_SHARE = ((PAPER_SHORT[MEM] - PAPER_CHANCE[MEM])
                / (PAPER_FULL[MEM] - PAPER_CHANCE[MEM]))
@@ -294,7 +294,7 @@ glue("ch07_majority", float(MAJORITY));
 # a square have about four hull vertices on average, so always answering "inside" is right about {glue:text}`ch07_gen_majority:.0%` of the
 # time; the book's evaluation set gives the value printed above. On 20,000 fresh point sets:
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 from attnbook.rank.tasks import hull as hull_task
 
 _, hull_labels = hull_task.hull_batch(
@@ -312,7 +312,7 @@ attnbook.compare(
 # %% tags=["remove-input"]
 glue("ch07_gen_majority", float(generator_majority));
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 MORE_PATHS = papers.number("dong2021", "path_effectiveness_more_paths_help")
 # 20 paths minus 5 paths at lengths 1-2, with a 90% bootstrap interval over the repeats
 more = {name: tasks.more_paths_gain(acc[name, 20], acc[name, 5]) for name in TASKS}
@@ -351,7 +351,7 @@ for name in TASKS:  # 20 minus 5 paths at lengths 1-2
 bench = attnbook.core.runs.load("bench_recipes", preset="quick")
 print(effectiveness_figures.bench_table(bench))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 rows = {(r["task"], r["recipe"]): r for r in bench["rows"]}
 hull_ratio = (rows["hull", "paper"]["cpu_seconds_to_target"]
               / rows["hull", "book"]["cpu_seconds_to_target"])

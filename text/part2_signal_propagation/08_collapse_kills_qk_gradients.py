@@ -143,7 +143,7 @@ print(f"cosine of the inputs: {prop.token_cosine(X0).mean():.3f} (target {rho0})
 # First a check of the lemma's two ingredients: differences are exactly preserved by a uniform-attention
 # branch, and the arc-cosine kernel matches a Monte-Carlo estimate.
 
-# %% tags=["nbval-check-output"]
+# %%
 # a uniform-attention branch: the temperature is huge, so A = 11^T/n to machine
 # precision
 blk = gaussian_init_(Block(d, 4, mlp=False, layernorm="pre", temperature=1e12).double())
@@ -155,6 +155,8 @@ g = torch.randn(2, 400_000, generator=gen, dtype=torch.float64)
 r = 0.4
 u, v = g[0], r * g[0] + math.sqrt(1 - r * r) * g[1]
 kappa_mc = (u.relu() * v.relu()).mean().item()
+
+# %% tags=["nbval-check-output", "hide-input"]
 [
     # round-off-level values are stated as counts above a threshold, so that nothing
     # printed depends on the CPU
@@ -213,7 +215,7 @@ kappa_mc = (u.relu() * v.relu()).mean().item()
 # The rates can be read off the recursion itself: iterating {eq}`ch08-mf-pre` for $10^4$ layers and fitting
 # the slope of $\log(1 - \rho_l)$ against $\log l$ over the last decade.
 
-# %% tags=["nbval-check-output"]
+# %%
 def late_slope(mlp):
     eps = 1 - prop.meanfield_cosine(10_000, 0.3, n, layernorm="pre", mlp=mlp).double()
     layers = torch.arange(1000, 10_001, dtype=torch.float64)
@@ -224,6 +226,8 @@ slopes = {mlp: late_slope(mlp) for mlp in (False, True)}
 print("pre-LN, alpha = 1: slope of log(1 - rho_l) against log l over layers "
       "1000-10000:", {"attention only": round(slopes[False], 3),
                       "attention + MLP": round(slopes[True], 3)})
+
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check(
         "pre-LN recursion without MLP: rate exponent of 1 - rho_l (theory -1)",
@@ -359,7 +363,7 @@ collapse_figures.grad_norms_by_layer(grads)
 plt.show()
 
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 def ratio(key, layer):
     g = grads[key]
     return ((g["q"][layer] + g["k"][layer]) / (2 * g["v"][layer])).item()
@@ -418,7 +422,7 @@ collapse_figures.qk_v_ratio_by_layer(measured, predicted)
 plt.show()
 
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 def worst_factor(key):  # the largest factor between measured and predicted
     ratio_of = (torch.tensor(measured[key], dtype=torch.float64)
                 / torch.tensor(predicted[key]))

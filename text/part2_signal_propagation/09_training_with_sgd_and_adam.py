@@ -111,7 +111,7 @@ for (opt, scaled, tau), r in results.items():
 reverser_figures.training_losses(results, V, L)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 acc = {k: r["acc"] for k, r in results.items()}
 # Adam on the unscaled model: one seed decides nothing (the sweep below has seeds);
 # one decimal, which the CPU code paths agree on
@@ -307,7 +307,7 @@ if sweep:
 for key, value in found.items():
     glue(f"ch09_{key}", float(value))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 # a model whose output tokens are all alike gives one answer at every position: at best
 # the input's most frequent digit (rv.collapsed_accuracy, exact)
 COLLAPSED = rv.collapsed_accuracy(V, size.seq_len)
@@ -356,7 +356,7 @@ print(rv.depth_report(by_depth, learned))
 reverser_figures.cosine_during_training(by_depth, learned)
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 deep_gap = rv.mean_cosine(by_depth[16, False]) - rv.mean_cosine(by_depth[16, True])
 print("largest move of a learnable scale from its first logged value: "
       f"{rv.largest_scale_move(learned):.2f}")

@@ -113,7 +113,7 @@ CLARK = (
     "token for most tokens"
 )
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 MINILM = "pretrained all-MiniLM-L6-v2, an English encoder (the paper: its NMT encoders)"
 [
     attnbook.compare("MiniLM: best positional share of a head", lm_pos, paper=CRITERION,
@@ -192,7 +192,7 @@ plt.show()
         precomputed=shipped_lm["meta"]["command"]),
 ]
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 LM = dict(precomputed=shipped_lm["meta"]["command"], analogue=MINILM)
 lm_claims = [
     attnbook.compare("MiniLM: rank correlation of confidence and LRP relevance",

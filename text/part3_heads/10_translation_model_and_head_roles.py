@@ -78,7 +78,7 @@ VOITA = papers.numbers("voita2019")  # the paper's numbers, each with where it w
 # `load_pairs` drops from dev and test every verse whose English or Spanish text also occurs in train, and no
 # score below rewards memorising the training set.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 train_pairs, dev_pairs, test_pairs = map(tr.load_pairs, ("train", "dev", "test"))
 print(f"pairs: train {len(train_pairs)}, dev {len(dev_pairs)}, test {len(test_pairs)}")
 tok = tr.load_tokenizer()
@@ -161,7 +161,7 @@ plt.show()
 # the chapter goes on, saying what the failure means.
 #
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 tail, _ = tr.late_gain(meta["evals"])  # dev BLEU from 80% of the last step on
 last = meta["evals"][-1]["step"]
 print(f"dev BLEU over the last fifth of training (steps {0.8 * last:.0f}-{last}): "
@@ -224,7 +224,7 @@ for name in ("greedy", "beam4"):
     print(f"precomputed, all {evaluation['test_sentences']} test verses, {name}: BLEU "
           f"{r['bleu']:.1f} ({r['low']:.1f}-{r['high']:.1f})")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 first_n = evaluation["greedy_first_n"]
 [
     attnbook.check("live greedy BLEU on the first test verses = precomputed",
@@ -258,7 +258,7 @@ glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]));
 # a loss of at least 5 BLEU. The third requires that greedy output repeats itself ("te te te ...", the
 # signature of an under-trained model) in at most 5% of the whole test split.
 
-# %% tags=["nbval-check-output"]
+# %%
 no_enc = {"enc_self": torch.zeros(cfg.enc_layers, cfg.n_heads)}
 ablated = tr.translate(model, src_n, max_len=cfg.max_len, head_gates=no_enc)
 drop = live["bleu"] - stats.bleu(ablated, refs_n)
@@ -267,6 +267,8 @@ print(f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} "
       f"(drop {drop:.1f}); "
       f"looping outputs: {tr.count_looping(greedy)} of {len(greedy)} "
       f"(without encoder self-attention {tr.count_looping(ablated)})")
+
+# %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("gate: BLEU lost when all encoder self-attention heads are off",
                    drop, at_least=5, digits=2, band=1.0),
@@ -335,7 +337,7 @@ plotting.head_grid(
 )
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 print(rf.confidence_report(hd.confidence_summary(roles)))
 enc_conf = roles["enc_self"]["confidence"]
 most, enc_chance = float(enc_conf.max()), roles["enc_self"]["chance"]
@@ -466,7 +468,7 @@ print(f"encoder: rank correlation of confidence with LRP relevance {rho_enc:.2f}
       f"{float(enc_conf[0, top_layer1]):.2f} ({less_confident} of the layer's other "
       f"{cfg.n_heads - 1} heads are more confident)")
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 lrp_claims = [
     attnbook.check("LRP relevance recomputed live on the first dev verses: largest gap",
         live_gap, at_most=2e-3, digits=3, band=1e-3,

@@ -146,7 +146,7 @@ attnbook.compare(
 # hypergeometric p below 0.05. Random sets share $3 \cdot 3/48 \approx 0.2$ heads on average; one shared head
 # happens about one time in six, two about one time in a hundred.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 neighbour, top_relevant = against["neighbour"].flatten(), against["top_relevant"]
 both, both_p = against["both"], against["both_p"]
 print("three most relevant encoder heads (layer, head):",
@@ -315,7 +315,7 @@ arcs = [p["arcs"] for p in verses.parses]
 mt_syntax = hd.syntactic_head_table(roles["word_maps"], arcs)
 display(Markdown(rf.syntax_table(mt_syntax, "translation encoder", PAPER_SYNTAX)))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 mt_gain = hd.largest_syntactic_gain(mt_syntax)  # points, the best relation's
 SYNTAX, POINTS = (VOITA["syntactic_head_criterion_points"].where,
                   VOITA["syntactic_head_criterion_points"].value)
@@ -342,7 +342,7 @@ attnbook.compare(
 # their frequency in the training data and keep the verses that meet the paper's condition. Then we count how
 # often each head's largest weight falls on the rarest token; chance is $1/n$ for a verse of $n$ tokens.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 rare, chance = roles["enc_self"]["rare"], roles["enc_self"]["rare_chance"]
 print(f"{roles['enc_self']['rare_sentences']:.0f} verses whose rarest token is outside "
       f"the top 500; chance {chance:.3f}")
@@ -399,7 +399,7 @@ rf.late_training({"seed 0 (shipped)": meta["roles"], "seed 1": meta_s1["roles"]}
                  (lr_steps, lr_share), from_step=late[1]["from_step"])
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 role_steps, prev_trace = hd.best_over_training(meta["roles"], "enc_self", ("prev",))
 half_step = int(role_steps[(prev_trace >= 0.5 * prev_trace[-1]).argmax()])
 print(f"best previous-token share at initialisation {prev_trace[0]:.2f}, at the end "

@@ -112,7 +112,7 @@ plt.show()
 # precision (the largest gap over the three values of $\log\alpha$, in units of the binomial standard error,
 # must stay below 5):
 
-# %% tags=["nbval-check-output"]
+# %%
 def z_score(frac, p, n):
     return abs(frac - p) / np.sqrt(p * (1 - p) / n)
 
@@ -120,6 +120,8 @@ def z_score(frac, p, n):
 zs = [z_score(float((row == v).float().mean()), float(f(la)), n)
       for la, row in zip(log_alphas, g)
       for v, f in ((0, gates.prob_zero), (1, gates.prob_one))]
+
+# %% tags=["nbval-check-output", "hide-input"]
 attnbook.check(
     "hard-concrete: max |sampled - closed-form P(g=0), P(g=1)| in standard errors",
     max(zs), at_most=5.0)
@@ -340,7 +342,7 @@ plt.show()
 # evaluation values are not only 0 or 1, but that does not help them: as binary masks (every open gate set to
 # 1) they keep the embeddings at least as close.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 points = [(p["n_kept"], p["gates"]) for p in gate_points]
 gaps = pruning.pruning_curve_gaps(michel, rand, points, n_total=72, up_to=36)
 [

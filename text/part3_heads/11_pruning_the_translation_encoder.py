@@ -106,7 +106,7 @@ for r in enc_sweep["runs"]:
 # say nothing about heads. The gate of [chapter 10](10_translation_model_and_head_roles.ipynb) applies here
 # too: removing all 48 encoder self-attention heads must cost at least 5 BLEU.
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 evaluation = tr.converged_evaluation()
 drop_no_enc = evaluation["greedy"]["bleu"] - evaluation["greedy_no_enc_self"]["bleu"]
 attnbook.check(
@@ -423,7 +423,7 @@ figs.role_heatmaps(panels, circled=(kept10, f"kept at lambda={lam10}"),
                    starred=(kept01, "kept at lambda=0.1"))
 plt.show()
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 specialised = papers.number("voita2019", "kept_heads_are_specialised")
 attnbook.compare(
     f"encoder heads kept at lambda={about_ten['spec']['lam']}: mean role share kept "

@@ -234,7 +234,7 @@ print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, "
 # %%
 display(Markdown(pruning_tables.scratch_table(on_rows, "trained on")))
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
     abs(stats.bleu(r["hypotheses_beam"], refs_used) - r["bleu_beam"]["bleu"])
     for r in trained_on["runs"] + [control, control["before"]])
@@ -257,7 +257,7 @@ on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
                            paper_gap, gap_source, CONVERGED_CMD),
 ]
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 pruned_gains, control_gain = gains[:-1], gains[-1]
 
 
@@ -289,7 +289,7 @@ def bounds(d):
       for g in pruned_gains],
 ]
 
-# %% tags=["nbval-check-output"]
+# %% tags=["nbval-check-output", "hide-input"]
 # like with like: each trained-on pruned model minus the unpruned model trained on
 # alike (beam 4, as the paper decodes; paired 95% interval), against the paper's
 # encoder-only curve at the same number of heads
