@@ -19,6 +19,10 @@ def test_a_cpu_tensor_mixed_with_a_cuda_one_raises_as_on_cuda():
             x + torch.ones(3)
         with pytest.raises(RuntimeError, match="same device"):
             torch.cat([x, torch.ones(3)])
+        with pytest.raises(RuntimeError, match="same device"):  # a CPU tensor passed by keyword
+            torch.add(x, other=torch.ones(3))
+        with pytest.raises(RuntimeError, match="same device"):  # or in a tuple of operands
+            torch.stack((torch.ones(3), x))
         with pytest.raises(RuntimeError, match="same device"):
             torch.ones(3)[torch.zeros(2, dtype=torch.long, device=dev)]  # a CUDA index into a CPU tensor
         # allowed on CUDA: 0-dim CPU tensors, Python numbers, CPU indices into a CUDA tensor, copies
