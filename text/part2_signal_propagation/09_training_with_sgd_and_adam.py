@@ -380,8 +380,6 @@ glue("ch09_cos_low", COS_LOW)
 glue("ch09_steps", sizes["steps"])
 glue("ch09_d4_step", first_step_below(by_depth[4, False]))
 glue("ch09_d8_step", first_step_below(by_depth[8, False]))
-deep_min = min(e["cosine"] for e in by_depth[16, False]["log"])
-glue("ch09_d16_min", math.floor(deep_min * 100) / 100)  # down to 2 decimals
 glue("ch09_d16_acc", by_depth[16, False]["acc"])
 glue("ch09_scaled_step",
      max(first_step_below(r) for (_, s), r in by_depth.items() if s))
@@ -397,8 +395,10 @@ glue("ch09_scale_need", 1 - 1 / math.sqrt(16));
 # %% [markdown]
 # Without scaling, the deeper the stack, the longer its tokens stay collapsed in training
 # ({numref}`fig-ch09-5`): at depth 4 the cosine falls below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_d4_step:.0f`, at depth 8 only by step {glue:text}`ch09_d8_step:.0f`,
-# and at depth 16 it does not fall below {glue:text}`ch09_d16_min:.2f` within the {glue:text}`ch09_steps:d` steps, and that model does not learn (accuracy {glue:text}`ch09_d16_acc:.2f`). With
-# $\alpha = 1/\sqrt L$ every depth's cosine is below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_scaled_step:.0f`. The learnable scales barely move in {glue:text}`ch09_steps:d` steps:
+# and at depth 16 not within the {glue:text}`ch09_steps:d` steps: that model does not learn (accuracy {glue:text}`ch09_d16_acc:.2f`). With
+# $\alpha = 1/\sqrt L$ every depth's cosine is below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_scaled_step:.0f`.
+#
+# The learnable scales barely move in that time:
 # started at 1 they stay between {glue:text}`ch09_alpha1_lo:.2f` and {glue:text}`ch09_alpha1_hi:.2f` and the depth-16 stack stays collapsed; started at $1/\sqrt L$
 # they drift to {glue:text}`ch09_alpha_s_lo:.2f`-{glue:text}`ch09_alpha_s_hi:.2f` and it trains. That does not show that training cannot find small residual
 # scales: Adam moves a weight by about its learning rate per step ({cite:t}`kingma2015adam`, Sec. 2.1), so

@@ -380,8 +380,6 @@ glue("ch09_fs_cos1", by_layer[0]["cosine"])
 glue("ch09_fs_cos_last", by_layer[-1]["cosine"])
 glue("ch09_fs_sim1", by_layer[0]["simulated"])
 glue("ch09_fs_sim_last", by_layer[-1]["simulated"])
-glue("ch09_fs_formula1", by_layer[0]["formula"])
-glue("ch09_fs_formula_last", by_layer[-1]["formula"])
 where_8p5 = fairseq_inputs.where_in_layers(multipliers, TAU_QUOTED.value)
 glue("ch09_fs_where_8p5", where_8p5);
 
@@ -390,10 +388,14 @@ glue("ch09_fs_where_8p5", where_8p5);
 # setting at {glue:text}`ch09_mult_lo:.1f`-{glue:text}`ch09_mult_hi:.1f` over IWSLT's sentence lengths, near the quoted 8.5 read as a multiplier. But at $\rho = 0.2$ or $0.4$
 # the multiplier is about {glue:text}`ch09_mult_rho_lo:.0f` or {glue:text}`ch09_mult_rho_hi:.0f`, and fairseq's own encoder does not have one cosine: at initialisation its
 # tokens have a cosine of {glue:text}`ch09_fs_cos1:.2f` at the first layer and {glue:text}`ch09_fs_cos_last:.2f` at the last, and the balancing multiplier
-# grows with it, from {glue:text}`ch09_fs_sim1:.1f` to {glue:text}`ch09_fs_sim_last:.0f` with real random queries ({glue:text}`ch09_fs_formula1:.1f` to {glue:text}`ch09_fs_formula_last:.0f` by the formula; the table
-# above). 8.5 falls {glue:text}`ch09_fs_where_8p5`. One temperature balances at most one layer's gradients, so the formula is
+# grows with it, from {glue:text}`ch09_fs_sim1:.1f` to {glue:text}`ch09_fs_sim_last:.0f` with real random queries (the table above gives the formula's values
+# too).
+#
+# 8.5 falls {glue:text}`ch09_fs_where_8p5`. One temperature balances at most one layer's gradients, so the formula is
 # consistent with 8.5 as an inverse temperature and cannot confirm it: the value stays undetermined, and the
-# book makes no comparison with it. In the book's own,
+# book makes no comparison with it.
+#
+# In the book's own,
 # smaller setting ($\sigma^2 = 1/d$, $n$ and $\rho$ of the preset) the balance lies at $\tau_* \approx$ {glue:text}`ch09_tau_formula:.2f` by
 # the formula (a logit multiplier of about {glue:text}`ch09_mult_formula:.1f`). The simulation with real random queries finds {glue:text}`ch09_tau_sim:.2f`, {glue:text}`ch09_sim_side` than the formula,
 # because at small temperatures attention is no longer uniform, the formula's assumption. Where attention

@@ -122,7 +122,9 @@ glue("ch10_train_pairs", len(train_pairs));
 # label smoothing {glue:text}`ch10_label_smoothing:.1f`, token-based batches, and linear warm-up then cosine decay. It measures
 # dev BLEU as it trains and keeps the average of the last five evaluated checkpoints. Where it departs from the paper (width 128 instead of 512, a 3-layer decoder,
 # pre-LN) the reason is the CPU: the model must converge on one thread in about two hours. The chapter
-# **loads the shipped checkpoint**; its record says how it was made ({numref}`fig-ch10-1`). The checkpoint is
+# **loads the shipped checkpoint**; its record says how it was made ({numref}`fig-ch10-1`).
+#
+# The checkpoint is
 # the run `translation_model` at the `quick` preset, the only one shipped. At `paper` the page analyses the
 # paper-width model (the paper's widths: 6+6 layers, 8 heads of 64) when its file is shipped; its recipe is sized
 # for about ten minutes on one GPU (`python scripts/run.py translation_model --preset paper`). Without that
@@ -522,7 +524,9 @@ for kind in ATTENTION_KINDS:
 # rank correlation {glue:text}`ch10_lrp_split_min:.2f` and above). The live recomputation of the first verses agrees with the
 # shipped file to within {glue:text}`ch10_live_gap:.1e`. What it ranks is a fairly even division: within a layer the encoder's
 # heads take {glue:text}`ch10_enc_rel_min:.0%` to {glue:text}`ch10_enc_rel_max:.0%` of the relevance, with a few heads standing out
-# ({numref}`fig-ch10-3`). The paper's
+# ({numref}`fig-ch10-3`).
+#
+# The paper's
 # first observation, that the more confident heads are the more relevant ones, is a statement without a
 # number. So the book tests it against chance (Spearman's one-sided test): by this lens it {glue:text}`ch10_rho_says`
 # (rank correlation {glue:text}`ch10_rho_enc:.2f`, p = {glue:text}`ch10_rho_p:.2g`). The second observation, a relevant

@@ -276,7 +276,9 @@ glue("ch10_h4_gate_says", "passes" if sweeps.converged(more_h4) else "fails");
 # best next-token head reaches {glue:text}`ch10_h4_next:.2f`. The second seed of the shipped recipe ends with a best neighbour
 # share of {glue:text}`ch10_best_s1:.2f`. The seed alone moves the strongest head's share by {glue:text}`ch10_seed_gap:.2f`,
 # {glue:text}`ch10_seed_vs_width` than doubling the head width does ({glue:text}`ch10_width_gap:+.2f`). So one run per setting cannot
-# say which setting helps. None reaches 90%. Trained on at a constant rate, the wider heads gain
+# say which setting helps. None reaches 90%.
+#
+# Trained on at a constant rate, the wider heads gain
 # {glue:text}`ch10_h4_more:+.2f` BLEU (upper end of the paired interval {glue:text}`ch10_h4_more_high:+.2f`), so their gate 1
 # {glue:text}`ch10_h4_gate_says`.
 #
@@ -291,10 +293,12 @@ glue("ch10_h4_gate_says", "passes" if sweeps.converged(more_h4) else "fails");
 # %% [markdown]
 # The best encoder head points at the previous token for {glue:text}`ch10_best_prev:.0%` of the tokens. That is a strong
 # neighbour head, in a model where a uniform head would do so for about {glue:text}`ch10_enc_chance:.0%`. But it is short of the paper's 90%
-# criterion, so by the paper's definition this model has no positional head. Would more training take it
-# there? The rule, stated before seed 1's run finished: the share is still rising when training ends if its
-# least-squares slope over the snapshots of the last 30% of training exceeds 0.01 per 1000 steps. Seed 1,
-# with {glue:text}`ch10_late_n_1:d` snapshots from step {glue:text}`ch10_late_from:.0f` on, moved by {glue:text}`ch10_late_change_1:+.2f`
+# criterion, so by the paper's definition this model has no positional head.
+#
+# Would more training take it there? The rule, stated before seed 1's run finished: the share is still rising when training ends if its
+# least-squares slope over the snapshots of the last 30% of training exceeds 0.01 per 1000 steps.
+#
+# Seed 1, with {glue:text}`ch10_late_n_1:d` snapshots from step {glue:text}`ch10_late_from:.0f` on, moved by {glue:text}`ch10_late_change_1:+.2f`
 # (slope {glue:text}`ch10_late_slope_1:+.3f`): it {glue:text}`ch10_late_says`. Seed 0 has only {glue:text}`ch10_late_n_0:d` snapshots there,
 # {glue:text}`ch10_late_change_0:+.2f` apart. Either way the share moves by hundredths while the learning rate
 # decays to zero ({numref}`fig-ch10-late`, below), far from the 90% line. Gate 1 says more training still

@@ -200,9 +200,13 @@ for who in ("book", "paper"):  # share of each kind kept at about half of all he
 # The order and the layer pattern reproduce; the cost does not. The layer slopes have the paper's sign at
 # every $\lambda$ that prunes the kind (printed above), but below $\lambda = 0.5$ encoder-decoder attention loses
 # a single head, in its lowest layer, so its pattern rests on that one sweep point. The order is also sharper than the paper's
-# (hollow markers in {numref}`fig-ch11-6`, printed above). With about half of all heads the book keeps {glue:text}`ch11_near_book_enc_self:.0%` of
+# (hollow markers in {numref}`fig-ch11-6`, printed above).
+#
+# With about half of all heads the book keeps {glue:text}`ch11_near_book_enc_self:.0%` of
 # its encoder heads and {glue:text}`ch11_near_book_dec_cross:.0%` of its encoder-decoder heads, the paper {glue:text}`ch11_near_paper_enc_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`. The paper keeps its two decoder kinds
-# level ({glue:text}`ch11_near_paper_dec_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`) where ours keep {glue:text}`ch11_near_book_dec_self:.0%` and {glue:text}`ch11_near_book_dec_cross:.0%`. The paper's model keeps its BLEU with half
+# level ({glue:text}`ch11_near_paper_dec_self:.0%` and {glue:text}`ch11_near_paper_dec_cross:.0%`) where ours keep {glue:text}`ch11_near_book_dec_self:.0%` and {glue:text}`ch11_near_book_dec_cross:.0%`.
+#
+# The paper's model keeps its BLEU with half
 # of its 144 heads and loses {glue:text}`ch11_paper_fewest_drop:.1f` with {glue:text}`ch11_paper_fewest:d`. Ours loses {glue:text}`ch11_all_half_drop:.1f` BLEU with half of its 96 and
 # {glue:text}`ch11_all_fewest_drop:.1f` with {glue:text}`ch11_all_fewest:d`, at every shape more than the rule allows. {numref}`fig-ch11-7` sets the paper's changes, added to
 # our unpruned model, beside our curves. Two measured differences stand behind it (the

@@ -80,7 +80,9 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 #
 # {cite:t}`voita2019analyzing` train each pruned shape from scratch and find the pruned model better
 # (Table 3, all three kinds pruned: {glue:text}`ch11_paper_pruned_big:.2f` against {glue:text}`ch11_paper_scratch_big:.2f` BLEU with 14/31/30 heads, and
-# {glue:text}`ch11_paper_pruned_small:.2f` against {glue:text}`ch11_paper_scratch_small:.2f` for the smallest shape, 5/9/12). The recipe `scratch_converged` asks the same of the encoder shapes the gates of
+# {glue:text}`ch11_paper_pruned_small:.2f` against {glue:text}`ch11_paper_scratch_small:.2f` for the smallest shape, 5/9/12).
+#
+# The recipe `scratch_converged` asks the same of the encoder shapes the gates of
 # `encoder_gates_converged` left (3, 8 and 22 of 48 heads). Each shape is trained from scratch with
 # [chapter 10](10_translation_model_and_head_roles.ipynb)'s own recipe, its mask fixed for the whole training,
 # with seeds 0 and 1. The pruned model of the same shape is rebuilt with the sweep's settings. Both arms are
@@ -184,10 +186,14 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 
 # %% [markdown]
 # At seed 0 the model trained from scratch is *better* than the pruned one at all three shapes: beyond
-# noise at 3 and 8 heads, and by {glue:text}`ch11_sc_22_seed0:.2f` BLEU at 22, where the interval just reaches 0. The
+# noise at 3 and 8 heads, and by {glue:text}`ch11_sc_22_seed0:.2f` BLEU at 22, where the interval just reaches 0.
+#
+# The
 # second seed shows how much of that the seed decides. With seed 1 the 3-head shape is only
 # {glue:text}`ch11_sc_3_seed1:.2f` BLEU better (seed 0: {glue:text}`ch11_sc_3_seed0:.2f`) and the 8-head shape
-# {glue:text}`ch11_sc_8_seed1:.2f` (seed 0: {glue:text}`ch11_sc_8_seed0:.2f`), both with intervals reaching 0. Two
+# {glue:text}`ch11_sc_8_seed1:.2f` (seed 0: {glue:text}`ch11_sc_8_seed0:.2f`), both with intervals reaching 0.
+#
+# Two
 # trainings of the same shape differ by {glue:text}`ch11_sc_spread_3:.2f` and {glue:text}`ch11_sc_spread_8:.2f` BLEU, as much as
 # the differences themselves. So the claims above are *undecided*: over both seeds from scratch is better on
 # average, but at no shape at every seed beyond noise.
@@ -395,12 +401,15 @@ for r in trained_on["runs"] + [control]:  # dev BLEU: averaged and last checkpoi
 # * Trained from scratch, the pruned shapes beat the 300-step pruned models at seed 0, the opposite of
 #   Voita et al.'s Table 3. The second seed moves the difference by as much as the difference itself, so over
 #   both seeds the verdicts are *undecided*.
+#
 # * Trained on to convergence, the pruned models gain {glue:text}`ch11_gain_3:.1f`, {glue:text}`ch11_gain_8:.1f` and
 #   {glue:text}`ch11_gain_22:.1f` BLEU at 3, 8 and 22 heads. They are then ahead of from scratch at the small shapes on
 #   average, the paper's direction, but not at every seed.
+#
 # * The control, the unpruned model trained on the same way, gains {glue:text}`ch11_gain_48:.2f` BLEU too. Beyond it,
 #   adapting to the mask matters only at 3 heads. The pruned models stay {glue:text}`ch11_cost_lo:.1f` to
 #   {glue:text}`ch11_cost_hi:.1f` BLEU below the trained-on unpruned model.
+#
 # * What came after: [chapter 12](../part4_after/12_masks_clusters_sinks_shaped.ipynb) measures how much of each layer of this book's translation model and of
 #   MiniLM the skip path carries, and what heads that attend to sink tokens add.
 
