@@ -415,10 +415,8 @@ plt.show()
 # as the decoder's input. A head's relevance is that of its output neurons, as a share of its layer
 # (normalised by the layer's total absolute relevance), averaged over every target token of the dev split. That takes about a quarter of an hour on one thread, so it is precomputed by
 # `python scripts/run.py lrp_relevance`; the chapter recomputes the first verses live and checks that they
-# agree. The unit tests check the rule where the answer is known (`tests/test_lrp.py`). It reduces to the
-# plain $z$-rule for a positive linear map, and relevance is conserved through the whole model. A head that
-# writes zeros gets none when the output projection has no bias to share out; with one, the rule's bias
-# share gives such a head a little.
+# agree. The unit tests check the rule where the answer is known: it reduces to the plain $z$-rule for a
+# positive linear map, and one head that routes everything gets all of its layer's relevance.
 #
 # The second lens is **leave-one-out relevance**, the drop of the top-1 logit when one head is switched
 # off, averaged over target tokens, in raw logit units (negative where switching a head off *raises* the
