@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from attnbook.core import runs
+import attnbook.claims
 from attnbook import stats
 from attnbook.heads import sweeps
 
@@ -302,5 +303,21 @@ def test_load_continuation_names_the_control_run_of_the_model_and_refuses_others
     assert control["meta"]["run"] == "unpruned_converged"
     with pytest.raises(ValueError, match="no continuation run"):
         sweeps.load_continuation({"meta": {**made, "run": "translation_model_without_a_control"}})
-    with pytest.raises(runs.NotAtPreset, match="paper"):
-        sweeps.load_continuation({"meta": {**made, "preset": "paper"}})
+    at_paper = sweeps.load_continuation({"meta": {**made, "preset": "paper"}})
+    assert not at_paper and at_paper.preset == "paper" and "does not define" in at_paper.why
+
+
+def test_a_missing_control_run_makes_gate_1_not_available_never_passed(monkeypatch):
+    """A model whose control run has no file (a paper model, or a run not made yet): the gain is NaN, the gate
+    is *not available* with the command, converged() is false and the reasons say convergence is not gated."""
+    monkeypatch.setitem(sweeps.CONTINUATIONS, "translation_model_seed9", "unpruned_converged_seed9")
+    monkeypatch.setattr(runs, "find", lambda name, preset: runs.Missing(
+        name, preset, "no file", f"python scripts/run.py {name}"))
+    control = sweeps.load_continuation({"meta": {"run": "translation_model_seed9", "preset": "quick"}})
+    gain = sweeps.continuation_gain(control, ["a reference"])
+    assert not sweeps.converged(gain)
+    claim = sweeps.convergence_gate(gain, precomputed="unused", model="seed 9")
+    assert claim.verdict == attnbook.claims.NOT_AVAILABLE and claim.name.startswith("seed 9, gate:")
+    assert claim.precomputed == "python scripts/run.py unpruned_converged_seed9"
+    note = sweeps.not_converged_note(gain)
+    assert "not gated" in note and "python scripts/run.py unpruned_converged_seed9" in note

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from attnbook.claims import Claim, compare, gate
+from attnbook.claims import Claim, compare, gate, not_available
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
@@ -338,12 +338,17 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
     return rows
 
 
-def continuation_gain(control: Mapping, references: Sequence[str], n_bootstrap: int = 1000) -> dict:
+def continuation_gain(control, references: Sequence[str], n_bootstrap: int = 1000) -> dict:
     """What training on gives the converged model (chapter "A translation model", gate 1: has training
     converged?): run ``unpruned_converged`` (``control``) trained the shipped model on at a constant small
     rate until dev BLEU stopped rising; returns the beam BLEU gain on the test verses it was evaluated on,
     after minus before, with Koehn's paired bootstrap (:func:`attnbook.stats.paired_bleu_difference`:
-    ``delta``, ``low``, ``high``), and the run's ``train_steps`` and ``epochs``."""
+    ``delta``, ``low``, ``high``), and the run's ``train_steps`` and ``epochs``. Where ``control`` is a
+    :class:`attnbook.core.runs.Missing` (no control run at this preset, :func:`load_continuation`), the
+    numbers are NaN and ``missing`` holds it: the gate is then *not available*, never passed."""
+    if not control:
+        nan = float("nan")
+        return {"delta": nan, "low": nan, "high": nan, "train_steps": 0, "epochs": nan, "missing": control}
     refs = list(references)[: control["n_eval"]]
     if len(refs) != control["n_eval"]:
         raise ValueError(f"the control was evaluated on {control['n_eval']} references, got {len(refs)}")
@@ -353,25 +358,26 @@ def continuation_gain(control: Mapping, references: Sequence[str], n_bootstrap: 
 
 
 #: the run that trains each shipped translation model on at a constant rate, gate 1's control (chapter "A
-#: translation model"); both are defined at quick, the preset whose models are shipped
+#: translation model"); all are defined at quick, the preset whose models are shipped
 CONTINUATIONS = {"translation_model": "unpruned_converged", "translation_model_h4": "unpruned_converged_h4"}
 
 
-def load_continuation(meta: Mapping) -> dict:
+def load_continuation(meta: Mapping):
     """Gate 1's control run for the translation model whose meta is ``meta`` (as
     :func:`attnbook.heads.translation.load_translation_model` returns it: its run and preset): the shipped
-    file of its run in :data:`CONTINUATIONS`. ``ValueError`` for a model without one, and
-    :class:`attnbook.core.runs.NotAtPreset` for a model of another preset than quick (no control run is
-    defined there yet)."""
+    file of its run in :data:`CONTINUATIONS` (``ValueError`` for a model without one). A model of another
+    preset than quick gets a falsy :class:`attnbook.core.runs.Missing` that says so (no control run is
+    defined there yet), and so does one whose control run has no file yet (with its command)."""
     made = meta["meta"]
     if made["run"] not in CONTINUATIONS:
         raise ValueError(f"no continuation run is defined for {made['run']!r}; gate 1 is defined for "
                          f"{sorted(CONTINUATIONS)}")
+    name = CONTINUATIONS[made["run"]]
     if made["preset"] != "quick":
-        raise runs.NotAtPreset(f"gate 1 of the {made['preset']} model of {made['run']!r} needs a continuation "
-                               f"run at {made['preset']!r}, which the run table does not define yet (only "
-                               f"{', '.join(CONTINUATIONS.values())} at quick)")
-    return load(CONTINUATIONS[made["run"]])
+        return runs.Missing(name, made["preset"], f"gate 1 of the {made['preset']} model of {made['run']!r} "
+                            f"needs a continuation run at {made['preset']!r}, which the run table does not "
+                            f"define yet (only at quick)")
+    return runs.find(name, "quick")
 
 
 #: chapter "A translation model", gate 1: a model has converged when the upper end of the paired 95% interval of
@@ -381,22 +387,29 @@ CONVERGED_GAIN = 0.5
 
 def converged(gain: Mapping) -> bool:
     """Gate 1's rule (chapter "A translation model"): the continuation's gain (:func:`continuation_gain`) is
-    small enough, ``gain["high"] <= CONVERGED_GAIN``."""
-    return gain["high"] <= CONVERGED_GAIN
+    small enough, ``gain["high"] <= CONVERGED_GAIN`` (false where the control run is missing)."""
+    return "missing" not in gain and gain["high"] <= CONVERGED_GAIN
 
 
 def convergence_gate(gain: Mapping, *, precomputed: str, model: str = "") -> Claim:
     """Gate 1 as a claim (chapter "A translation model"): :func:`converged` on ``gain``, the run ``precomputed``
     names; ``model`` prefixes the name when the chapter gates more than one model."""
     prefix = f"{model}, gate" if model else "gate"
-    return gate(f"{prefix}: beam BLEU gained by training on at a constant rate (upper end of the paired 95% "
-                "interval)", gain["high"], at_most=CONVERGED_GAIN, digits=2, band=0.05,
+    name = f"{prefix}: beam BLEU gained by training on at a constant rate (upper end of the paired 95% interval)"
+    if "missing" in gain:
+        return not_available(name, gain["missing"])
+    return gate(name, gain["high"], at_most=CONVERGED_GAIN, digits=2, band=0.05,
                 guards="more training still improves the model; the head analyses describe a model that has "
                 "learned its task (gates 2 and 3) but not converged", precomputed=precomputed)
 
 
 def not_converged_note(gain: Mapping) -> str:
-    """The clause that carries a failed gate 1 into a comparison's reason ("" when the gate passes)."""
+    """The clause that carries a failed gate 1 into a comparison's reason ("" when the gate passes; where the
+    control run is missing, that convergence is not gated)."""
+    if "missing" in gain:
+        missing = gain["missing"]
+        return (f"; its convergence is not gated at preset {missing.preset} (no file of run {missing.name}"
+                + (f": `{missing.command}`)" if missing.command else ")"))
     return "" if converged(gain) else (
         f"; the model is not converged (trained on, it gains {gain['delta']:+.2f} BLEU, paired 95% interval up "
         f"to {gain['high']:+.2f})")
