@@ -224,6 +224,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
         ),
     ),
     "unpruned_converged_h4": _gate1_control("translation_model_h4", "the model with 4 heads of 32 dimensions"),
+    "unpruned_converged_seed1": _gate1_control("translation_model_seed1", "the second seed of the shipped recipe"),
     "michel_fine_tuned_converged": dict(
         script="scripts/sweep_gates.py",
         part="michel_fine_tuned",
