@@ -345,6 +345,14 @@ RUNS: dict[str, Run] = {r.name: r for r in [
         "the converged model on the whole test split: greedy and beam-4 BLEU with sacreBLEU intervals, greedy "
         "BLEU without encoder self-attention, and greedy BLEU on the first n_bleu verses (the chapter's live "
         "check)", args=("--threads", "1"), minutes=1, portable=True),
+    Run("continued_roles_seed1", "A translation model", "scripts/continued_roles.py",
+        "translation/continued_roles_{preset}_seed1.json",
+        {"quick": dict(model="translation_model_seed1", control="unpruned_converged_seed1",
+                       n_analysis=presets.preset("translation", "quick")["n_analysis"])},
+        "the encoder's previous-token share, next-token share and confidence of every head of the seed-1 model "
+        "before and after gate 1's constant-rate continuation (unpruned_converged_seed1: the trained-on model "
+        "rebuilt from that run's kept training state, checked against its recorded greedy BLEU)",
+        args=("continued_roles_seed1",), minutes=2),
     Run("lrp_relevance", "A translation model", "scripts/head_relevance.py",
         "translation/lrp_relevance_{preset}.json",
         {p: dict(model="translation_model", split="dev", verses=None, live=6) for p in _EVERY},
