@@ -35,9 +35,9 @@ from attnbook.heads import translation as tr  # noqa: E402
 STATS = ("prev", "next", "confidence")
 
 
-def encoder_roles(model, verses) -> dict:
+def encoder_roles(model, verses, token_counts) -> dict:
     """The encoder's per-head statistics the chapter compares, as nested lists (4 decimals)."""
-    enc = hd.head_roles(model, verses.src_ids, verses.tgt_ids, token_counts=tr.source_token_counts(),
+    enc = hd.head_roles(model, verses.src_ids, verses.tgt_ids, token_counts=token_counts,
                         parses=verses.parses)["enc_self"]
     return {k: enc[k].double().round(decimals=4).tolist() for k in STATS}
 
@@ -54,12 +54,14 @@ def main() -> None:
     model, _ = tr.load_translation_model(cfg["model"], preset=args.preset)
     control = sweeps.load(cfg["control"], args.preset)
     entry = control["runs"][0]
-    state_path = ROOT / "runs" / cfg["control"] / "unpruned_trained_seed0" / "state.pt"
+    # where scripts/sweep_gates.py keeps the control arm's training state
+    state_path = ROOT / "runs" / cfg["control"] / f"unpruned_trained_seed{entry['seed']}" / "state.pt"
     if not state_path.is_file():
         sys.exit(f"{state_path} is missing: run `{runs.command(cfg['control'], args.preset)}` first")
     t0 = time.time()
     verses = tr.analysis_verses(cfg["n_analysis"], model.cfg.max_len)
-    before = encoder_roles(model, verses)
+    counts = tr.source_token_counts()
+    before = encoder_roles(model, verses, counts)
     state = torch.load(state_path, map_location="cpu", weights_only=False)
     if state["step"] != entry["train_steps"]:
         sys.exit(f"{state_path} is at step {state['step']}, the control's file at {entry['train_steps']}")
@@ -70,7 +72,7 @@ def main() -> None:
     if greedy != entry["bleu_greedy"]:
         sys.exit(f"the rebuilt model scores greedy BLEU {greedy}, the control's file {entry['bleu_greedy']}: "
                  "the state is not the model that file describes")
-    out = {"before": before, "after": encoder_roles(model, verses), "continued_steps": entry["train_steps"],
+    out = {"before": before, "after": encoder_roles(model, verses, counts), "continued_steps": entry["train_steps"],
            "continued_epochs": entry["epochs"], "greedy_bleu_checked": greedy, "verses": len(verses.src_ids),
            "seconds": round(time.time() - t0, 1), "threads": args.threads, "torch": torch.__version__,
            "meta": runs.record(args.name, args.preset, sys.argv)}

@@ -277,8 +277,10 @@ def test_continuation_gain_is_after_minus_before_on_the_control():
     worse = ["el dijo", "y fue la tarde", "en el principio dios"]
     control = {"n_eval": 3, "runs": [{"train_steps": 10, "epochs": 1.0, "hypotheses_beam": refs,
                                       "before": {"hypotheses_beam": worse}}]}
-    gain = sweeps.continuation_gain(control, refs, n_bootstrap=50)
+    gain = sweeps.continuation_gain({**control, "meta": {"run": "unpruned_converged_h4"}}, refs, n_bootstrap=50)
     assert gain["delta"] == pytest.approx(stats.bleu(refs, refs) - stats.bleu(worse, refs))
+    # the gate names the command of the control run it read, unless told another
+    assert sweeps.convergence_gate(gain).precomputed == "python scripts/run.py unpruned_converged_h4"
     assert gain["low"] <= gain["delta"] <= gain["high"] and gain["train_steps"] == 10
     with pytest.raises(ValueError, match="evaluated on 3"):
         sweeps.continuation_gain(control, refs[:2])

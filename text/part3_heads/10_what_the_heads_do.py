@@ -217,14 +217,12 @@ command = {"seed 1": meta_s1["command"], "4 heads of width 32": meta_h4["command
 # %% tags=["nbval-check-output", "hide-input"]
 # gate 1 of the first page for the two other models: their own constant-rate
 # continuations (precomputed)
-more = {name: sweeps.continuation_gain(sweeps.load_continuation(m),
-                                       [s for _, s in test_pairs])
-        for name, m in (("4 heads of width 32", meta_h4), ("seed 1", meta_s1))}
-more_h4, more_s1 = more["4 heads of width 32"], more["seed 1"]
-[sweeps.convergence_gate(more[name], model=name,
-                         precomputed=attnbook.core.runs.command(run))
- for name, run in (("4 heads of width 32", "unpruned_converged_h4"),
-                   ("seed 1", "unpruned_converged_seed1"))]
+variants = {"4 heads of width 32": meta_h4, "seed 1": meta_s1}
+gains = {name: sweeps.continuation_gain(sweeps.load_continuation(m),
+                                        [s for _, s in test_pairs])
+         for name, m in variants.items()}
+more_h4, more_s1 = gains["4 heads of width 32"], gains["seed 1"]
+[sweeps.convergence_gate(gain, model=name) for name, gain in gains.items()]
 
 # %% tags=["nbval-check-output", "hide-input"]
 [
@@ -318,9 +316,9 @@ glue("ch10_s1_gate_says", "passes" if sweeps.converged(more_s1) else "fails");
 # %%
 # seed 1 trained on at a constant rate (gate 1's continuation): its encoder's roles
 continued = attnbook.core.runs.load("continued_roles_seed1")  # precomputed
-share = {when: max(max(map(max, continued[when]["prev"])),
-                   max(map(max, continued[when]["next"])))
-         for when in ("before", "after")}  # the best neighbour share
+share = {when: hd.best_neighbour_share(  # the file's values, exactly (float64)
+    {k: torch.tensor(v, dtype=torch.float64) for k, v in continued[when].items()})
+    for when in ("before", "after")}
 print(f"seed 1, best neighbour share: {share['before']:.2f} before, "
       f"{share['after']:.2f} after {continued['continued_epochs']:.0f} more epochs")
 

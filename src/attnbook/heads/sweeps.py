@@ -343,18 +343,21 @@ def continuation_gain(control, references: Sequence[str], n_bootstrap: int = 100
     converged?): run ``unpruned_converged`` (``control``) trained the shipped model on at a constant small
     rate until dev BLEU stopped rising; returns the beam BLEU gain on the test verses it was evaluated on,
     after minus before, with Koehn's paired bootstrap (:func:`attnbook.stats.paired_bleu_difference`:
-    ``delta``, ``low``, ``high``), and the run's ``train_steps`` and ``epochs``. Where ``control`` is a
-    :class:`attnbook.core.runs.Missing` (no control run at this preset, :func:`load_continuation`), the
-    numbers are NaN and ``missing`` holds it: the gate is then *not available*, never passed."""
+    ``delta``, ``low``, ``high``), the run's ``train_steps`` and ``epochs``, and its name (``run``, where a
+    file records one). Where ``control`` is a :class:`attnbook.core.runs.Missing` (no control run at this
+    preset, :func:`load_continuation`), the numbers are NaN and ``missing`` holds it: the gate is then *not
+    available*, never passed."""
     if not control:
         nan = float("nan")
-        return {"delta": nan, "low": nan, "high": nan, "train_steps": 0, "epochs": nan, "missing": control}
+        return {"delta": nan, "low": nan, "high": nan, "train_steps": 0, "epochs": nan, "run": control.name,
+                "missing": control}
     refs = list(references)[: control["n_eval"]]
     if len(refs) != control["n_eval"]:
         raise ValueError(f"the control was evaluated on {control['n_eval']} references, got {len(refs)}")
     run = control["runs"][0]
     gain = paired_bleu_difference(run["before"]["hypotheses_beam"], run["hypotheses_beam"], refs, n_bootstrap)
-    return {**gain, "train_steps": run["train_steps"], "epochs": run["epochs"]}
+    return {**gain, "train_steps": run["train_steps"], "epochs": run["epochs"],
+            "run": control.get("meta", {}).get("run")}
 
 
 #: the run that trains each shipped translation model on at a constant rate, gate 1's control (chapter "A
@@ -392,16 +395,18 @@ def converged(gain: Mapping) -> bool:
     return "missing" not in gain and gain["high"] <= CONVERGED_GAIN
 
 
-def convergence_gate(gain: Mapping, *, precomputed: str, model: str = "") -> Claim:
-    """Gate 1 as a claim (chapter "A translation model"): :func:`converged` on ``gain``, the run ``precomputed``
-    names; ``model`` prefixes the name when the chapter gates more than one model."""
+def convergence_gate(gain: Mapping, *, precomputed: Optional[str] = None, model: str = "") -> Claim:
+    """Gate 1 as a claim (chapter "A translation model"): :func:`converged` on ``gain``, precomputed by the
+    command of the control run the gain was read from (``gain["run"]``) unless ``precomputed`` names one;
+    ``model`` prefixes the name when the chapter gates more than one model."""
     prefix = f"{model}, gate" if model else "gate"
     name = f"{prefix}: beam BLEU gained by training on at a constant rate (upper end of the paired 95% interval)"
     if "missing" in gain:
         return not_available(name, gain["missing"])
     return gate(name, gain["high"], at_most=CONVERGED_GAIN, digits=2, band=0.05,
                 guards="more training still improves the model; the head analyses describe a model that has "
-                "learned its task (gates 2 and 3) but not converged", precomputed=precomputed)
+                "learned its task (gates 2 and 3) but not converged",
+                precomputed=precomputed or runs.command(gain["run"]))
 
 
 def not_converged_note(gain: Mapping) -> str:
