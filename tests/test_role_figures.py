@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pytest
 import torch
 
 from attnbook.heads import role_figures as rf
@@ -71,6 +73,22 @@ def test_late_training_draws_only_the_window_of_each_seed_and_the_rate():
     ax, = fig.axes
     assert [list(line.get_xdata()) for line in ax.lines] == [[700, 1000], [800, 900, 1000], [700, 1000]]
     np.testing.assert_allclose(ax.lines[2].get_ydata(), [0.3, 0.0])
+
+
+def test_role_grid_draws_each_seed_each_mean_and_the_criteria():
+    values = {"best neighbour share": {"all verses": [0.58, 0.45], "a quarter": [0.40]},
+              "rare / chance": {"all verses": [1.5, 1.8], "a quarter": [1.2]}}
+    fig = rf.role_grid(values, {"best neighbour share": 0.9})
+    left, right = fig.axes
+    dots = [ln for ln in left.lines if ln.get_marker() == "o"]
+    assert [list(ln.get_ydata()) for ln in dots] == [[0.58, 0.45], [0.40]]
+    means = [ln for ln in left.lines if ln.get_marker() in ("None", "") and len(ln.get_xdata()) == 2
+             and ln.get_linestyle() == "-"]
+    assert [ln.get_ydata()[0] for ln in means] == pytest.approx([0.515, 0.40])
+    assert any(ln.get_linestyle() == ":" and ln.get_ydata()[0] == 0.9 for ln in left.lines)
+    assert not any(ln.get_linestyle() == ":" for ln in right.lines)  # no criterion for the rare share
+    assert [t.get_text() for t in left.get_xticklabels()] == ["all verses", "a quarter"]
+    plt.close(fig)
 
 
 def test_relevance_with_roles_marks_the_heads():

@@ -149,6 +149,26 @@ def late_training(traces: Mapping[str, Sequence[Mapping]], learning_rate: tuple[
     return fig
 
 
+def role_grid(values: Mapping[str, Mapping[str, Sequence[float]]], criteria: Mapping[str, float]) -> plt.Figure:
+    """The role table's grid of settings as one figure (chapter "A translation model": what it takes to grow
+    the roles): one panel per role statistic (``values``: statistic -> {setting -> one value per seed}), each
+    seed a dot, each setting's mean a short bar, and the paper's criterion for the statistic (``criteria``,
+    where it has one) a dotted line."""
+    fig, axes = plt.subplots(1, len(values), figsize=(3.2 * len(values), 3.4), layout="constrained",
+                             squeeze=False)
+    for ax, (stat, cells) in zip(axes[0], values.items()):
+        for x, seeds in enumerate(cells.values()):
+            ax.plot([x] * len(seeds), seeds, "o", color="C0", alpha=0.8)
+            ax.plot([x - 0.2, x + 0.2], [np.mean(seeds)] * 2, color="0.2", lw=2)
+        if stat in criteria:
+            ax.axhline(criteria[stat], color="0.5", ls=":", lw=1, label="paper's criterion")
+            ax.legend(loc="best", fontsize=8)
+        ax.set_xticks(range(len(cells)), list(cells), rotation=20, ha="right", fontsize=8)
+        ax.set_xlim(-0.5, len(cells) - 0.5)
+        ax.set_title(stat, fontsize=9)
+    return fig
+
+
 def relevance_with_roles(relevance, marks: Mapping[str, object], title: str) -> plt.Figure:
     """A heat map of each head's relevance ``(layers, heads)`` with letters on the heads of each role:
     ``marks`` maps a letter (``"P"``, ``"S"``) to a boolean ``(layers, heads)`` table of the heads that have it."""
