@@ -1,5 +1,5 @@
 """Tests of attnbook.heads.role_grid (chapter "A translation model", the role table's grid of settings): the
-data cell's early-stopping gate fails for a record still improving, and the setting rule's three answers on
+data cell's early-stopping gate fails for a record still improving, and the setting rule's four answers on
 cases with a known answer."""
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ def test_setting_effect_raises_lowers_or_within_noise():
     # a change smaller than the seed spread, whichever cell has the two seeds
     assert role_grid.setting_effect([0.50, 0.60], [0.53])["says"] == "within seed noise"
     assert role_grid.setting_effect([0.55], [0.52, 0.62])["says"] == "within seed noise"
+    # a change exactly as large as the spread is not larger than it (exact in binary floating point)
+    assert role_grid.setting_effect([0.5, 0.75], [0.375])["says"] == "within seed noise"
     # the spread is the larger of the two cells' spreads
     both = role_grid.setting_effect([0.60, 0.62], [0.40, 0.49])
     assert both["spread"] == pytest.approx(0.09) and both["says"] == "raises"
