@@ -87,7 +87,7 @@ def test_role_grid_draws_each_seed_each_mean_and_the_criteria():
     assert [ln.get_ydata()[0] for ln in means] == pytest.approx([0.515, 0.40])
     assert any(ln.get_linestyle() == ":" and ln.get_ydata()[0] == 0.9 for ln in left.lines)
     assert not any(ln.get_linestyle() == ":" for ln in right.lines)  # no criterion for the rare share
-    assert [t.get_text() for t in left.get_xticklabels()] == ["all verses", "a quarter"]
+    assert [t.get_text() for t in left.get_xticklabels()] == ["all verses", "a quarter"]  # short: unwrapped
     plt.close(fig)
 
 

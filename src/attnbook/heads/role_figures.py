@@ -6,6 +6,7 @@ numbers in them come from :mod:`attnbook.heads.roles`, :mod:`attnbook.heads.tran
 
 from __future__ import annotations
 
+import textwrap
 from typing import Mapping, Optional, Sequence
 
 import matplotlib.patheffects as pe
@@ -154,7 +155,7 @@ def role_grid(values: Mapping[str, Mapping[str, Sequence[float]]], criteria: Map
     the roles): one panel per role statistic (``values``: statistic -> {setting -> one value per seed}), each
     seed a dot, each setting's mean a short bar, and the paper's criterion for the statistic (``criteria``,
     where it has one) a dotted line."""
-    fig, axes = plt.subplots(1, len(values), figsize=(3.2 * len(values), 3.4), layout="constrained",
+    fig, axes = plt.subplots(1, len(values), figsize=(2.5 * len(values), 3.2), layout="constrained",
                              squeeze=False)
     for ax, (stat, cells) in zip(axes[0], values.items()):
         for x, seeds in enumerate(cells.values()):
@@ -163,7 +164,7 @@ def role_grid(values: Mapping[str, Mapping[str, Sequence[float]]], criteria: Map
         if stat in criteria:
             ax.axhline(criteria[stat], color="0.5", ls=":", lw=1, label="paper's criterion")
             ax.legend(loc="best", fontsize=8)
-        ax.set_xticks(range(len(cells)), list(cells), rotation=20, ha="right", fontsize=8)
+        ax.set_xticks(range(len(cells)), [textwrap.fill(c, 13) for c in cells], fontsize=8)
         ax.set_xlim(-0.5, len(cells) - 0.5)
         ax.set_title(stat, fontsize=9)
     return fig
