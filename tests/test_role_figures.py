@@ -91,6 +91,17 @@ def test_role_grid_draws_each_seed_each_mean_and_the_criteria():
     plt.close(fig)
 
 
+def test_pending_runs_table_lists_only_the_cells_without_a_file():
+    cells = [{"run": "translation_model_h4", "changes": {"n_heads": 4}, "shipped": True, "pending": "",
+              "command": "python scripts/run.py translation_model_h4"},
+             {"run": "translation_model_d256", "changes": {"d_model": 256, "d_ff": 1024}, "shipped": False,
+              "pending": "needs a GPU", "command": "python scripts/run.py translation_model_d256"}]
+    lines = rf.pending_runs_table(cells).splitlines()
+    assert len(lines) == 3 and "h4" not in "".join(lines)
+    assert lines[2] == ("| `translation_model_d256` | d_model=256, d_ff=1024 | needs a GPU | "
+                        "`python scripts/run.py translation_model_d256` |")
+
+
 def test_relevance_with_roles_marks_the_heads():
     rel = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
     marks = {"P": torch.tensor([[True, False], [False, False]]), "S": torch.tensor([[True, False], [False, True]])}

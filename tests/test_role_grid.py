@@ -60,3 +60,15 @@ def test_setting_effect_refuses_an_empty_cell_or_a_missing_value():
         role_grid.setting_effect([0.5, 0.6], [])
     with pytest.raises(ValueError, match="finite"):
         role_grid.setting_effect([0.5, float("nan")], [0.4])
+
+
+def test_grid_runs_name_each_variant_with_what_it_changes_and_whether_it_is_shipped():
+    cells = {c["run"]: c for c in role_grid.grid_runs()}
+    assert "translation_model" not in cells and "translation_model_eval" not in cells
+    assert cells["translation_model_h4"]["changes"] == {"n_heads": 4}
+    assert cells["translation_model_seed1"]["changes"] == {"seed": 1}
+    assert cells["translation_model_d512_seed1"]["changes"] == {"d_model": 512, "d_ff": 2048, "seed": 1}
+    assert cells["translation_model_h4"]["shipped"] and not cells["translation_model_h4"]["pending"]
+    gpu = cells["translation_model_d256"]
+    assert not gpu["shipped"] and "GPU" in gpu["pending"]
+    assert gpu["command"] == "python scripts/run.py translation_model_d256"

@@ -37,7 +37,9 @@ class Run:
     its settings at each preset it is defined at. ``minutes``: how long it takes at ``quick`` on one thread
     of the project's 2-core CPU (cheap: under 5). ``portable``: run on the CPU code path that every x86 CPU
     computes alike (``ATEN_CPU_CAPABILITY=default``, ``MKL_CBWR=COMPATIBLE``), so that its file reproduces
-    exactly on any machine. ``also``: other files the run writes beside ``output``."""
+    exactly on any machine. ``also``: other files the run writes beside ``output``. ``pending``: why the run's
+    file is not shipped yet (it needs a GPU, or a CPU training not yet made): the run is named, with its
+    settings and command, and its chapter shows it as not run; remove the mark when the file is shipped."""
 
     name: str
     chapter: str
@@ -51,6 +53,7 @@ class Run:
     portable: bool = False
     also: tuple = ()
     part: str = ""  # the function of scripts/sweep_gates.py that runs a pruning recipe
+    pending: str = ""
 
     @property
     def cheap(self) -> bool:
@@ -302,6 +305,24 @@ def _translation(preset: str, **overrides) -> dict:
     return {**_pick("translation", preset, _TRANSLATION_KEYS), **overrides}
 
 
+#: why a cell of chapter 10's role grid is not shipped yet (:attr:`Run.pending`)
+_ON_A_GPU = "needs a GPU: the quick recipe at this width trains in minutes on one, in many hours on this CPU"
+_NOT_YET = "not run yet: one to two hours on one thread of this CPU"
+
+
+def _role_grid_cell(variant: str, what: str, pending: str, minutes: Optional[float], **overrides) -> "Run":
+    """A cell of chapter 10's role grid: the quick recipe with ``overrides`` (one setting changed, or a seed),
+    trained by ``scripts/train_translation.py --variant VARIANT``, with role statistics at every evaluation
+    of the last 30% of training; ``minutes`` on one CPU thread where measured or estimated from a measured
+    cell (None for a GPU cell)."""
+    sets = [a for k, v in overrides.items() for a in ("--set", f"{k}={v}")]
+    return Run(f"translation_model_{variant}", "A translation model", "scripts/train_translation.py",
+               f"translation/converged_{{preset}}_{variant}.json", {"quick": _translation("quick", **overrides)},
+               f"the quick recipe {what}, a cell of the role grid (role statistics at every evaluation of the "
+               "last 30% of training)", args=("--resume", "--variant", variant, *sets), minutes=minutes,
+               also=(f"translation/converged_{{preset}}_{variant}.safetensors",), pending=pending)
+
+
 _EVERY = presets.PRESET_NAMES
 
 RUNS: dict[str, Run] = {r.name: r for r in [
@@ -338,6 +359,26 @@ RUNS: dict[str, Run] = {r.name: r for r in [
         "converged model, with role statistics at every evaluation of the last 30% of training",
         args=("--resume", "--variant", "seed1", "--set", "seed=1"), minutes=90,
         also=("translation/converged_{preset}_seed1.safetensors",)),
+    _role_grid_cell("data25", "on a fixed quarter of the training verses (the role grid's data axis)",
+                    "training on this CPU (2026-12-05)", 115, data_fraction=0.25),
+    # the role grid's cells not shipped yet (issue "Part III at the paper's width", item 3): the data axis's
+    # second seeds and half-data cells on this CPU, the head count's second seed, and width at 8 heads per
+    # layer (heads of 32 and 64 dimensions) on a GPU
+    _role_grid_cell("data25_seed1", "on a fixed quarter of the training verses, seed 1", _NOT_YET, 115,
+                    data_fraction=0.25, seed=1),
+    _role_grid_cell("data50", "on a fixed half of the training verses", _NOT_YET, 120, data_fraction=0.5),
+    _role_grid_cell("data50_seed1", "on a fixed half of the training verses, seed 1", _NOT_YET, 120,
+                    data_fraction=0.5, seed=1),
+    _role_grid_cell("h4_seed1", "with 4 heads of 32 dimensions per layer, seed 1", _NOT_YET, 125, n_heads=4,
+                    seed=1),
+    _role_grid_cell("d256", "at width 256 (8 heads of 32 dimensions, d_ff 1024)", _ON_A_GPU, None,
+                    d_model=256, d_ff=1024),
+    _role_grid_cell("d256_seed1", "at width 256 (8 heads of 32 dimensions, d_ff 1024), seed 1", _ON_A_GPU,
+                    None, d_model=256, d_ff=1024, seed=1),
+    _role_grid_cell("d512", "at width 512 (8 heads of 64 dimensions, d_ff 2048)", _ON_A_GPU, None,
+                    d_model=512, d_ff=2048),
+    _role_grid_cell("d512_seed1", "at width 512 (8 heads of 64 dimensions, d_ff 2048), seed 1", _ON_A_GPU,
+                    None, d_model=512, d_ff=2048, seed=1),
     Run("translation_eval", "A translation model", "scripts/evaluate_translation.py",
         "translation/converged_{preset}_eval.json",
         {p: dict(model="translation_model", split="test", beam=4, length_penalty=0.6,

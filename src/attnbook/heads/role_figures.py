@@ -236,6 +236,18 @@ def encoder_role_table(encoders: Mapping[str, tuple[Mapping, Sequence[Mapping]]]
     return "\n".join(lines)
 
 
+def pending_runs_table(cells: Sequence[Mapping]) -> str:
+    """A Markdown table of the role grid's cells not shipped (:func:`attnbook.heads.role_grid.grid_runs`
+    without a file): the run, the settings it changes, why it is not run and its command."""
+    lines = ["| run | changes | not run because | command |", "|---|---|---|---|"]
+    for c in cells:
+        if c["shipped"]:
+            continue
+        changes = ", ".join(f"{k}={v}" for k, v in c["changes"].items())
+        lines.append(f"| `{c['run']}` | {changes} | {c['pending'] or 'no file'} | `{c['command']}` |")
+    return "\n".join(lines)
+
+
 def checkpoint_table(columns: Sequence[str], rows: Sequence[tuple[str, Sequence[float]]]) -> str:
     """A Markdown table of :func:`attnbook.heads.roles.checkpoint_comparison`'s rows under the checkpoints'
     ``columns``, values to four significant digits."""

@@ -8,7 +8,9 @@ time (another seed, wider heads, a quarter of the training verses). Two pieces o
   would not have helped on dev (the rule in ``data/translation/README.md``, written before the run);
 * :func:`setting_effect`, the rule that turns a role statistic measured in two cells of the grid (seeds at
   each setting) into *raises*, *lowers* or *within seed noise*: the change of the cell means against the seed
-  spread, the largest difference between two seeds of one cell.
+  spread, the largest difference between two seeds of one cell;
+* :func:`grid_runs`, every model of the grid as a named run of :mod:`attnbook.core.runs`, shipped or not yet
+  (a GPU cell, or a CPU training not yet made), with what it changes and its command.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ import math
 from typing import Mapping, Sequence
 
 from attnbook.claims import Claim, gate
+from attnbook.core import runs
+
+#: the shipped model's run, the reference every cell of the grid changes one setting of
+REFERENCE = "translation_model"
 
 
 def evaluations_since_best(evals: Sequence[Mapping]) -> int:
@@ -64,3 +70,20 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float]) -
         says = "within seed noise"
     return {"change": change, "spread": spread, "says": says,
             "n_seeds": (len(cells[0]), len(cells[1]))}
+
+
+def grid_runs(preset: str = "quick") -> list[dict]:
+    """Every variant of the shipped model's recipe in the run table (runs named ``translation_model_*`` at
+    ``preset``), in the table's order: ``run``, ``changes`` (the settings that differ from
+    :data:`REFERENCE`'s, name -> value), ``shipped`` (its file exists), ``pending`` (why not, from the run
+    table) and ``command``."""
+    reference = runs.settings(REFERENCE, preset)
+    out = []
+    for name, r in runs.RUNS.items():
+        if not name.startswith(REFERENCE + "_") or preset not in r.settings:
+            continue
+        settings = runs.settings(name, preset)
+        out.append({"run": name, "changes": {k: v for k, v in settings.items() if reference.get(k) != v},
+                    "shipped": r.path(preset).is_file(), "pending": r.pending,
+                    "command": runs.command(name, preset)})
+    return out
