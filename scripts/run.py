@@ -38,6 +38,7 @@ def list_runs(runs) -> None:
     for r in runs.RUNS.values():
         minutes = "" if r.minutes is None else f"{r.minutes:g}"
         mark = " (cheap, portable)" if r.cheap and r.portable else ""
+        mark += f" (pending: {r.pending})" if r.pending else ""
         print(f"{r.name:28s} {r.chapter:22s} {','.join(r.settings):12s} {minutes:>7s}  "
               f"{r.output.format(preset='quick')}{mark}")
     print("\nsource data (their own commands):")
