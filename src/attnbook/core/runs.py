@@ -306,9 +306,8 @@ def _translation(preset: str, **overrides) -> dict:
 
 
 #: why a cell of chapter 10's role grid is not shipped yet (:attr:`Run.pending`)
-_ON_A_GPU = ("needs a GPU: its 6300 steps take about half an hour on one H200 at the 2.8 to 3.7 steps/s "
-             "measured there (issue 37), many hours on this CPU")
-_NOT_YET = "not run yet: one to two hours on one thread of this CPU"
+_ON_A_GPU = "needs a GPU (about half an hour on one H200 at the step rates measured there; hours to days on this CPU)"
+_NOT_YET = "not run yet (one to two hours on one thread of this CPU)"
 
 
 def _role_grid_cell(variant: str, what: str, pending: str, minutes: Optional[float], **overrides) -> "Run":
