@@ -191,23 +191,26 @@ A20 = {name: acc[name, 20] for name in TASKS}  # read by the model's classifier
 best_short = {name: tasks.best_short(A20[name]) for name in TASKS}  # k = 1, 2
 probe_short = {name: tasks.best_short(probe[name]) for name in TASKS}
 PAPER_SHORT = papers.number("dong2021", "path_effectiveness_length_1").value
-FIG4 = "Fig. 4, read by eye (+-0.15)"
-HULL_GAIN = PAPER_SHORT["hull"] - PAPER_CHANCE["hull"]
-HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, majority line "
-               f"{PAPER_CHANCE['hull']}")
+FIG4 = "Fig. 4, read by eye (a level reached, 0.15 of slack)"
+# the paper's hull accuracy above the task's true majority line (the paper draws
+# 0.54; the generator's majority, measured below, is the book's CHANCE)
+HULL_GAIN = PAPER_SHORT["hull"] - CHANCE["hull"]
+HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, against the "
+               f"measured majority line {CHANCE['hull']:.2f} (the paper draws "
+               f"{PAPER_CHANCE['hull']})")
 
 # %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.compare("paths: sort, best short path (k=1,2, 20 paths), accuracy",
-                     best_short["sort"], paper=PAPER_SHORT["sort"], tol=0.15,
+                     best_short["sort"], paper=PAPER_SHORT["sort"], reaches=0.15,
                      source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1"),
     attnbook.compare("paths: sort, longest path (k=6, 20 paths) minus chance",
                      float(A20["sort"][6].mean()) - CHANCE["sort"], paper=0.0, tol=0.05,
                      band=0.01, source="Fig. 4: falls to chance"),
     attnbook.compare("paths: memorization, best short path (k=1,2, 20 paths), accuracy",
                      best_short["memorization"], paper=PAPER_SHORT["memorization"],
-                     tol=0.15, source=FIG4 + f": above {PAPER_SHORT['memorization']} "
-                     "at length 1"),
+                     reaches=0.15,
+                     source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
     attnbook.compare(
         "paths: memorization, longest path minus best short path (20 paths)",
         float(A20["memorization"][6].mean()) - best_short["memorization"],
@@ -244,14 +247,13 @@ any_own = max(float(a.mean()) for a in A20["hull"])
         f"{MAJORITY:.2f} by more than 0.01 (best {any_own:.2f})"),
     attnbook.compare(
         "paths, refitted probe: sort, best short path (20 paths), accuracy",
-        probe_short["sort"], paper=PAPER_SHORT["sort"], tol=0.15, band=0.02,
+        probe_short["sort"], paper=PAPER_SHORT["sort"], reaches=0.15, band=0.02,
         source=FIG4 + f": above {PAPER_SHORT['sort']} at length 1",
-        reason=f"{'above' if probe_short['sort'] > PAPER_SHORT['sort'] else 'below'} "
-        "the paper's range; the model's classifier reads "
+        reason="below the paper's level; the model's classifier reads "
         f"{best_short['sort']:.1f} from the same paths"),
     attnbook.compare(
         "paths, refitted probe: memorization, best short path (20 paths), accuracy",
-        probe_short["memorization"], paper=PAPER_SHORT["memorization"], tol=0.15,
+        probe_short["memorization"], paper=PAPER_SHORT["memorization"], reaches=0.15,
         band=0.02, source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
     attnbook.compare(
         "paths, refitted probe: hull, best path of any length minus the majority line",
