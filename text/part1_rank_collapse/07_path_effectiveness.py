@@ -210,7 +210,7 @@ HULL_SOURCE = (f"Fig. 4: above {PAPER_SHORT['hull']} at length 1, against the "
     attnbook.compare("paths: memorization, best short path (k=1,2, 20 paths), accuracy",
                      best_short["memorization"], paper=PAPER_SHORT["memorization"],
                      reaches=0.15,
-                     source=FIG4 + f": above {PAPER_SHORT['memorization']} at length 1"),
+                     source=f"{FIG4}: above {PAPER_SHORT['memorization']} at length 1"),
     attnbook.compare(
         "paths: memorization, longest path minus best short path (20 paths)",
         float(A20["memorization"][6].mean()) - best_short["memorization"],

@@ -407,7 +407,8 @@ print(f"mean role share: kept {role[kept10].mean():.2f}, pruned "
       f"{role[~kept10].mean():.2f}")
 top = torch.argsort(role.flatten(), descending=True)[:5].tolist()
 n_heads = role.shape[1]  # (layer, head), counted from 1 as in chapter 10
-print("the 5 most specialised heads:", [(i // n_heads + 1, i % n_heads + 1) for i in top])
+print("the 5 most specialised heads:",
+      [(i // n_heads + 1, i % n_heads + 1) for i in top])
 print("their strongest role share:", [round(float(role.flatten()[i]), 2) for i in top])
 print("kept at that lambda:", [bool(kept10.flatten()[i]) for i in top])
 
@@ -415,7 +416,7 @@ print("kept at that lambda:", [bool(kept10.flatten()[i]) for i in top])
 glue("ch11_n_role_verses", len(verses.src_ids))
 glue("ch11_kept01_role_lo", float(role[kept01].min()))
 glue("ch11_kept01_role_hi", float(role[kept01].max()))
-kept_last = kept01.flatten().nonzero().flatten().tolist()  # the heads kept at lambda=0.1
+kept_last = kept01.flatten().nonzero().flatten().tolist()  # kept at lambda=0.1
 most = torch.argsort(role.flatten(), descending=True)[:len(kept_last)].tolist()
 glue("ch11_kept01_n", len(kept_last))
 glue("ch11_kept01_heads", ", ".join(f"({i // n_heads + 1}, {i % n_heads + 1})"
