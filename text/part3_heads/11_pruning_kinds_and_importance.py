@@ -209,11 +209,11 @@ for who in ("book", "paper"):  # share of each kind kept at about half of all he
 # The paper's model keeps its BLEU with half
 # of its 144 heads and loses {glue:text}`ch11_paper_fewest_drop:.1f` with {glue:text}`ch11_paper_fewest:d`. Ours loses {glue:text}`ch11_all_half_drop:.1f` BLEU with half of its 96 and
 # {glue:text}`ch11_all_fewest_drop:.1f` with {glue:text}`ch11_all_fewest:d`, at every shape more than the rule allows. {numref}`fig-ch11-7` sets the paper's changes, added to
-# our unpruned model, beside our curves. Two measured differences stand behind it (the
-# reasons above). Our heads are 16-dimensional, so each carries a larger share of a smaller model. And 300
-# steps of fine-tuning win back only half or less of what the masks cost, where the paper fine-tunes until
-# the gates stop. Which of the two dominates would take the gates trained to convergence, which this CPU
-# sweep does not do.
+# our unpruned model, beside our curves. One difference behind it is measured (the reasons
+# above): 300 steps of fine-tuning win back only half or less of what the masks cost, where the paper
+# fine-tunes until the gates stop. Another is not: our heads are 16-dimensional, the paper's 64, and no
+# pruning run here varies the width. Telling the two apart would take the gates trained to convergence, and
+# pruning runs at another head width, which this CPU sweep does not do.
 
 # %% [markdown]
 # ## Michel et al.'s importance, as their code computes it

@@ -471,14 +471,15 @@ def encoder_reason(n: int, main: Mapping, full_bleu: float, no_ft: Sequence[tupl
     "Pruning heads"): what the main run's masks (``main``: :func:`main_runs`) cost without fine-tuning
     (``no_ft``: ``(heads, BLEU)``; ``full_bleu``: the unpruned model's greedy BLEU), what its fine-tuning won
     back, how much of its kept set changed over the last ``window`` steps (:func:`settling`), and, when
-    ``long_run`` (trained twice as long) keeps ``n`` heads too, its BLEU change."""
+    ``long_run`` (trained twice as long) keeps ``n`` heads too, its BLEU change; the head width, which the
+    book has not varied in a pruning run, is named as a reason not measured."""
     run = next(r for r in main.values() if r["n_kept"] == n)
     cost = full_bleu - dict(no_ft).get(n, float("nan"))
     st = settling(run["snapshots"], window=window)
     return (f"with {n} heads the masks cost {cost:.1f} BLEU without fine-tuning and {run['spec']['steps']} "
             f"steps of fine-tuning win back {run['bleu_greedy'] - full_bleu + cost:.1f}; over the last "
             f"{window} steps {1 - st['overlap']:.0%} of the kept set still changed; the paper fine-tunes until "
-            "the gates stop, with 64-dimensional heads (16 here)"
+            "the gates stop; head width (64 dimensions in the paper, 16 here): reason not measured"
             + (f"; {long_run['spec']['steps']} steps instead of {run['spec']['steps']} give "
                f"{long_run['bleu_greedy'] - full_bleu:+.2f} with the same heads" if long_run["n_kept"] == n else ""))
 
@@ -490,8 +491,8 @@ def all_kinds_reason(run: Mapping, no_ft_bleu: float, full_bleu: float, paper_to
     cost = full_bleu - no_ft_bleu
     return (f"kept per kind {run['kept']}; the masks alone cost {cost:.1f} BLEU (greedy) and "
             f"{run['spec']['steps']} steps of fine-tuning win back {run['bleu_greedy'] - full_bleu + cost:.1f}; "
-            f"the paper fine-tunes until the gates stop, with {paper_total} heads of 64 dimensions "
-            f"({book_total} of 16 here)")
+            f"the paper fine-tunes until the gates stop; head width ({paper_total} heads of 64 dimensions in the "
+            f"paper, {book_total} of 16 here): reason not measured")
 
 
 def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, source: str,
