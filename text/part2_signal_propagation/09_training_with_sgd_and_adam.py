@@ -212,6 +212,11 @@ if sweep:
     # the plateau gate: how much each arm's loss still fell late in training
     late_drop = {name: rv.late_loss_drop(a) for name, a in arm.items()}
     slowest = max(late_drop, key=late_drop.get)
+
+    def unfinished(*names):  # the plateau gate carried into a comparison's reason
+        late = [f"{n} (late loss drop {late_drop[n]:.2f})" for n in names
+                if late_drop[n] > 0.05]
+        return "; still improving at its end: " + ", ".join(late) if late else ""
     # what each optimiser does with the gradients: the QK-to-V ratio of the first
     # logged step's update, against that of the gradients, on the unscaled model
     first = {opt: rv.best_log(arm[f"{opt}, alpha=1, tau=1"])[0]
@@ -248,7 +253,8 @@ attnbook.claims.when_available(sweep, lambda: [
                f"{mean(arm['adam, alpha=1, tau=1']):.2f}; loss below 0.5 at "
                f"{when(speed['sgd, alpha=1, tau=1'])} (SGD) and "
                f"{when(speed['adam, alpha=1, tau=1'])} (Adam), means over the "
-               "judged seeds",
+               "judged seeds"
+               + unfinished("adam, alpha=1, tau=1", "sgd, alpha=1, tau=1"),
         precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: the live run and Adam against SGD")
 
@@ -262,7 +268,8 @@ attnbook.claims.when_available(sweep, lambda: [
         reason=f"SGD trains the unscaled model too (accuracy {mean(plain_sgd):.2f} "
                "at its chosen rate); loss below 0.5 at "
                f"{when(speed['sgd, alpha=1/sqrt(L), tau=1'])} with alpha = 1/sqrt(L) "
-               f"and at {when(speed['sgd, alpha=1, tau=1'])} without",
+               f"and at {when(speed['sgd, alpha=1, tau=1'])} without"
+               + unfinished("sgd, alpha=1/sqrt(L), tau=1", "sgd, alpha=1, tau=1"),
         precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: residual scaling with SGD")
 
@@ -278,7 +285,7 @@ attnbook.claims.when_available(sweep, lambda: [
                f"tau = 1), but the balance is gone by step {tau_log[0]['step']} (QK/V "
                f"{tau_log[0]['qk_grad'] / tau_log[0]['v_grad']:.2f}) and the output "
                f"tokens stay collapsed (cosine {tau_log[-1]['cosine']:.3f} at step "
-               f"{tau_log[-1]['step']})",
+               f"{tau_log[-1]['step']})" + unfinished(tau_name, "sgd, alpha=1, tau=1"),
         precomputed=sweep["meta"]["command"]),
 ], "optimiser sweep: the balancing temperature with SGD")
 
