@@ -64,9 +64,32 @@ def test_relevance_against_roles_known_answer():
     out = hd.relevance_against_roles(confidence, relevance, prev, nxt)
     assert out["top_relevant"] == [2, 3, 4] and out["both"] == [2, 3]
     assert out["top_layer1"] == 2 and out["less_confident"] == 1  # only head 1 (0.5) beats 0.3
+    # one of the layer's 2 other heads is more confident; rank test: P(at least 1 of 3 heads above) = 2/3
+    assert out["less_confident_share"] == pytest.approx(0.5) and out["less_confident_p"] == pytest.approx(2 / 3)
     torch.testing.assert_close(out["neighbour"], torch.maximum(prev, nxt))
     # ranks of confidence 1 5 3 2 4 6 against relevance 2 1 6 5 4 3
     assert out["rho"] == pytest.approx(1 - 6 * (1 + 16 + 9 + 9 + 0 + 9) / (6 * 35))
+
+
+def test_less_confident_p_is_a_valid_one_sided_test_under_no_link():
+    """Relevance drawn independently of confidence: the test rejects at level alpha no more often than alpha
+    (exactly alpha where alpha is a multiple of 1/h), and a relevant head that is the least confident of its
+    layer gets the smallest p, 1/h."""
+    gen = torch.Generator().manual_seed(0)
+    n, h = 4000, 8
+    ps = []
+    for _ in range(n):
+        conf, rel = torch.rand(2, h, generator=gen), torch.rand(2, h, generator=gen)
+        z = torch.zeros(2, h)
+        ps.append(hd.relevance_against_roles(conf, rel, z, z)["less_confident_p"])
+    ps = torch.tensor(ps)
+    for alpha in (0.125, 0.25, 0.5):
+        share = float((ps <= alpha + 1e-9).float().mean())
+        assert abs(share - alpha) < 3 * (alpha * (1 - alpha) / n) ** 0.5, (alpha, share)
+    conf = torch.tensor([[0.9, 0.8, 0.1, 0.7], [0.0] * 4])
+    rel = torch.tensor([[0.1, 0.2, 0.9, 0.3], [0.0] * 4])
+    out = hd.relevance_against_roles(conf, rel, torch.zeros(2, 4), torch.zeros(2, 4))
+    assert out["less_confident"] == 3 and out["less_confident_p"] == pytest.approx(1 / 4)
 
 
 def test_largest_syntactic_gain_is_in_points():

@@ -209,12 +209,15 @@ lm_claims = [
         reason=f"{len(lm_both)} of the 3 most relevant heads are among the 3 most "
         "positional", **LM),
     attnbook.compare(
-        "MiniLM: the most relevant layer-1 head is less confident than half its layer "
-        "(1 = yes)", float(lm_less >= lm_h // 2),
-        paper=VOITA["relevant_first_layer_head_not_confident"].value, same_side_of=0.5,
-        digits=1, source=VOITA["relevant_first_layer_head_not_confident"].where,
+        "MiniLM: the most relevant layer-1 head: share of its layer's other heads more "
+        "confident than it (one-sided rank test against chance)",
+        lm_vs["less_confident_share"],
+        paper=VOITA["relevant_first_layer_head_not_confident"].value,
+        above_chance=(0.5, lm_vs["less_confident_p"]), digits=2,
+        source=VOITA["relevant_first_layer_head_not_confident"].where,
         reason=f"it is more confident than {lm_h - 1 - lm_less} of the layer's other "
-        f"{lm_h - 1} heads", **LM),
+        f"{lm_h - 1} heads (p = {lm_vs['less_confident_p']:.2f}; with {lm_h} heads no "
+        f"head can reach p below {1 / lm_h:.3f})", **LM),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
         float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
         tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,

@@ -486,14 +486,15 @@ lrp_claims = [
         source=VOITA["confidence_tracks_relevance"].where,
         precomputed=shipped_lrp["meta"]["command"]),
     attnbook.compare(
-        "the most relevant layer-1 encoder head is less confident than half its "
-        "layer (1 = yes)",
-        float(less_confident >= cfg.n_heads // 2),
-        paper=VOITA["relevant_first_layer_head_not_confident"].value, same_side_of=0.5,
-        digits=1,
+        "the most relevant layer-1 encoder head: share of its layer's other heads more "
+        "confident than it (one-sided rank test against chance)",
+        against["less_confident_share"],
+        paper=VOITA["relevant_first_layer_head_not_confident"].value,
+        above_chance=(0.5, against["less_confident_p"]), digits=2,
         reason=f"the most relevant layer-1 head is more confident than "
         f"{cfg.n_heads - 1 - less_confident} of the layer's other {cfg.n_heads - 1} "
-        "heads",
+        f"heads (p = {against['less_confident_p']:.2f}; with {cfg.n_heads} heads in a "
+        f"layer no head can reach p below {1 / cfg.n_heads:.3f})",
         source=VOITA["relevant_first_layer_head_not_confident"].where,
         precomputed=shipped_lrp["meta"]["command"]),
 ]

@@ -494,20 +494,25 @@ def relevance_against_roles(confidence: torch.Tensor, relevance: torch.Tensor, p
     model", Voita et al. sec. 4-5): ``rho`` (Spearman correlation of confidence and relevance),
     ``neighbour`` (each head's larger previous- or next-token share), ``top_relevant`` (flat indices of the
     ``top`` most relevant heads, sorted), ``both`` (those also among the ``top`` largest neighbour shares),
-    ``top_layer1`` (the most relevant first-layer head) and ``less_confident`` (how many first-layer heads
-    are more confident than it). Against chance: ``rho_p``, Spearman's one-sided test of ``rho > 0``, and
-    ``both_p``, the chance of an overlap at least as large between random top sets
-    (:func:`attnbook.stats.top_overlap_p`); ``both_chance``, the overlap expected by chance."""
+    ``top_layer1`` (the most relevant first-layer head), ``less_confident`` (how many first-layer heads
+    are more confident than it) and ``less_confident_share`` (that count over the layer's other heads; 0.5 by
+    chance). Against chance: ``rho_p``, Spearman's one-sided test of ``rho > 0``; ``both_p``, the chance of an
+    overlap at least as large between random top sets (:func:`attnbook.stats.top_overlap_p`);
+    ``both_chance``, the overlap expected by chance; ``less_confident_p``, the one-sided rank test of "the
+    relevant head is not confident": were relevance unrelated to confidence, the relevant head's rank in its
+    layer of ``h`` heads would be uniform, and at least ``k`` heads would be more confident with probability
+    ``(h - k) / h`` (at best ``1 / h``: one head of a layer of 8 cannot reach p < 0.05)."""
     neighbour = torch.maximum(prev, next_)
     top_relevant = set(relevance.flatten().topk(top).indices.tolist())
     both = top_relevant & set(neighbour.flatten().topk(top).indices.tolist())
     top_layer1 = int(relevance[0].argmax())
     rho = spearmanr(confidence.flatten(), relevance.flatten(), alternative="greater")
-    n = relevance.numel()
+    n, h = relevance.numel(), relevance.shape[1]
+    less = int((confidence[0] > confidence[0, top_layer1]).sum())
     return dict(rho=float(rho.statistic), rho_p=float(rho.pvalue), neighbour=neighbour,
                 top_relevant=sorted(top_relevant), both=sorted(both), both_p=top_overlap_p(n, top, len(both)),
-                both_chance=top * top / n, top_layer1=top_layer1,
-                less_confident=int((confidence[0] > confidence[0, top_layer1]).sum()))
+                both_chance=top * top / n, top_layer1=top_layer1, less_confident=less,
+                less_confident_share=less / (h - 1), less_confident_p=(h - less) / h)
 
 
 def largest_syntactic_gain(table: Sequence[Mapping]) -> float:
