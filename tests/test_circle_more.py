@@ -78,6 +78,7 @@ def test_seed_sweep_summarises_every_variant_width_and_seed():
     assert still["mse_over_stay_put"] == pytest.approx(1.0) and still["collapse_step"] is None
     assert merge["collapse_step"] == 1 and merge["final_gap"] == 0.0
     assert still["traj"].shape == (61, 2, 2)
+    assert still["tracking_steps"] == 0 and merge["tracking_steps"] == 0  # neither follows the circle
     assert "traj" not in circle.summarise_run(_Still(), X, Y, 60)
 
 
@@ -86,14 +87,18 @@ def test_the_trained_gate_can_fail_and_counts_the_runs_it_fails():
     staying put's is kept among every run, left out of the gated ones, and counted."""
     from attnbook.rank.tasks import circle as C
 
-    records = [dict(d_model=32, variant="SAN", mse_over_stay_put=0.1),
-               dict(d_model=32, variant="SAN", mse_over_stay_put=0.9),
-               dict(d_model=128, variant="SAN+MLP", mse_over_stay_put=C.GATE)]
+    records = [dict(d_model=32, variant="SAN", mse_over_stay_put=0.1, tracking_steps=40),
+               dict(d_model=32, variant="SAN", mse_over_stay_put=0.9, tracking_steps=40),
+               dict(d_model=128, variant="SAN+MLP", mse_over_stay_put=C.GATE, tracking_steps=C.TRACKING),
+               dict(d_model=128, variant="SAN", mse_over_stay_put=0.1, tracking_steps=C.TRACKING - 1)]
     every, gated, failed = C.gated_runs(records)
-    assert failed == 1
+    assert failed == 2  # the one-step error of one, the tracking of another
     assert len(every[32, "SAN"]) == 2 and len(gated[32, "SAN"]) == 1
-    assert len(gated[128, "SAN+MLP"]) == 1  # at the gate: passes (at most)
-    assert C.gated_runs(records, gate=0.05)[2] == 3
+    assert len(gated[128, "SAN+MLP"]) == 1  # at both gates: passes (at most, at least)
+    assert (128, "SAN") in every and (128, "SAN") not in gated
+    assert C.gated_runs(records, gate=0.05)[2] == 4
+    with pytest.raises(ValueError, match="tracking_steps"):
+        C.gated_runs([dict(d_model=32, variant="SAN", mse_over_stay_put=0.1)])
 
 
 def test_collapse_delay_counts_never_as_after_the_rollout():

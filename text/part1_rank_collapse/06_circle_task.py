@@ -347,7 +347,7 @@ SEEDS_UNDECIDED = ("the 90% seed interval of the delay contains 0: at this numbe
 seeds16 = circle.load_runs("seeds16")
 SEEDS16 = seeds16.command if not seeds16 else seeds16["meta"]["command"]
 if seeds16:
-    # every run; the runs that pass the gate (the comparisons use these)
+    # every run; the runs that pass both gates (the comparisons use these)
     every16, by16, failed16 = circle.gated_runs(seeds16["runs"])
     steps16 = circle.collapse_steps(by16)
     print(circle.merge_report(steps16, "gated"))
@@ -358,7 +358,7 @@ claims16 = attnbook.claims.when_available(seeds16, lambda: [
     attnbook.check("16 seeds: live runs whose merging differs from the file's "
                    "same seed", circle.status_flips(live_steps, every16), at_most=3,
                    band=3, precomputed=SEEDS16),
-    attnbook.check("16 seeds: runs that fail the gate (left out of the comparisons)",
+    attnbook.check("16 seeds: runs that fail a gate (left out of the comparisons)",
                    failed16, at_most=2, precomputed=SEEDS16),
     attnbook.compare("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 "
                      "pure SAN (steps)", **delay(steps16, (128, "SAN"), (32, "SAN")),
@@ -381,7 +381,7 @@ glue("ch06_failed16", failed16 if seeds16 else 0);
 
 # %% [markdown]
 # Over 16 seeds, by the rule of the box above, "width delays collapse" {glue:text}`ch06_width16_says` and "an MLP
-# delays collapse" {glue:text}`ch06_mlp16_says`. {glue:text}`ch06_failed16:d` of the 16-seed runs fail the gate and are left
+# delays collapse" {glue:text}`ch06_mlp16_says`. {glue:text}`ch06_failed16:d` of the 16-seed runs fail a gate and are left
 # out: an untrained model is no evidence about collapse.
 
 # %% [markdown]
@@ -401,8 +401,8 @@ glue("ch06_failed16", failed16 if seeds16 else 0);
 #
 # Training 24 more models would take this chapter over its time budget, so the controls are **precomputed**
 # (`python scripts/run.py circle_control`, about two minutes) and one run is recomputed here and checked against the
-# file. The gate applies to the control as to every model: only runs whose one-step error is at most half of
-# staying put count.
+# file. The gates apply to the control as to every model: only runs whose one-step error is at most half of
+# staying put's, and whose rollout follows the circle for at least 10 steps, count.
 
 # %%
 # precomputed at quick; at a preset without the file its claims are "not available"
@@ -426,17 +426,17 @@ attnbook.claims.when_available(control, lambda: [
     attnbook.check("control: the live run (d=128, seed 0) against the shipped one, "
                    "relative gap of the one-step error", live_gap, at_most=0.1,
                    digits=2, band=0.1, precomputed=CONTROL),
-    attnbook.check("control, d=32 without attention: runs that pass the gate",
+    attnbook.check("control, d=32 without attention: runs that pass the gates",
                    len(gated[32]), at_most=0, precomputed=CONTROL),
-    attnbook.check("control, d=128 without attention: runs that pass the gate",
+    attnbook.check("control, d=128 without attention: runs that pass the gates",
                    len(gated[128]), at_least=4, precomputed=CONTROL),
     attnbook.check("control, d=128 without attention: gated runs whose tokens merge",
                    sum(r["collapse_step"] is not None for r in gated[128]), at_most=0,
                    precomputed=CONTROL),
     attnbook.check("control, d=32, each token attending to itself: runs that pass "
-                   "the gate", len(gated_own[32]), at_least=1, precomputed=CONTROL),
+                   "the gates", len(gated_own[32]), at_least=1, precomputed=CONTROL),
     attnbook.check("control, d=128, each token attending to itself: runs that pass "
-                   "the gate", len(gated_own[128]), at_least=4, precomputed=CONTROL),
+                   "the gates", len(gated_own[128]), at_least=4, precomputed=CONTROL),
     attnbook.check("control, both widths, each token attending to itself: gated runs "
                    "whose tokens merge",
                    sum(r["collapse_step"] is not None for d in gated_own

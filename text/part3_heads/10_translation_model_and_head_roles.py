@@ -344,12 +344,18 @@ plt.show()
 print(rf.confidence_report(hd.confidence_summary(roles)))
 enc_conf = roles["enc_self"]["confidence"]
 most, enc_chance = float(enc_conf.max()), roles["enc_self"]["chance"]
+# does more training close the gap? seed 1's constant-rate continuation (precomputed)
+continued = attnbook.core.runs.load("continued_roles_seed1", "quick")
+top_conf = {when: max(map(max, continued[when]["confidence"]))
+            for when in ("before", "after")}
 confidence_claim = attnbook.compare(  # a level the paper reports reaching: one-sided
     "most confident encoder self-attention head", most,
     paper=VOITA["most_confident_encoder_head"].value, reaches=0, digits=2, band=0.03,
     reason=f"the most confident encoder head puts {most:.2f} of its weight on its "
     f"favourite token on average, {most / enc_chance:.0f} times chance but short of "
-    "the paper's level" + UNCONVERGED,
+    "the paper's level" + UNCONVERGED + f"; {continued['continued_epochs']:.0f} more "
+    f"epochs at a constant rate move seed 1's most confident head from "
+    f"{top_conf['before']:.2f} to {top_conf['after']:.2f}",
     source=VOITA["most_confident_encoder_head"].where,
 )
 confidence_claim

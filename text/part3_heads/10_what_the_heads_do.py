@@ -159,7 +159,7 @@ roles_claim = attnbook.compare(
     above_chance=(against["both_chance"], both_p),
     source=VOITA["relevant_heads_have_roles"].where,
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
-           "positional",
+           "positional; why: reason not measured",
     precomputed=shipped_lrp["meta"]["command"],
 )
 glue("ch10_both", len(both))
@@ -401,7 +401,7 @@ print(f"best rare-token share: {float(rare.max()):.2f} (layer "
         reason=f"the most relevant layer-1 head points at the rarest token for "
         f"{float(rare[0, top_layer1]):.0%} of tokens; the best head anywhere for "
         f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"
-        + UNCONVERGED),
+        + UNCONVERGED + "; why: reason not measured"),
 ]
 
 # %% tags=["remove-input"]

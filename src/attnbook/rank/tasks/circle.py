@@ -262,15 +262,18 @@ def rollout_official_skip(model: nn.Module, start: torch.Tensor, steps: int = 30
 
 def summarise_run(model: nn.Module, X: torch.Tensor, Y: torch.Tensor, rollout_steps: int,
                   keep_trajectory: bool = False) -> dict:
-    """What the chapter reads from one trained model: its one-step error over stay-put's (the gate), and
-    the collapse step, final token gap and spread of its rollout from the first item (and, with
-    ``keep_trajectory``, the rollout itself as ``traj``)."""
+    """What the chapter reads from one trained model: its one-step error over stay-put's (the trained gate),
+    the steps its rollout from the first item follows the circle (:func:`tracking_steps`, the tracking gate),
+    and the collapse step, final token gap and spread of that rollout (and, with ``keep_trajectory``, the
+    rollout itself as ``traj``)."""
     with torch.no_grad():
         dev = next(model.parameters()).device
         error = float(one_step_mse(model, (X.to(dev), Y.to(dev))))
     traj = rollout(model, X[0], rollout_steps)
     gaps = token_gaps(traj)
-    out = {"mse_over_stay_put": error / baselines(X, Y)["stay_put"], "collapse_step": collapse_step(gaps),
+    n_points = 2 * (X.shape[0] + 1)  # circle_dataset's items: n_points // 2 - 1
+    out = {"mse_over_stay_put": error / baselines(X, Y)["stay_put"],
+           "tracking_steps": tracking_steps(traj, n_points), "collapse_step": collapse_step(gaps),
            "final_gap": float(gaps[-1]), "spread": spread(traj)}
     if keep_trajectory:
         out["traj"] = traj
@@ -349,6 +352,9 @@ def load_runs(run: str, preset: str | None = None) -> dict:
 #: the gate of chapter "The circle task": a model counts only if its one-step error is at most this share of
 #: staying put's (a model that has not learned the step is no evidence about collapse)
 GATE = 0.5
+#: the tracking gate of chapter "The circle task": a model counts only if its rollout follows the circle for at
+#: least this many steps (:func:`tracking_steps`; a model that does not follow it is no evidence either)
+TRACKING = 10
 
 
 def censored_steps(steps: Sequence[Optional[int]], rollout_steps: int) -> list[int]:
@@ -365,16 +371,23 @@ def collapse_delay(steps_a: Sequence[Optional[int]], steps_b: Sequence[Optional[
     return dict(value=est, interval=(lo, hi))
 
 
-def gated_runs(records: Sequence[Mapping], gate: float = GATE) -> tuple[dict, dict, int]:
-    """The runs of a shipped circle file by ``(d_model, variant)``: every run, the runs that pass the gate
-    (one-step error at most ``gate`` of staying put's), and how many fail it (chapter "The circle task")."""
-    every, gated = {}, {}
+def gated_runs(records: Sequence[Mapping], gate: float = GATE, tracking: int = TRACKING) -> tuple[dict, dict, int]:
+    """The runs of a shipped circle file by ``(d_model, variant)``: every run, the runs that pass both gates
+    (one-step error at most ``gate`` of staying put's, and a rollout that follows the circle for at least
+    ``tracking`` steps), and how many fail one of them (chapter "The circle task")."""
+    missing = [r for r in records if "tracking_steps" not in r]
+    if missing:
+        raise ValueError("the circle file's runs have no 'tracking_steps' (a file made before the tracking gate): "
+                         "remake it with its run's command")
+    every, gated, failed = {}, {}, 0
     for r in records:
         key = (r["d_model"], r["variant"])
         every.setdefault(key, []).append(r)
-        if r["mse_over_stay_put"] <= gate:
+        if r["mse_over_stay_put"] <= gate and r["tracking_steps"] >= tracking:
             gated.setdefault(key, []).append(r)
-    return every, gated, sum(r["mse_over_stay_put"] > gate for r in records)
+        else:
+            failed += 1
+    return every, gated, failed
 
 
 def status_flips(live: Mapping[tuple, Sequence[Optional[int]]], shipped: Mapping[tuple, Sequence[Mapping]]) -> int:
