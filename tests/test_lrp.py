@@ -9,7 +9,7 @@ import torch
 from torch.func import jacrev
 
 from attnbook.heads import lrp
-from model_helpers import trained_looking_
+from model_helpers import trained_looking_, use_dense_lrp_jacobians
 from attnbook.heads.seq2seq import Seq2SeqConfig, Seq2SeqTransformer
 
 
@@ -160,18 +160,7 @@ def test_the_whole_model_s_relevance_is_that_of_the_rule_with_autograd_s_dense_j
     src, tgt = [4, 9, 7, 2], [1, 8, 6, 2]
     fast = lrp.sentence_head_relevance(model, src, tgt)
 
-    def dense_attention(R, q, k, v, scale, mask):
-        jq, jk, jv = jacrev(lambda a, b, c: lrp.attention_core(a, b, c, scale, mask), argnums=(0, 1, 2))(q, k, v)
-        n, m, d = q.shape[0], k.shape[0], q.shape[1]
-        jac = torch.cat([jq.reshape(n * d, n * d), jk.reshape(n * d, m * d), jv.reshape(n * d, m * d)], 1)
-        x = torch.cat([q.flatten(), k.flatten(), v.flatten()])
-        rows = lrp.relprop_jacobian(R.reshape(R.shape[0], -1), x, jac, torch.zeros(n * d, dtype=x.dtype))
-        rq, rk, rv = rows.split([n * d, m * d, m * d], 1)
-        return rq.reshape(-1, n, d), rk.reshape(-1, m, d), rv.reshape(-1, m, d)
-
-    monkeypatch.setattr(lrp, "relprop_attention", dense_attention)
-    monkeypatch.setattr(lrp, "relprop_norm", lambda R, x, norm: lrp.relprop_tokenwise(R, x, norm))
-    monkeypatch.setattr(lrp, "relprop_linear", lambda R, x, layer: lrp.relprop_tokenwise(R, x, layer))
+    use_dense_lrp_jacobians(monkeypatch)
     slow = lrp.sentence_head_relevance(model, src, tgt)
     assert set(slow) == set(fast) == {"enc_self", "dec_self", "dec_cross"}
     for kind in fast:

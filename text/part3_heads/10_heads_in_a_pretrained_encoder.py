@@ -138,8 +138,9 @@ MINILM = "pretrained all-MiniLM-L6-v2, an English encoder (the paper: its NMT en
 # layers with the same rule ({eq}`eq-lrp-alpha-beta`). Here the LayerNorm comes after each residual sum (BERT's
 # post-LN layers) rather than before (`attnbook.hf.relevance`). The book departs from the paper in what is
 # explained, not in the rule. The unit tests check that the recomputed layers are the model's own, that
-# relevance is conserved down to the token embeddings, and that a head that writes nothing receives none
-# (`tests/test_hf_relevance.py`). The relevance of the verses of the role table is precomputed
+# relevance is conserved down to the token embeddings, that a head that writes nothing receives none, that a head
+# that routes everything takes its whole layer, and that the rule gives what its slow path with autograd's dense
+# Jacobians gives (`tests/test_hf_relevance.py`). The relevance of the verses of the role table is precomputed
 # (`python scripts/run.py lrp_relevance_minilm`, about 23 minutes on one thread); the chapter recomputes
 # the first two verses live. For the rare-token statistic, MiniLM's word pieces are ranked by their frequency
 # in the English side of the training verses ({numref}`fig-ch10-6`).
