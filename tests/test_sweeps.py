@@ -216,6 +216,25 @@ def test_layer_slopes_reads_the_run_nearest_half_of_a_kind():
         sweeps.layer_slopes(runs_, per_run[:2], {"dec_self": 6}, ["dec_self"])
 
 
+def test_role_gap_p_is_small_for_the_strongest_heads_and_valid_for_random_ones():
+    strength = torch.arange(48, dtype=torch.float).reshape(6, 8) / 48
+    top = torch.zeros(48, dtype=torch.bool)
+    top[-4:] = True  # the 4 strongest of 48: chance 1 / C(48, 4), so only the observed draw counts
+    assert sweeps.role_gap_p(strength, top.reshape(6, 8), n_draws=2000) == pytest.approx(1 / 2001)
+    bottom = torch.zeros(48, dtype=torch.bool)
+    bottom[:4] = True
+    assert sweeps.role_gap_p(strength, bottom.reshape(6, 8), n_draws=2000) == pytest.approx(1.0)
+    # under no link the p-value is uniform: about 10% of random kept sets give p <= 0.1
+    gen = torch.Generator().manual_seed(1)
+    ps = []
+    for i in range(300):
+        kept = torch.zeros(48, dtype=torch.bool)
+        kept[torch.randperm(48, generator=gen)[:6]] = True
+        ps.append(sweeps.role_gap_p(torch.rand(6, 8, generator=gen), kept.reshape(6, 8), n_draws=400, seed=i))
+    share = sum(p <= 0.1 for p in ps) / len(ps)
+    assert 0.1 - 3 * (0.09 / 300) ** 0.5 < share < 0.1 + 3 * (0.09 / 300) ** 0.5
+
+
 def test_role_gap_is_kept_minus_pruned():
     strength = torch.tensor([[0.9, 0.1], [0.5, 0.3]])
     assert sweeps.role_gap(strength, torch.tensor([[1, 0], [1, 0]])) == pytest.approx(0.7 - 0.2)

@@ -433,12 +433,14 @@ plt.show()
 
 # %% tags=["nbval-check-output", "hide-input"]
 specialised = papers.number("voita2019", "kept_heads_are_specialised")
+gap_p = sweeps.role_gap_p(role, kept10)  # against kept sets of the same size drawn at random
 attnbook.compare(
     f"encoder heads kept at lambda={about_ten['spec']['lam']}: mean role share kept "
-    "minus pruned", role_gap, paper=specialised.value, source=specialised.where,
-    same_side_of=0.0, precomputed=ENC_CMD,
-    reason="" if role_gap > 0
-    else f"measured: role share of the kept heads minus the pruned {role_gap:+.3f}")
+    "minus pruned (permutation test against random kept sets)", role_gap,
+    paper=specialised.value, source=specialised.where,
+    above_chance=(0.0, gap_p), precomputed=ENC_CMD,
+    reason=f"role share of the kept heads minus the pruned {role_gap:+.3f}, "
+    f"permutation p = {gap_p:.3f}")
 
 # %% [markdown]
 # The heads that survive longest, the {glue:text}`ch11_kept01_n:d` the gates keep at $\lambda = 0.1$,

@@ -203,6 +203,22 @@ def role_gap(strength: torch.Tensor, kept: torch.Tensor) -> float:
     return float(strength[kept].mean() - strength[~kept].mean())
 
 
+def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000, seed: int = 0) -> float:
+    """The one-sided permutation test of :func:`role_gap` against chance (chapter "Pruning heads": are the kept
+    heads more specialised than heads kept at random?): the share of ``n_draws`` random kept sets of the same
+    size whose role gap is at least the observed one, counting the observed set among the draws (so never 0).
+    Draws are seeded and made on the CPU."""
+    observed = role_gap(strength, kept)
+    flat, k = strength.detach().flatten().double().cpu(), int(kept.bool().sum())
+    gen = torch.Generator().manual_seed(seed)
+    picks = torch.rand(n_draws, flat.numel(), generator=gen).argsort(1)[:, :k]
+    in_kept = torch.zeros(n_draws, flat.numel(), dtype=torch.bool).scatter_(1, picks, True)
+    total = flat.sum()
+    kept_mean = (flat * in_kept).sum(1) / k
+    gaps = kept_mean - (total - kept_mean * k) / (flat.numel() - k)
+    return float(((gaps >= observed - 1e-12).sum() + 1) / (n_draws + 1))
+
+
 def order_disagreements(order: Sequence[str], reference: Sequence[str]) -> int:
     """Pairs of kinds ranked the other way round in ``order`` than in ``reference`` (0: the same order)."""
     if sorted(order) != sorted(reference):
