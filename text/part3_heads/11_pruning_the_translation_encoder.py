@@ -433,7 +433,7 @@ plt.show()
 
 # %% tags=["nbval-check-output", "hide-input"]
 specialised = papers.number("voita2019", "kept_heads_are_specialised")
-gap_p = sweeps.role_gap_p(role, kept10)  # against kept sets of the same size drawn at random
+gap_p = sweeps.role_gap_p(role, kept10)  # against random kept sets of that size
 attnbook.compare(
     f"encoder heads kept at lambda={about_ten['spec']['lam']}: mean role share kept "
     "minus pruned (permutation test against random kept sets)", role_gap,
