@@ -221,7 +221,7 @@ lm_claims = [
         f"head can reach p below {1 / lm_h:.3f})", **LM),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
         float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
-        tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
+        reaches=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"it points at the rarest token for "
         f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens", **LM),
 ]

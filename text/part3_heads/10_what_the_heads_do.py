@@ -397,7 +397,7 @@ print(f"best rare-token share: {float(rare.max()):.2f} (layer "
         at_least=2.0, digits=2, band=0.5),
     attnbook.compare("rare-token share of the most relevant layer-1 encoder head",
         float(rare[0, top_layer1]), paper=VOITA["rare_token_head_share"].value,
-        tol=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
+        reaches=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"the most relevant layer-1 head points at the rarest token for "
         f"{float(rare[0, top_layer1]):.0%} of tokens; the best head anywhere for "
         f"{float(rare.max()):.0%} ({float(rare.max()) / chance:.1f} times chance)"
