@@ -34,3 +34,20 @@ def test_random_rankings_reject_at_most_at_the_level():
 def test_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="overlap"):
         top_overlap_p(10, 3, 4)
+
+
+def test_share_interval_known_values_and_coverage():
+    """The Clopper-Pearson interval: its textbook values, and on simulated runs with a known share it covers that
+    share at least 95% of the time but not far more (an interval too narrow, or a normal one at small n, fails)."""
+    from attnbook.stats import share_interval
+
+    lo, hi = share_interval(2, 6)
+    assert (round(lo, 4), round(hi, 4)) == (0.0433, 0.7772)
+    assert share_interval(0, 6)[0] == 0 and share_interval(6, 6)[1] == 1
+    rng = np.random.default_rng(0)
+    for true, n in ((0.3, 6), (0.5, 16), (0.8, 30)):
+        hits = rng.binomial(n, true, size=4000)
+        cover = np.mean([lo <= true <= hi for lo, hi in (share_interval(int(k), n) for k in hits)])
+        assert 0.95 <= cover <= 0.995, (true, n, cover)
+    with pytest.raises(ValueError):
+        share_interval(7, 6)

@@ -11,6 +11,8 @@
   differences, and how often the envelope rule decides each way at a paper's effect size (its power).
 * :func:`top_overlap_p`: the chance of a top-k overlap at least as large under random rankings (a qualitative
   statement of a paper decided against chance: chapter "A translation model").
+* :func:`share_interval`: the Clopper-Pearson interval of a share of runs (how many seeds of a model merge
+  their tokens: chapter "The circle task").
 
 BLEU goes through sacreBLEU's public API only (``BLEU.sentence_score`` for each sentence's n-gram statistics,
 ``BLEU.compute_bleu`` for a corpus score from summed statistics, ``sacrebleu.significance.estimate_ci``).
@@ -202,6 +204,21 @@ def containment_power(sentence_se: float, seed_sd: float, z: float = 1.96) -> fl
     from scipy.stats import norm
 
     return float(2 * norm.cdf(z * sentence_se / (sentence_se ** 2 + seed_sd ** 2) ** 0.5) - 1)
+
+
+def share_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) ``level`` interval of a share ``hits / n`` of independent runs, e.g. the share
+    of seeds whose tokens merge (chapter "The circle task"): it covers the true share at least ``level`` of the
+    time, so a comparison with a threshold through :func:`attnbook.claims.compare`'s ``interval`` rule is
+    *undecided* unless the seeds decide it."""
+    if not (n >= 1 and 0 <= hits <= n and 0 < level < 1):
+        raise ValueError(f"need 0 <= hits <= n, n >= 1 and 0 < level < 1, got hits={hits}, n={n}, level={level}")
+    from scipy.stats import beta
+
+    tail = (1 - level) / 2
+    low = 0.0 if hits == 0 else float(beta.ppf(tail, hits, n - hits + 1))
+    high = 1.0 if hits == n else float(beta.ppf(1 - tail, hits + 1, n - hits))
+    return low, high
 
 
 def top_overlap_p(n_items: int, top: int, overlap: int) -> float:
