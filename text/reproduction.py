@@ -48,7 +48,13 @@ except ImportError:
 #   had gone to the slowest learning rate;
 #
 # * chapters 6, 7, 9 and 11, thirteen comparisons whose interval straddles the threshold relabelled
-#   *undecided* (`3cfd628`), their data known.
+#   *undecided* (`3cfd628`), their data known;
+#
+# * on 2026-12-05, with their data known: chapter 6's "the small pure SAN merges" judged with the interval of
+#   the share of seeds that merge (now *undecided*); chapter 10's relevant first-layer head and chapter 11's
+#   specialised kept heads decided by tests against chance; chapter 10's rare-token share made one-sided; and
+#   chapter 11's encoder-only curve compared at the head counts the paper prints (10 and 2) instead of the
+#   paper's curve interpolated at the book's (the 3-head comparison, which reproduced, is gone).
 #
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
