@@ -215,8 +215,8 @@ lm_claims = [
         lm_vs["less_confident_share"], above_chance=(0.5, lm_vs["less_confident_p"]),
         paper=VOITA["relevant_first_layer_head_not_confident"].value, digits=2,
         source=VOITA["relevant_first_layer_head_not_confident"].where,
-        reason=f"it is more confident than {lm_h - 1 - lm_less} of the other {lm_h - 1} "
-        f"heads (p = {lm_vs['less_confident_p']:.2f}, at best {1 / lm_h:.3f})", **LM),
+        reason=f"more confident than {lm_h - 1 - lm_less} of the {lm_h - 1} others "
+        f"(p = {lm_vs['less_confident_p']:.2f}, at best {1 / lm_h:.3f})", **LM),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
         float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
         reaches=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
