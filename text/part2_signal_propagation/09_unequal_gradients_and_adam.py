@@ -198,6 +198,28 @@ local = {
 print({k: round(v, 2) for k, v in local.items()})
 glue("ch09_ln_slope", local["LN"])
 
+
+# %% tags=["hide-input"]
+# the local slope at LayerNorm scale against the number of tokens n: fresh tokens of
+# cosine rho (their own generator), random W_Q, s from 0.8 to 1, n_draws / 2 draws
+def ln_slope(n_tok):
+    Z = prop.correlated_tokens(1, n_tok, d, rho, torch.Generator().manual_seed(n_tok),
+                               dtype=torch.float64)[0]
+    q = [prop.mean_jacobian_sq_norms(s * Z, sizes["n_draws"] // 2, d_k=dk, d_v=dv,
+                                     sigma=sig, uniform=False, device=dev)["q"]
+         for s in (0.8, 1.0)]
+    return prop.log_log_slope([0.8, 1.0], q)
+
+
+slope_by_n = {n_tok: ln_slope(n_tok) for n_tok in (4, 8, 16, 32)}
+print("local slope of |dS/dW_Q|^2 at LayerNorm scale, by n:",
+      {k: round(v, 2) for k, v in slope_by_n.items()})
+glue("ch09_ln_slope_n", ", ".join(f"{v:.1f} at n = {k}" for k, v in slope_by_n.items()))
+by_n = list(slope_by_n.values())
+steps_n = [b - a for a, b in zip(by_n, by_n[1:])]
+glue("ch09_ln_slope_trend", "rises" if min(steps_n) > 0 else "falls" if max(steps_n) < 0
+     else "moves")
+
 # %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("width at fixed sigma: slope of |dS/dW_Q|^2", w_slope["q"],
@@ -221,7 +243,7 @@ glue("ch09_ln_slope", local["LN"])
 # forces it. With real random queries the query norm
 # still grows at least like $s^6$ at LayerNorm scale ($s = 1$, where $\|x_i\|^2 \approx d$): with
 # $\sigma^2 = 1/d$ the scores are then of order one and attention has not sharpened yet. Its local slope there
-# is {glue:text}`ch09_ln_slope:.1f` at this preset's sizes, not exactly 6 (the check asks only that the law has not bent below 6). Past it the scores, which grow like $s^2$,
+# is {glue:text}`ch09_ln_slope:.1f` at this preset's sizes, not exactly 6 (the check asks only that the law has not bent below 6). It depends on the number of tokens ({glue:text}`ch09_ln_slope_n`, for fresh tokens of the same cosine, printed above): it {glue:text}`ch09_ln_slope_trend` with $n$, so the exponent read at one length is not a constant of the law. Past it the scores, which grow like $s^2$,
 # sharpen attention and the law bends (the dotted curves of {numref}`fig-ch09-1`, top): the local slope of
 # the query norm falls clearly below 6 between $s = 2.8$ and $4$ (the last check), and the value norm grows
 # faster than $s^2$ for a while, because $AX$ moves away from the mean token towards single tokens.
