@@ -95,3 +95,22 @@ def test_the_log_measures_each_step_s_update_and_adam_warms_up():
     adam = rv.train_run(size, optimizer="adam", lr=1e-2, warmup=10, **kw)["log"]
     assert adam[0]["v_update"] == pytest.approx(1e-3 * 16, rel=1e-2)  # lr / 10 times sqrt(16 x 16 weights)
     assert adam[1]["v_update"] > 1.4 * adam[0]["v_update"]  # the warm-up doubles the rate at step 2
+
+
+def test_unscaled_cosine_gap_is_unscaled_minus_scaled_per_seed_with_the_warm_up():
+    """Each seed's gap is the unscaled run's mean cosine minus the scaled run's, both trained at the given depth
+    with the warm-up (a swapped sign, a seed not passed on, or the warm-up dropped fails)."""
+    import dataclasses
+
+    size = rv.ReverserSize(vocab=6, seq_len=5, d_model=16, heads=2, depth=3, batch=8)
+    x_eval = torch.randint(0, 6, (16, 5), generator=torch.Generator().manual_seed(0))
+    kw = dict(lr=1e-3, steps=6, warmup=3, x_eval=x_eval)
+    gaps = rv.unscaled_cosine_gap(size, 4, (0, 1), **kw)
+    deep = dataclasses.replace(size, depth=4)
+    run_kw = dict(optimizer="adam", temperature=1.0, lr=1e-3, steps=6, warmup=3, x_eval=x_eval, log_every=25)
+    for seed, gap in zip((0, 1), gaps):
+        want = (rv.mean_cosine(rv.train_run(deep, scaled=False, seed=seed, **run_kw))
+                - rv.mean_cosine(rv.train_run(deep, scaled=True, seed=seed, **run_kw)))
+        assert gap == pytest.approx(want, abs=1e-12)
+    no_warm = rv.unscaled_cosine_gap(size, 4, (0,), **{**kw, "warmup": 0})
+    assert no_warm[0] != pytest.approx(gaps[0], abs=1e-9)

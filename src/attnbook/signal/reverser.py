@@ -320,6 +320,19 @@ def by_depth(size: ReverserSize, depths, *, lr: float, steps: int, x_eval: torch
     return runs, learned
 
 
+def unscaled_cosine_gap(size: ReverserSize, depth: int, seeds, *, lr: float, steps: int, warmup: int,
+                        x_eval: torch.Tensor, device=None) -> list[float]:
+    """Noci et al.'s Figure 1 as a seed comparison (chapter "Unequal gradients"): for each seed, the mean token
+    cosine during Adam training (:func:`mean_cosine`) of the depth-``depth`` stack with ``alpha = 1`` minus that
+    with ``alpha = 1/sqrt(L)``, both after a linear warm-up of ``warmup`` steps (fairseq warms Adam up on
+    post-LN); positive where the unscaled stack keeps its tokens more alike."""
+    deep = dataclasses.replace(size, depth=depth)
+    kw = dict(optimizer="adam", temperature=1.0, lr=lr, steps=steps, x_eval=x_eval, device=device,
+              warmup=warmup)
+    return [mean_cosine(train_run(deep, scaled=False, seed=s, **kw))
+            - mean_cosine(train_run(deep, scaled=True, seed=s, **kw)) for s in seeds]
+
+
 def sweep_run(arm: dict, lr: float, seed: int = 0) -> dict:
     """The run of a sweep arm at learning rate ``lr`` and seed ``seed`` (chapter "Unequal gradients")."""
     found = [r for r in arm["runs"] if r["lr"] == lr and r["seed"] == seed]
