@@ -359,8 +359,8 @@ RUNS: dict[str, Run] = {r.name: r for r in [
         "converged model, with role statistics at every evaluation of the last 30% of training",
         args=("--resume", "--variant", "seed1", "--set", "seed=1"), minutes=90,
         also=("translation/converged_{preset}_seed1.safetensors",)),
-    _role_grid_cell("data25", "on a fixed quarter of the training verses (the role grid's data axis)",
-                    "training on this CPU (2026-12-05)", 115, data_fraction=0.25),
+    _role_grid_cell("data25", "on a fixed quarter of the training verses (the role grid's data axis)", "",
+                    100, data_fraction=0.25),
     # the role grid's cells not shipped yet (issue "Part III at the paper's width", item 3): the data axis's
     # second seeds and half-data cells on this CPU, the head count's second seed, and width at 8 heads per
     # layer (heads of 32 and 64 dimensions) on a GPU
