@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from attnbook.core.plotting import MAX_WIDTH
 from attnbook.heads import roles as hd
 
 #: the chapter's names of the three kinds of attention (:data:`attnbook.heads.masks.ATTENTION_KINDS`)
@@ -154,19 +155,17 @@ def role_grid(values: Mapping[str, Mapping[str, Sequence[float]]], criteria: Map
     """The role table's grid of settings as one figure (chapter "A translation model": what it takes to grow
     the roles): one panel per role statistic (``values``: statistic -> {setting -> one value per seed}), each
     seed a dot, each setting's mean a short bar, and the paper's criterion for the statistic (``criteria``,
-    where it has one) a dotted line."""
-    fig, axes = plt.subplots(1, len(values), figsize=(2.5 * len(values), 3.2), layout="constrained",
-                             squeeze=False)
+    where it has one) a dotted line; the book's figure width and font sizes (short names wrap)."""
+    fig, axes = plt.subplots(1, len(values), figsize=(MAX_WIDTH, 3.2), layout="constrained", squeeze=False)
     for ax, (stat, cells) in zip(axes[0], values.items()):
         for x, seeds in enumerate(cells.values()):
             ax.plot([x] * len(seeds), seeds, "o", color="C0", alpha=0.8)
-            ax.plot([x - 0.2, x + 0.2], [np.mean(seeds)] * 2, color="0.2", lw=2)
+            ax.plot([x - 0.25, x + 0.25], [np.mean(seeds)] * 2, color="0.2", lw=2)
         if stat in criteria:
-            ax.axhline(criteria[stat], color="0.5", ls=":", lw=1, label="paper's criterion")
-            ax.legend(loc="best", fontsize=8)
-        ax.set_xticks(range(len(cells)), [textwrap.fill(c, 13) for c in cells], fontsize=8)
+            ax.axhline(criteria[stat], color="0.5", ls=":", lw=1.5)
+        ax.set_xticks(range(len(cells)), [textwrap.fill(c, 7) for c in cells])
         ax.set_xlim(-0.5, len(cells) - 0.5)
-        ax.set_title(stat, fontsize=9)
+        ax.set_title(stat)
     return fig
 
 
@@ -233,18 +232,6 @@ def encoder_role_table(encoders: Mapping[str, tuple[Mapping, Sequence[Mapping]]]
         lines.append(f"| {name} | {r['prev'].numel()} | {float(r['prev'].max()):.2f} | "
                      f"{float(r['next'].max()):.2f} | {int(pos.sum())} | {int((r['sink'] > 0.5).sum())} | "
                      f"{hd.largest_syntactic_gain(syntax):+.0f} |")
-    return "\n".join(lines)
-
-
-def pending_runs_table(cells: Sequence[Mapping]) -> str:
-    """A Markdown table of the role grid's cells not shipped (:func:`attnbook.heads.role_grid.grid_runs`
-    without a file): the run, the settings it changes, why it is not run and its command."""
-    lines = ["| run | changes | not run because | command |", "|---|---|---|---|"]
-    for c in cells:
-        if c["shipped"]:
-            continue
-        changes = ", ".join(f"{k}={v}" for k, v in c["changes"].items())
-        lines.append(f"| `{c['run']}` | {changes} | {c['pending'] or 'no file'} | `{c['command']}` |")
     return "\n".join(lines)
 
 
