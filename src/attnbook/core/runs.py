@@ -348,17 +348,14 @@ RUNS: dict[str, Run] = {r.name: r for r in [
         "translation/converged_{preset}.json", {p: _translation(p) for p in _EVERY},
         "the English-Spanish translation model trained to convergence (its record; the weights are beside it)",
         args=("--resume",), minutes=121, also=("translation/converged_{preset}.safetensors",)),
+    # trained before the script recorded role statistics at every late evaluation (log-spaced steps only)
     Run("translation_model_h4", "A translation model", "scripts/train_translation.py",
         "translation/converged_{preset}_h4.json", {"quick": _translation("quick", n_heads=4)},
         "the same model with 4 heads of 32 dimensions per layer instead of 8 of 16, same recipe",
         args=("--resume", "--variant", "h4", "--set", "n_heads=4"), minutes=125,
         also=("translation/converged_{preset}_h4.safetensors",)),
-    Run("translation_model_seed1", "A translation model", "scripts/train_translation.py",
-        "translation/converged_{preset}_seed1.json", {"quick": _translation("quick", seed=1)},
-        "the same model and recipe with seed 1 (initialisation, batch order, dropout): a second seed of the "
-        "converged model, with role statistics at every evaluation of the last 30% of training",
-        args=("--resume", "--variant", "seed1", "--set", "seed=1"), minutes=90,
-        also=("translation/converged_{preset}_seed1.safetensors",)),
+    _role_grid_cell("seed1", "with seed 1 (initialisation, batch order, dropout): a second seed of the converged "
+                    "model", "", 90, seed=1),
     _role_grid_cell("data25", "on a fixed quarter of the training verses (the role grid's data axis)", "",
                     100, data_fraction=0.25),
     # the role grid's cells not shipped yet (issue "Part III at the paper's width", item 3): the data axis's
