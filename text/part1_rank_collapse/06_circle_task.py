@@ -193,8 +193,8 @@ print(circle.merge_report(live_steps))
 # %% tags=["nbval-check-output", "hide-input"]
 worst = max(r["mse_over_stay_put"] for out in runs.values() for r in out)
 # the tracking gate: how many steps each rollout follows the circle (every token
-# within a tenth of the radius of where the circle moves it)
-tracks = [circle.tracking_steps(r["traj"]) for out in runs.values() for r in out]
+# within a tenth of the radius of where the circle moves it; circle.tracking_steps)
+tracks = [r["tracking_steps"] for out in runs.values() for r in out]
 print(
     f"one-step MSE / stay put, worst of {sum(map(len, runs.values()))} models: "
     f"{worst:.2f}"
