@@ -108,32 +108,39 @@ def test_all_kinds_reason():
         "dimensions in the paper, 96 of 16 here): reason not measured")
 
 
-def _row(kept, delta, low, high, seeds=(0, 1), spread=0.5):
-    scratch = [{"seed": s, "bleu_beam": 30.0, "delta": delta, "low": low, "high": high} for s in seeds]
+def _row(kept, delta, low, high, seeds=(0, 1), spread=0.5, deltas=None):
+    deltas = deltas or [delta] * len(seeds)
+    scratch = [{"seed": s, "bleu_beam": 30.0, "delta": d, "low": low, "high": high} for s, d in zip(seeds, deltas)]
     return {"kept": kept, "pruned_beam": 29.5, "scratch": scratch,
             "across_seeds": {"delta": delta, "low": low, "high": high, "n_seeds": len(seeds), "spread": spread}}
 
 
-def test_scratch_claims_verdict_by_the_envelope_of_the_seeds_intervals():
-    rows = [_row(3, 0.8, 0.2, 1.4), _row(8, -0.6, -1.0, -0.1, seeds=(0,)), _row(22, 0.1, -0.3, 0.5),
-            {"kept": 40, "scratch": [], "across_seeds": None}]
+def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
+    # seed sd pooled over the shapes: squared deviations 0.0625 * 2 and 0.01 * 2, 2 degrees of freedom
+    rows = [_row(3, 2.0, 0.2, 1.4, deltas=[1.75, 2.25]), _row(8, -0.6, -1.0, -0.1, seeds=(0,)),
+            _row(22, 0.1, -0.3, 0.5, deltas=[0.0, 0.2]), {"kept": 40, "scratch": [], "across_seeds": None}]
     claims = sweeps.scratch_claims(rows, "pruned", "2 of 2 done", -0.5, "Table 3", "python run.py x")
     assert len(claims) == 3  # the shape without runs from scratch has no claim
     first, second, third = (dataclasses.asdict(c) for c in claims)
+    sd = (0.145 / 2) ** 0.5
     assert first["name"] == "scratch minus pruned, 3 encoder heads, mean over seeds [0, 1] (BLEU, beam 4)"
     assert first["verdict"] == "differs" and first["reason"] == (
-        "+0.80 BLEU over 2 seed(s), spread 0.50; every seed's paired 95% interval lies within +0.20 to "
-        "+1.40: from scratch is the better at every seed; 2 of 2 done")
-    assert second["verdict"] == "reproduces" and second["reason"] == ""  # the paper's side: no reason kept
+        f"+2.00 BLEU over 2 seed(s), spread 0.50; the seeds' 95% t interval (seed sd {sd:.2f} pooled over 3 "
+        f"shapes, 2 degrees of freedom) runs from {2.0 - 4.3027 * sd / 2 ** 0.5:+.2f} to "
+        f"{2.0 + 4.3027 * sd / 2 ** 0.5:+.2f}: from scratch is the better beyond the seeds' noise; 2 of 2 done")
+    # one seed: the pooled sd over a single seed's mean, wide enough here to reach 0
+    assert second["verdict"] == "undecided" and "the interval reaches 0" in second["reason"]
     assert third["verdict"] == "undecided" and "the interval reaches 0" in third["reason"]
     assert first["precomputed"] == "python run.py x" and first["paper"] == -0.5
-    # the rule's power, from the seeds' spread: weaker for the shape with two seeds than for the one with one
+    # the rule's power at the paper's effect: higher for a shape with two seeds than for one with one
     power = [float(c.condition.split("power: ")[1].split(" ")[0]) for c in claims]
-    assert 0 < power[0] < power[1] < 1
+    assert 0 < power[1] < power[0] < 1
     pruned_better, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 3", "")
     assert "power" not in pruned_better.condition  # one seed: the seeds' noise is not measured
     assert pruned_better.verdict == "differs"
-    assert "-1.00 to -0.10: the pruned model is the better at every seed; done" in pruned_better.reason
+    assert pruned_better.reason == ("-0.60 BLEU over 1 seed(s); one seed: its paired 95% interval over verses "
+                                    "runs from -1.00 to -0.10: the pruned model is the better beyond the seeds' "
+                                    "noise; done")
 
 
 def test_michel_fine_tuned_table():

@@ -7,6 +7,8 @@
 * :func:`paired_bleu_difference`, :func:`paired_bleu_contrast`: Koehn's paired bootstrap of a difference of BLEUs
   and of a weighted sum of them (chapter "Pruning heads").
 * :func:`across_seeds`: one shape's paired differences over seeds, their mean, envelope and spread.
+* :func:`pooled_seed_intervals`, :func:`pooled_rule_power`: t intervals over training seeds with the seed
+  variance pooled over shapes, and how often that rule decides each way at a paper's effect size.
 * :func:`seed_noise`, :func:`envelope_rule_power`, :func:`containment_power`: the noise of a seed comparison measured from those
   differences, and how often the envelope rule decides each way at a paper's effect size (its power).
 * :func:`top_overlap_p`: the chance of a top-k overlap at least as large under random rankings (a qualitative
@@ -139,9 +141,9 @@ def paired_bleu_contrast(systems: Sequence[Sequence[str]], weights: Sequence[flo
 
 
 def across_seeds(per_seed: Sequence[Mapping]) -> dict:
-    """One shape's paired differences over its seeds (chapter "Pruning heads", the verdict of Voita et al.'s
-    Table 3): the mean of the seeds' differences, the envelope of their paired 95% intervals (lowest ``low`` to
-    highest ``high``, so an interval wholly on one side of 0 means every seed's is) and the spread of the
+    """One shape's paired differences over its seeds (chapter "Pruning heads", Voita et al.'s Table 3): the
+    mean of the seeds' differences, the envelope of their paired 95% intervals over verses (lowest ``low`` to
+    highest ``high``; with one seed, that seed's interval, which decides its verdict) and the spread of the
     seeds' differences (largest minus smallest: how much the seed decides)."""
     if not per_seed:
         raise ValueError("across_seeds needs the paired difference of at least one seed")
@@ -170,6 +172,58 @@ def seed_noise(per_shape: Sequence[Sequence[Mapping]], z: float = 1.96) -> dict:
     sentence_var = float(np.mean(se2))
     seed_var = max(0.0, within / dof - sentence_var) if dof else float("nan")
     return {"sentence_se": sentence_var ** 0.5, "seed_sd": seed_var ** 0.5, "dof": dof}
+
+
+def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0.95) -> list[dict]:
+    """Seed-level intervals of each shape's mean difference over its training seeds (chapter "Pruning
+    heads", the verdict of Voita et al.'s Table 3): ``per_shape`` holds, for each shape, one difference per
+    seed. Each shape's mean gets a Student t interval, ``mean +- t * sd / sqrt(n_seeds)``, whose seed-to-seed
+    standard deviation ``sd`` is pooled over the shapes (the within-shape variance, with ``sum(n - 1)``
+    degrees of freedom): two seeds per shape cannot estimate it alone, the shapes together can. The test
+    verses are held fixed (the same for every seed and arm), so the interval is over training seeds on
+    these verses. Returns per shape ``{"mean", "low", "high", "n_seeds", "sd", "dof"}``."""
+    from scipy.stats import t as student_t
+
+    shapes = [np.asarray(d, dtype=float) for d in per_shape]
+    if not shapes or any(d.size == 0 for d in shapes):
+        raise ValueError(f"need at least one seed for every shape, got {[d.size for d in shapes]} seeds")
+    dof = sum(d.size - 1 for d in shapes)
+    if dof == 0:
+        raise ValueError("a seed-level interval needs a shape with at least two seeds (one seed each "
+                         "leaves the seed-to-seed variance unmeasured)")
+    if not 0 < level < 1:
+        raise ValueError(f"level is a probability in (0, 1), got {level}")
+    sd = (sum(float(((d - d.mean()) ** 2).sum()) for d in shapes) / dof) ** 0.5
+    q = float(student_t.ppf(0.5 + level / 2, dof))
+    return [{"mean": float(d.mean()), "low": float(d.mean() - q * sd / d.size ** 0.5),
+             "high": float(d.mean() + q * sd / d.size ** 0.5), "n_seeds": int(d.size), "sd": sd, "dof": dof}
+            for d in shapes]
+
+
+def pooled_rule_power(effect: float, seed_sd: float, seeds_per_shape: Sequence[int], *,
+                      threshold: float = 0.0, level: float = 0.95, n_sim: int = 20000, seed: int = 0) -> dict:
+    """How often the seed-level rule decides each way when the true difference of every shape is the
+    paper's ``effect`` (chapter "Pruning heads": the rule's power, printed with its verdict): each simulated
+    seed's difference is ``effect + seed_sd * N(0, 1)``, the shapes have ``seeds_per_shape`` seeds, and the
+    first shape's :func:`pooled_seed_intervals` interval decides. Returns the shares ``reproduces`` (the
+    interval wholly on ``effect``'s side of ``threshold``), ``differs`` and ``undecided``."""
+    counts = [int(n) for n in seeds_per_shape]
+    if not counts or min(counts) < 1 or sum(n - 1 for n in counts) == 0 or not seed_sd > 0 \
+            or effect == threshold:
+        raise ValueError(f"need seeds in every shape, one shape with two or more, seed_sd > 0 and an effect "
+                         f"off the threshold, got seeds {counts}, seed_sd={seed_sd}, effect={effect}")
+    from scipy.stats import t as student_t
+
+    rng = np.random.default_rng(seed)
+    draws = [effect + seed_sd * rng.standard_normal((n_sim, n)) for n in counts]
+    dof = sum(n - 1 for n in counts)
+    var = sum(((d - d.mean(1, keepdims=True)) ** 2).sum(1) for d in draws) / dof
+    half = float(student_t.ppf(0.5 + level / 2, dof)) * np.sqrt(var / counts[0])
+    low, high = draws[0].mean(1) - half, draws[0].mean(1) + half
+    above, below = low > threshold, high <= threshold
+    same, other = (above, below) if effect > threshold else (below, above)
+    return {"reproduces": float(same.mean()), "differs": float(other.mean()),
+            "undecided": float(1 - same.mean() - other.mean()), "n_sim": n_sim}
 
 
 def envelope_rule_power(effect: float, sentence_se: float, seed_sd: float, n_seeds: int, *,

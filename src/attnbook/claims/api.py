@@ -305,7 +305,7 @@ def compare(
     verdict is not *reproduces*); a *differs* without one says :data:`NOT_MEASURED`. ``band``, ``precomputed``: as in :func:`check`.
 
     ``power``: with an ``interval`` rule, the share of simulated runs in which the rule reproduces when the
-    paper's effect is true, simulated from this book's own noise (:func:`attnbook.stats.envelope_rule_power`);
+    paper's effect is true, simulated from this book's own noise (e.g. :func:`attnbook.stats.pooled_rule_power`);
     the rule's text states it, so that a reader sees how often a faithful reproduction would say so.
 
     ``analogue``: the model the book measured where the paper measured another (``"pretrained MiniLM"``). The

@@ -22,8 +22,8 @@ from attnbook.claims import Claim, compare, gate, not_available
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
-from attnbook.stats import (across_seeds, envelope_rule_power, paired_bleu_contrast, paired_bleu_difference,
-                            seed_noise)
+from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_difference, pooled_rule_power,
+                            pooled_seed_intervals)
 
 
 def load(name: str, preset: str | None = "quick") -> dict:
@@ -515,27 +515,35 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
                    precomputed: str) -> list[Claim]:
     """One comparison with the paper per shape of :func:`scratch_versus_pruned`'s ``rows`` that has
     from-scratch runs (Voita et al. Table 3, ``paper``: its scratch-minus-pruned BLEU, read at ``source``):
-    from scratch minus the ``arm`` model, the mean over seeds, its verdict by the envelope of the seeds'
-    paired 95% intervals (:func:`attnbook.stats.across_seeds`), with the rule's power at the paper's effect
-    from the noise of all the rows' seeds (:func:`attnbook.stats.seed_noise`,
-    :func:`attnbook.stats.envelope_rule_power`; none when no shape has two seeds); ``done`` says how much of the recipe finished."""
+    from scratch minus the ``arm`` model, the mean over seeds, decided by the seeds' 95% t interval with the
+    seed-to-seed variance pooled over the shapes (:func:`attnbook.stats.pooled_seed_intervals`), with the
+    rule's power at the paper's effect from that variance (:func:`attnbook.stats.pooled_rule_power`). With
+    one seed per shape the seeds' noise is not measured: the seed's paired 95% interval over verses decides
+    and no power is given. ``done`` says how much of the recipe finished."""
+    shaped = [row for row in rows if row["scratch"]]
+    deltas = [[s["delta"] for s in row["scratch"]] for row in shaped]
+    pooled = (pooled_seed_intervals(deltas) if any(len(d) > 1 for d in deltas)
+              else [None] * len(shaped))
     out = []
-    noise = seed_noise([row["scratch"] for row in rows if row["scratch"]])
-    for row in rows:
-        if not row["scratch"]:
-            continue
+    counts = [len(d) for d in deltas]
+    for i, (row, p) in enumerate(zip(shaped, pooled)):
         a = row["across_seeds"]
-        power = (envelope_rule_power(paper, noise["sentence_se"], noise["seed_sd"], len(row["scratch"]))["reproduces"]
-                 if noise["dof"] else None)  # one seed per shape: the seeds' noise is not measured
-        verdict = ("from scratch is the better at every seed" if a["low"] > 0
-                   else "the pruned model is the better at every seed" if a["high"] < 0
+        if p is None:  # one seed per shape: the verses' interval of that seed
+            low, high, power = a["low"], a["high"], None
+            how = f"one seed: its paired 95% interval over verses runs from {low:+.2f} to {high:+.2f}"
+        else:  # the power of this shape's interval: its seeds first, then the other shapes'
+            low, high = p["low"], p["high"]
+            power = pooled_rule_power(paper, p["sd"], [counts[i]] + counts[:i] + counts[i + 1:])["reproduces"]
+            how = (f"the seeds' 95% t interval (seed sd {p['sd']:.2f} pooled over {len(deltas)} shapes, "
+                   f"{p['dof']} degrees of freedom) runs from {low:+.2f} to {high:+.2f}")
+        verdict = ("from scratch is the better beyond the seeds' noise" if low > 0
+                   else "the pruned model is the better beyond the seeds' noise" if high < 0
                    else "the interval reaches 0")
         reason = (f"{a['delta']:+.2f} BLEU over {a['n_seeds']} seed(s)"
                   + (f", spread {a['spread']:.2f}" if a["n_seeds"] > 1 else "")
-                  + f"; every seed's paired 95% interval lies within {a['low']:+.2f} to {a['high']:+.2f}: "
-                  + verdict + f"; {done}")
+                  + f"; {how}: {verdict}; {done}")
         out.append(compare(f"scratch minus {arm}, {row['kept']} encoder heads, mean over seeds "
                            f"{[s['seed'] for s in row['scratch']]} (BLEU, beam 4)", a["delta"], paper=paper,
-                           same_side_of=0.0, interval=(a["low"], a["high"]), digits=2, source=source,
+                           same_side_of=0.0, interval=(low, high), digits=2, source=source,
                            reason=reason, precomputed=precomputed, power=power))
     return out
