@@ -184,3 +184,10 @@ def test_the_sink_exercise_counts_argmaxes_on_the_first_key_not_its_mean_weight(
     a = torch.tensor(exercises.ATTENTION_EXAMPLE)
     assert exercises.check("ch10-sink-share", float((a.argmax(-1) == 0).double().mean())).right
     assert not exercises.check("ch10-sink-share", float(a[:, 0].mean())).right
+
+
+def test_the_setting_effect_exercise_takes_the_difference_of_the_cell_means():
+    ex = exercises.SETTING_EXAMPLE
+    means = [sum(ex[k]) / len(ex[k]) for k in ("all_verses", "quarter")]
+    assert exercises.check("ch10-setting-effect", means[0] - means[1]).right
+    assert not exercises.check("ch10-setting-effect", ex["all_verses"][0] - ex["quarter"][0]).right  # seed 0 only

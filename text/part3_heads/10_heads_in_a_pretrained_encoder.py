@@ -14,7 +14,7 @@ except ImportError:
 # %% [markdown]
 # # The same detectors on a pretrained encoder
 #
-# [The previous page](10_what_the_heads_do.ipynb) looked for positional, syntactic and rare-token heads in
+# [The second page of this chapter](10_what_the_heads_do.ipynb) looked for positional, syntactic and rare-token heads in
 # [chapter 10](10_translation_model_and_head_roles.ipynb)'s translation model and found them weaker than
 # {cite:t}`voita2019analyzing` did. Are the detectors at fault, or the model? This page runs the same detectors
 # and the same LRP relevance on a real pretrained encoder, all-MiniLM-L6-v2 {cite:p}`wang2020minilm`, trained on

@@ -18,13 +18,13 @@ except ImportError:
 # translation model, checked that it has learned its task, and measured each head's confidence and relevance.
 # This page asks {cite:t}`voita2019analyzing`'s second question of the same model: do its heads have the
 # roles the paper found? Those are heads that attend to the neighbouring token (*positional*), follow a
-# dependency relation (*syntactic*), or point to the rarest word of the sentence (*rare-token*). [The next page](10_heads_in_a_pretrained_encoder.ipynb) runs the same detectors on a
-# pretrained encoder, which shows what they find when a model has the roles.
+# dependency relation (*syntactic*), or point to the rarest word of the sentence (*rare-token*). [The next page](10_growing_the_roles.ipynb) asks what it would take to grow them, and
+# [the page after it](10_heads_in_a_pretrained_encoder.ipynb) runs the same detectors on a pretrained encoder, which shows what they find when a model has the roles.
 #
 # **In this chapter you will**
 #
 # * find positional, syntactic and rare-token heads in the translation model.
-# * ask whether wider heads, or more training, would reach the paper's 90% positional criterion.
+# * ask whether more training would reach the paper's 90% positional criterion.
 # * watch the roles emerge during training, with the learning rate on the same axis.
 
 # %% [markdown]
@@ -108,6 +108,8 @@ role_steps, trace_pos = hd.best_over_training(meta["roles"], "enc_self",
                                              ("prev", "next"))
 model_s1, meta_s1 = tr.load_translation_model(  # a variant of the quick recipe
     "translation_model_seed1", "quick", device=dev)
+best_s1 = hd.best_neighbour_share(hd.head_roles(  # its encoder's best share
+    model_s1, verses.src_ids, verses.tgt_ids)["enc_self"])
 late = {seed: hd.late_trend(m["roles"], "enc_self", ("prev", "next"), m["train_steps"])
         for seed, m in ((0, meta), (1, meta_s1))}  # precomputed training records
 RISING = 0.01  # per 1000 steps: the rule, stated before the seed-1 run (data README)
@@ -169,245 +171,19 @@ glue("ch10_both_says", roles_claim.in_words)
 roles_claim
 
 # %% [markdown]
-# ### Would wider heads, another seed, or more verses reach 90%?
-#
-# The paper's heads are 64 wide, the book's 16 (width 128 over 8 heads). One more run of the same recipe has
-# 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`). It asks whether the width of the
-# heads is what keeps the book's neighbour heads below the paper's line. A second training of the shipped recipe with seed 1
-# (`python scripts/run.py translation_model_seed1`) shows how much of a head's share the seed decides. A third
-# trains the shipped recipe on a fixed quarter of the training verses (`python scripts/run.py
-# translation_model_data25`): if data is what the book's heads lack, a quarter of it should give weaker roles.
-# The rule, stated before the result: a model reaches the paper's criterion if one of its encoder heads puts its largest
-# weight on the previous or the next token for at least 90% of the tokens. All models are measured on the same
-# dev verses.
-#
-# The wider heads and seed 1 must pass the first page's gates 2 and 3 (encoder attention matters, outputs do
-# not loop), and go through gate 1 with their own constant-rate continuations (`python scripts/run.py
-# unpruned_converged_h4`, `unpruned_converged_seed1`), by rules committed before each run. The quarter-data
-# model's gates, also written before its run, are recorded whether they pass or fail: gates 2 and 3, and
-# training must end by early stopping (dev BLEU no better for the recipe's `patience` evaluations).
-#
-# The rule for the data, written before that run too: more data *raises* (or *lowers*) a role statistic when
-# the mean over the seeds trained on all the verses minus the mean over those trained on a quarter exceeds, in
-# size, the seed spread (the largest difference between two seeds of one setting). Otherwise the change is
-# *within seed noise*.
-
-# %%
-model_h4, meta_h4 = tr.load_translation_model(
-    "translation_model_h4", "quick", device=dev
-)  # precomputed: trained by the command in its record
-model_d25, meta_d25 = tr.load_translation_model(  # a quarter of the verses
-    "translation_model_data25", "quick", device=dev)
-same = dict(token_counts=tr.source_token_counts(), parses=verses.parses)  # every role
-roles_h4 = hd.head_roles(model_h4, verses.src_ids, verses.tgt_ids, **same)
-roles_s1 = hd.head_roles(model_s1, verses.src_ids, verses.tgt_ids, **same)
-roles_d25 = hd.head_roles(model_d25, verses.src_ids, verses.tgt_ids, **same)
-h4_enc, s1_enc = roles_h4["enc_self"], roles_s1["enc_self"]
-best_h4 = hd.best_neighbour_share(h4_enc)
-best_s1 = hd.best_neighbour_share(s1_enc)
-best_d25 = hd.best_neighbour_share(roles_d25["enc_self"])
-checkpoints = {"8 heads of width 16 (shipped, seed 0)": (meta, roles),
-               "the same, seed 1": (meta_s1, roles_s1),
-               "4 heads of width 32": (meta_h4, roles_h4),
-               "a quarter of the verses": (meta_d25, roles_d25)}
-comparison = hd.checkpoint_comparison(  # rows: (what, one value per model)
-    checkpoints, arcs=[p["arcs"] for p in verses.parses])
-display(Markdown(rf.checkpoint_table(list(checkpoints), comparison)))
-
-# %% tags=["nbval-check-output", "hide-input"]
-# gates 2 and 3 of the first page for the two other models, on 500 test verses
-gate_pairs = test_pairs[:500]
-gate_src, gate_ref = [e for e, _ in gate_pairs], [s for _, s in gate_pairs]
-others = {"seed 1": model_s1, "4 heads of width 32": model_h4}
-learned = {name: tr.learned_task_gates(m, gate_src, gate_ref, max_len=cfg.max_len)
-           for name, m in others.items()}
-command = {"seed 1": meta_s1["command"], "4 heads of width 32": meta_h4["command"]}
-[claim for name, g in learned.items() for claim in (
-    attnbook.check(f"{name}, gate: BLEU lost when all encoder self-attention heads are "
-                   f"off (first {len(gate_src)} test verses)", g["drop"], at_least=5,
-                   digits=2, band=1.0, precomputed=command[name]),
-    attnbook.check(f"{name}, gate: share of greedy outputs that loop (first "
-                   f"{len(gate_src)} test verses)", g["looping_share"], at_most=0.05,
-                   digits=2, band=0.01, precomputed=command[name]))]
-
-# %% tags=["nbval-check-output", "hide-input"]
-# gate 1 of the first page for the two other models: their own constant-rate
-# continuations (precomputed)
-variants = {"4 heads of width 32": meta_h4, "seed 1": meta_s1}
-gains = {name: sweeps.continuation_gain(sweeps.load_continuation(m),
-                                        [s for _, s in test_pairs])
-         for name, m in variants.items()}
-more_h4, more_s1 = gains["4 heads of width 32"], gains["seed 1"]
-[sweeps.convergence_gate(gain, model=name) for name, gain in gains.items()]
-
-# %% tags=["nbval-check-output", "hide-input"]
-# the quarter-data model's gates (the rules above): did it stop early, does its
-# encoder attention matter, do its outputs not loop? Recorded, pass or fail
-g_d25 = tr.learned_task_gates(model_d25, gate_src, gate_ref, max_len=cfg.max_len)
-GUARDS = "the data axis (by the rule, a data cell that fails a gate is not analysed)"
-NAME = f"a quarter of the verses, gate: {{}} (first {len(gate_src)} test verses)"
-data_gates = [
-    role_grid.early_stopping_gate(meta_d25, model="a quarter of the verses"),
-    attnbook.gate(NAME.format("BLEU lost with every encoder self-attention head off"),
-                  g_d25["drop"], at_least=5, digits=2, band=1.0, guards=GUARDS,
-                  precomputed=meta_d25["command"]),
-    attnbook.gate(NAME.format("share of greedy outputs that loop"),
-                  g_d25["looping_share"], at_most=0.05, digits=2, band=0.01,
-                  guards=GUARDS, precomputed=meta_d25["command"]),
-]
-data_ok = all(g.holds for g in data_gates)  # the data rule applies only then
-data_gates
-
-# %% tags=["nbval-check-output", "hide-input"]
-[
-    attnbook.compare(
-        "best positional share of an encoder head (-1 or +1), 4 heads of width 32",
-        best_h4, paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
-        source=POSITIONAL,
-        reason=f"heads twice as wide give a best neighbour share of {best_h4:.2f} "
-        f"(8 heads of width 16: {best_s0:.2f})"
-        + sweeps.not_converged_note(more_h4),
-        precomputed=meta_h4["command"]),
-    attnbook.compare(
-        "best positional share of an encoder head (-1 or +1), seed 1", best_s1,
-        paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
-        source=POSITIONAL,
-        reason=f"a second training of the same recipe gives {best_s1:.2f} (seed 0: "
-        f"{best_s0:.2f}); over its last 30%, {trend(late[1])}"
-        + sweeps.not_converged_note(more_s1),
-        precomputed=meta_s1["command"]),
-]
-
-# %%
-# each role statistic per setting, one value per seed; what a quarter of the data does
-table = dict(comparison)  # the role table's rows, one value per model (columns above)
-SYN = "largest syntactic gain over the positional baseline (points)"
-RARE = "best rare-token share / chance"
-neighbour = [best_s0, best_s1, best_h4, best_d25]  # the columns' order
-# settings: all the verses, 4 heads of 32 dimensions, a quarter of the verses
-grid = {stat: {"all": v[:2], "4x32": v[2:3], "25%": v[3:]}
-        for stat, v in (("neighbour share", neighbour), ("syntactic gain", table[SYN]),
-                        ("rare / chance", table[RARE]))}
-more_data = {stat: role_grid.setting_effect(cells["all"], cells["25%"])
-             for stat, cells in grid.items()}
-IN_WORDS = {"raises": "more data raises it", "lowers": "more data lowers it",
-            "within seed noise": "the change is within seed noise",
-            "undecided": "one seed per setting cannot decide"}
-if not data_ok:  # the rule: a data cell failing a gate is not analysed
-    IN_WORDS = dict.fromkeys(IN_WORDS, "not decided: the data cell fails a gate")
-for stat, e in more_data.items():
-    print(f"{stat}: all verses minus a quarter {e['change']:+.2f}, "
-          f"seed spread {e['spread']:.2f}: {IN_WORDS[e['says']]}")
-POINTS = VOITA["syntactic_head_criterion_points"].value
-if best_d25 >= CRITERION or table[SYN][3] >= POINTS:  # the rule: show its heads
-    rf.neighbour_shares(roles_d25["enc_self"]["prev"], roles_d25["enc_self"]["next"])
-
-# %% tags=["hide-input"]
-CRITERIA = {"neighbour share": CRITERION, "syntactic gain": POINTS}
-rf.role_grid(grid, CRITERIA)
-plt.show()
-
-# %% tags=["nbval-check-output", "hide-input"]
-data_says = more_data["neighbour share"]
-gate_note = "" if data_ok else (  # a failed gate carried into the reason
-    "; it fails a gate, so by the data rule the data axis is not decided")
-attnbook.compare(
-    "best positional share of an encoder head (-1 or +1), a quarter of the verses",
-    best_d25, paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
-    source=POSITIONAL,
-    reason=f"a quarter of the verses gives {best_d25:.2f} (all of them: "
-    f"{best_s0:.2f} and {best_s1:.2f}, seeds 0 and 1)" + (
-        f": {IN_WORDS[data_says['says']]} ({data_says['change']:+.2f} against a seed "
-        f"spread of {data_says['spread']:.2f})" if data_ok else gate_note),
-    precomputed=meta_d25["command"])
-
-# %% tags=["remove-input"]
-glue("ch10_d25_pairs", meta_d25["train_pairs"])
-glue("ch10_best_d25", best_d25)
-glue("ch10_d25_bleu", meta_d25["test_bleu_greedy"])
-steps_d25 = meta_d25["train_steps"]
-failed = [g.name.split("gate: ")[1].split(" (")[0] for g in data_gates if not g.holds]
-glue("ch10_d25_gates", "it passes its three gates" if data_ok else
-     "it fails its gate on " + "; ".join(failed) + f" ({g_d25['drop']:.1f} BLEU lost)")
-budget_d25 = meta_d25["recipe"]["train_steps"]
-glue("ch10_d25_end", f"stopped by early stopping at step {steps_d25} of {budget_d25}"
-     if data_gates[0].holds else f"ran {steps_d25} of its {budget_d25} steps")
-for stat, tag in zip(grid, ("pos", "syn", "rare")):
-    glue(f"ch10_data_{tag}_change", more_data[stat]["change"])
-    glue(f"ch10_data_{tag}_spread", more_data[stat]["spread"])
-    glue(f"ch10_data_{tag}_says", IN_WORDS[more_data[stat]["says"]])
-glue("ch10_syn_d25", table[SYN][3])
-glue("ch10_rarex_d25", table[RARE][3]);
+# Would wider heads, another seed or more verses reach 90%? [The next page](10_growing_the_roles.ipynb) trains
+# the recipe again with one setting changed at a time and measures every role in each model. This page asks
+# whether more training would.
 
 # %% tags=["remove-input"]
 glue("ch10_best_prev", best_prev)
-glue("ch10_best_s1", best_s1)
-seed_gap = abs(best_s0 - best_s1)  # what the seed moves
-width_gap = best_h4 - best_s0  # what twice the head width moves
-glue("ch10_seed_gap", seed_gap)
-glue("ch10_width_gap", width_gap)
-glue("ch10_seed_vs_width", "more" if seed_gap > abs(width_gap) else "less")
 for seed, t in late.items():  # the best neighbour share over the last 30% of training
     glue(f"ch10_late_change_{seed}", t["change"])
     glue(f"ch10_late_slope_{seed}", t["slope"])
     glue(f"ch10_late_n_{seed}", t["n"])
 glue("ch10_late_from", late[1]["from_step"])
 glue("ch10_late_says", "still rising" if late[1]["slope"] > RISING
-     else "has stopped rising")
-glue("ch10_h4_prev", float(h4_enc["prev"].max()))
-glue("ch10_h4_next", float(h4_enc["next"].max()))
-glue("ch10_h4_bleu_gain",
-     float(meta_h4["test_bleu_greedy"] - meta["test_bleu_greedy"]))
-for i, tag in enumerate(("s0", "s1", "h4")):
-    glue(f"ch10_syn_{tag}", table[
-        "largest syntactic gain over the positional baseline (points)"][i])
-    glue(f"ch10_rarex_{tag}", table["best rare-token share / chance"][i]);
-glue("ch10_h4_more", more_h4["delta"])
-glue("ch10_h4_more_high", more_h4["high"])
-glue("ch10_h4_gate_says", "passes" if sweeps.converged(more_h4) else "fails")
-glue("ch10_s1_more", more_s1["delta"])
-glue("ch10_s1_more_high", more_s1["high"])
-glue("ch10_s1_gate_says", "passes" if sweeps.converged(more_s1) else "fails");
-
-# %% [markdown]
-# Heads twice as wide translate better ({glue:text}`ch10_h4_bleu_gain:+.1f` BLEU, greedy, on the test split) and have stronger
-# neighbour heads: the best previous-token head rises from {glue:text}`ch10_best_prev:.2f` to {glue:text}`ch10_h4_prev:.2f` of the tokens and the
-# best next-token head reaches {glue:text}`ch10_h4_next:.2f`. The second seed of the shipped recipe ends with a best neighbour
-# share of {glue:text}`ch10_best_s1:.2f`. The seed alone moves the strongest head's share by {glue:text}`ch10_seed_gap:.2f`,
-# {glue:text}`ch10_seed_vs_width` than doubling the head width does ({glue:text}`ch10_width_gap:+.2f`). So one run per setting cannot
-# say which setting helps. None reaches 90%.
-#
-# Trained on at a constant rate, the wider heads gain
-# {glue:text}`ch10_h4_more:+.2f` BLEU (upper end of the paired interval {glue:text}`ch10_h4_more_high:+.2f`), so their gate 1
-# {glue:text}`ch10_h4_gate_says`. Seed 1 gains {glue:text}`ch10_s1_more:+.2f` (upper end
-# {glue:text}`ch10_s1_more_high:+.2f`): its gate 1 {glue:text}`ch10_s1_gate_says`.
-#
-# The other roles stay short of the paper's criteria too. The largest syntactic gain over the positional baseline is
-# {glue:text}`ch10_syn_s0:+.1f` points for the shipped model, {glue:text}`ch10_syn_s1:+.1f` for seed 1 and {glue:text}`ch10_syn_h4:+.1f` for the wider heads,
-# against the paper's 10. The best rare-token head points at the rarest token {glue:text}`ch10_rarex_s0:.1f`,
-# {glue:text}`ch10_rarex_s1:.1f` and {glue:text}`ch10_rarex_h4:.1f` times as often as chance.
-#
-# A quarter of the verses ({glue:text}`ch10_d25_pairs:,d` pairs; its training
-# {glue:text}`ch10_d25_end`) gives a best neighbour share of {glue:text}`ch10_best_d25:.2f` and a greedy test
-# BLEU of {glue:text}`ch10_d25_bleu:.1f`; {glue:text}`ch10_d25_gates`. The change from a quarter of the verses to all of them (the mean of
-# seeds 0 and 1 minus the quarter model) is {glue:text}`ch10_data_pos_change:+.2f`, against a seed spread of
-# {glue:text}`ch10_data_pos_spread:.2f` (seeds 0 and 1 on all the verses; the quarter cell has one seed). By the
-# rule stated above, {glue:text}`ch10_data_pos_says` ({numref}`fig-ch10-grid`).
-#
-# For the syntactic gain the change is {glue:text}`ch10_data_syn_change:+.1f` points (spread
-# {glue:text}`ch10_data_syn_spread:.1f`): {glue:text}`ch10_data_syn_says`. For the rare-token share
-# over chance it is {glue:text}`ch10_data_rare_change:+.1f` (spread {glue:text}`ch10_data_rare_spread:.1f`):
-# {glue:text}`ch10_data_rare_says`. The corpus has {glue:text}`ch10_train_pairs:,d` verse pairs against the
-# paper's millions of sentences. The grid's other cells are named runs not yet made, listed below with their
-# commands: width at a fixed number of heads needs a GPU; the second seeds and the half-data cells take one to
-# two hours each on this CPU.
-
-# %% tags=["hide-input"]
-# the role grid's cells not yet made: named runs (python scripts/run.py NAME)
-for c in role_grid.grid_runs():
-    if not c["shipped"]:
-        changes = ", ".join(f"{k}={v}" for k, v in c["changes"].items())
-        print(f"{c['run']} ({changes}): {c['pending'].split(' (')[0]}")
+     else "has stopped rising");
 
 # %% [markdown]
 # The best encoder head points at the previous token for {glue:text}`ch10_best_prev:.0%` of the tokens. That is a strong
@@ -424,7 +200,7 @@ for c in role_grid.grid_runs():
 #
 # Gate 1 says more training still
 # improves the translations. Does it grow this head? Seed 1's constant-rate continuation, {glue:text}`ch10_cont_epochs:.0f`
-# more epochs, moves its best neighbour share from {glue:text}`ch10_cont_before:.2f` to {glue:text}`ch10_cont_after:.2f` (below). MiniLM, on [the next page](10_heads_in_a_pretrained_encoder.ipynb), has heads over the line.
+# more epochs, moves its best neighbour share from {glue:text}`ch10_cont_before:.2f` to {glue:text}`ch10_cont_after:.2f` (below). MiniLM, on [a later page](10_heads_in_a_pretrained_encoder.ipynb), has heads over the line.
 
 # %%
 # seed 1 trained on at a constant rate (gate 1's continuation): its encoder's roles
@@ -579,17 +355,15 @@ attnbook.check("best previous-token share, end of training minus initialisation"
 #
 # * The shipped model develops in its encoder a strong previous-token head ({glue:text}`ch10_best_prev:.2f` of
 #   tokens), short of the paper's 90% positional criterion. It has no syntactic head by the paper's 10-point
-#   rule and no rare-token head. Heads twice as wide raise the shares ({glue:text}`ch10_h4_prev:.2f` previous,
-#   {glue:text}`ch10_h4_next:.2f` next), still short of 90%. A second seed moves the share
-#   {glue:text}`ch10_seed_vs_width` than the head width does. Against a quarter of the verses, all of
-#   them change the best neighbour share by {glue:text}`ch10_data_pos_change:+.2f`: {glue:text}`ch10_data_pos_says`.
+#   rule and no rare-token head. [The next page](10_growing_the_roles.ipynb) trains the
+#   recipe again with wider heads, another seed and a quarter of the verses.
 #
 # * The roles appear during training in an order: sinks, confident heads, then the previous-token head. Over
 #   the last 30% of training the best neighbour share moves by hundredths: by the rule stated before the run,
 #   it {glue:text}`ch10_late_says` (seed 1). Gate 1's continuation, {glue:text}`ch10_cont_epochs:.0f` more
 #   epochs at a constant rate, takes seed 1's from {glue:text}`ch10_cont_before:.2f` to {glue:text}`ch10_cont_after:.2f`.
 #
-# * [The next page](10_heads_in_a_pretrained_encoder.ipynb) runs the same detectors on MiniLM and collects
+# * [A later page](10_heads_in_a_pretrained_encoder.ipynb) runs the same detectors on MiniLM and collects
 #   what reproduces and what does not.
 #
 

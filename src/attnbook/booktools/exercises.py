@@ -18,7 +18,7 @@ import torch
 
 from attnbook import stats
 from attnbook.core.norms import relative_residual
-from attnbook.heads import gates, roles
+from attnbook.heads import gates, role_grid, roles
 from attnbook.rank import deep_bound, masked_collapse, one_layer
 from attnbook.rank.tasks import circle
 from attnbook.rank.paths import path_length_counts
@@ -47,6 +47,10 @@ ATTENTION_EXAMPLE = ((0.70, 0.10, 0.10, 0.05, 0.05),
                      (0.10, 0.50, 0.20, 0.10, 0.10),
                      (0.10, 0.20, 0.30, 0.25, 0.15),
                      (0.05, 0.05, 0.10, 0.60, 0.20))
+
+
+#: chapter "What it takes to grow the roles"'s data-rule exercise: a role statistic per seed in two cells
+SETTING_EXAMPLE = dict(all_verses=(0.58, 0.50), quarter=(0.27, 0.33))
 
 
 #: chapter "Pruning heads"'s importance exercise: one head's output times the gradient there, summed over its
@@ -195,6 +199,15 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
                                             torch.ones(1, 5, dtype=torch.bool),
                                             torch.ones(1, 5, dtype=torch.bool))[0, 0]),
         "For each row take its largest entry (the weight on the query's favourite key), then average the rows.",
+    ),
+    Exercise(
+        "ch10-setting-effect",
+        "Seeds 0 and 1 trained on all the verses give the best neighbour shares SETTING_EXAMPLE['all_verses'], "
+        "two seeds on a quarter of them SETTING_EXAMPLE['quarter']. What change does the data rule compare with "
+        "the seed spread?",
+        lambda: role_grid.setting_effect(SETTING_EXAMPLE["all_verses"], SETTING_EXAMPLE["quarter"])["change"],
+        "Average each cell over its seeds and subtract the quarter's mean from all the verses'; the difference "
+        "of two single seeds, or the spread, is another number.",
     ),
     Exercise(
         "ch10-previous-token",
