@@ -1,7 +1,7 @@
-"""The power of the book's interval rules (attnbook.stats: seed_noise, envelope_rule_power, containment_power),
+"""The power of the book's interval rules (attnbook.stats: seed_noise, envelope_rule_power, pooled_rule_power,
+reaches_power),
 checked on simulated data with a known answer."""
 
-import math
 
 import numpy as np
 import pytest
@@ -47,16 +47,6 @@ def test_seed_noise_recovers_known_noise():
 def test_seed_noise_needs_seeds():
     with pytest.raises(ValueError, match="at least one seed"):
         stats.seed_noise([])
-
-
-def test_containment_power_is_the_coverage_without_seed_noise():
-    assert stats.containment_power(0.3, 0.0) == pytest.approx(0.95, abs=0.0005)
-    # the simulated coverage of the interval, with seed noise it does not see
-    rng = np.random.default_rng(2)
-    se, sd = 0.3, 0.4
-    est = sd * rng.standard_normal(100_000) + se * rng.standard_normal(100_000)
-    assert stats.containment_power(se, sd) == pytest.approx(np.mean(abs(est) <= 1.96 * se), abs=0.01)
-    assert math.isclose(stats.containment_power(se, 10.0), 0.0, abs_tol=0.05)
 
 
 def test_compare_states_the_rules_power():
@@ -117,3 +107,15 @@ def test_pooled_rule_power_is_the_noncentral_t_tail():
     assert more > out["reproduces"]  # unlike the envelope rule, more seeds raise its power
     with pytest.raises(ValueError, match="one shape with two or more"):
         stats.pooled_rule_power(effect, sd, (1, 1))
+
+
+def test_reaches_power_matches_a_simulation_of_the_one_sided_rule():
+    rng = np.random.default_rng(3)
+    effect, level, se, sd = -0.15, -0.65, 0.2, 0.3
+    est = effect + sd * rng.standard_normal(200_000) + se * rng.standard_normal(200_000)
+    simulated = np.mean(est - 1.96 * se >= level)
+    assert stats.reaches_power(effect, level, se, sd) == pytest.approx(simulated, abs=0.005)
+    # without seed noise and the effect on the level, the interval clears it only 2.5% of the time
+    assert stats.reaches_power(level, level, se, 0.0) == pytest.approx(0.025, abs=1e-3)
+    with pytest.raises(ValueError):
+        stats.reaches_power(effect, level, 0.0, sd)

@@ -342,3 +342,20 @@ def test_a_missing_control_run_makes_gate_1_not_available_never_passed(monkeypat
     assert claim.precomputed == "python scripts/run.py unpruned_converged_seed9"
     note = sweeps.not_converged_note(gain)
     assert "not gated" in note and "python scripts/run.py unpruned_converged_seed9" in note
+
+
+def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
+    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
+    half = [refs[0], worse[1], worse[2]]
+    trained_on = {"n_eval": 3, "runs": [{"kept": 2, "hypotheses_beam": worse}, {"kept": 6, "hypotheses_beam": half}]}
+    control = {"n_eval": 3, "runs": [{"hypotheses_beam": refs}]}
+    cost = {k: stats.bleu(h, refs) - stats.bleu(refs, refs) for k, h in ((2, worse), (6, half))}
+    at_run = sweeps.cost_at(6, trained_on, control, refs, n_bootstrap=50)
+    assert at_run["delta"] == pytest.approx(cost[6]) and at_run["between"] == (6, 6)
+    between = sweeps.cost_at(3, trained_on, control, refs, n_bootstrap=200)
+    assert between["weight"] == 0.75 and between["between"] == (2, 6)  # 3 heads: a quarter of the way to 6
+    assert between["delta"] == pytest.approx(0.75 * cost[2] + 0.25 * cost[6])
+    assert between["low"] <= between["delta"] <= between["high"]
+    with pytest.raises(ValueError, match="outside the trained-on shapes"):
+        sweeps.cost_at(1, trained_on, control, refs)

@@ -54,9 +54,16 @@ except ImportError:
 #   the share of seeds that merge (now *undecided*); chapter 10's relevant first-layer head and chapter 11's
 #   specialised kept heads decided by tests against chance; chapter 10's rare-token share made one-sided; and
 #   chapter 11's encoder-only curve compared at the head counts the paper prints (10 and 2) instead of the
-#   paper's curve interpolated at the book's (the 3-head comparison, which reproduced, is gone); and
-#   chapter 11's six pruned-versus-scratch verdicts decided by the seeds' t interval, its variance pooled over
-#   the shapes, instead of by the envelope of every seed's interval over verses (all six stay *undecided*).
+#   paper's curve interpolated at the book's (the 3-head comparison, which reproduced, is gone).
+#
+# * later that day, with their data known: chapter 11's pruned-versus-scratch verdicts decided by the seeds'
+#   t interval, its variance pooled over the shapes, instead of by the envelope of every seed's interval over
+#   verses (all stay *undecided*).
+#
+# * also then, chapter 11's like-with-like pruning costs compared where the paper prints its encoder-only
+#   curve (10 heads; the book's costs interpolated between its trained-on shapes; one-sided with the previous
+#   page's margin) instead of at the book's head counts against the paper's curve interpolated there (two
+#   reproduced, one differed); the new comparison is *undecided*.
 #
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of

@@ -9,7 +9,9 @@
 * :func:`across_seeds`: one shape's paired differences over seeds, their mean, envelope and spread.
 * :func:`pooled_seed_intervals`, :func:`pooled_rule_power`: t intervals over training seeds with the seed
   variance pooled over shapes, and how often that rule decides each way at a paper's effect size.
-* :func:`seed_noise`, :func:`envelope_rule_power`, :func:`containment_power`: the noise of a seed comparison measured from those
+* :func:`reaches_power`: how often a one-sided interval rule (a level the paper reports reaching) reproduces
+  at the paper's value.
+* :func:`seed_noise`, :func:`envelope_rule_power`: the noise of a seed comparison measured from those
   differences, and how often the envelope rule decides each way at a paper's effect size (its power).
 * :func:`top_overlap_p`: the chance of a top-k overlap at least as large under random rankings (a qualitative
   statement of a paper decided against chance: chapter "A translation model").
@@ -249,15 +251,17 @@ def envelope_rule_power(effect: float, sentence_se: float, seed_sd: float, n_see
             "undecided": float(1 - same.mean() - other.mean()), "n_sim": n_sim}
 
 
-def containment_power(sentence_se: float, seed_sd: float, z: float = 1.96) -> float:
-    """How often one seed's interval ``estimate +- z * sentence_se`` contains the true difference of the
-    paper when it holds (the ``interval`` rule of :func:`attnbook.claims.compare`): the interval's coverage,
-    lowered by the seed-to-seed spread ``seed_sd`` it does not see, ``2 Phi(z se / sqrt(se^2 + sd^2)) - 1``."""
+def reaches_power(effect: float, level: float, sentence_se: float, seed_sd: float, z: float = 1.96) -> float:
+    """How often the one-sided interval rule of :func:`attnbook.claims.compare` (``reaches`` with
+    ``interval``: the whole interval ``estimate +- z * sentence_se`` at or above ``level``) says *reproduces*
+    when the true value is the paper's ``effect`` (chapter "Pruning heads"): the estimate varies with the
+    verses and with the seed-to-seed spread ``seed_sd`` the interval does not see,
+    ``Phi((effect - level - z se) / sqrt(se^2 + sd^2))``."""
     if not sentence_se > 0 or not seed_sd >= 0:
         raise ValueError(f"need sentence_se > 0 and seed_sd >= 0, got {sentence_se}, {seed_sd}")
     from scipy.stats import norm
 
-    return float(2 * norm.cdf(z * sentence_se / (sentence_se ** 2 + seed_sd ** 2) ** 0.5) - 1)
+    return float(norm.cdf((effect - level - z * sentence_se) / (sentence_se ** 2 + seed_sd ** 2) ** 0.5))
 
 
 def share_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:

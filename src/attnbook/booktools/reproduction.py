@@ -462,7 +462,7 @@ HEADLINES = {
     9: ("SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning rate",
         "unscaled model: Adam minus SGD, accuracy at each one's best learning rate"),
     10: ("most confident encoder self-attention head", "best positional share of an encoder head (-1 or +1)"),
-    11: ("encoder-only, like with like: BLEU change with 8 of 48 encoder heads, pruned and unpruned both trained on "
+    11: ("encoder-only, like with like: BLEU change with 10 of 48 encoder heads, pruned and unpruned both trained on "
          "(beam 4)", "Michel importance: share of heads pruned before BLEU drops by 0.5 (no fine-tuning)"),
     12: ("causal mask: order of collapse p (exponential: 1)",),
 }

@@ -354,6 +354,32 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
     return rows
 
 
+def cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Sequence[str],
+            n_bootstrap: int = 1000) -> dict:
+    """The cost of pruning to ``n_heads`` encoder heads measured like with like (chapter "Pruning heads"): a
+    trained-on pruned model (run ``pruned_converged``, ``trained_on``) minus the unpruned model trained on
+    alike (run ``unpruned_converged``, ``control``), beam BLEU on the same verses. At a shape that was run it
+    is that model's cost; between two shapes, the linear interpolation of their costs,
+    ``w * cost(k_lo) + (1 - w) * cost(k_hi)``, as one paired bootstrap over the three models' translations
+    (:func:`attnbook.stats.paired_bleu_contrast`), so that the paper's printed head counts are compared
+    without interpolating the paper. Returns ``delta``, ``low``, ``high``, ``between`` (the shapes used) and
+    ``weight`` (``w``); outside the shapes run it raises."""
+    refs = list(references)[: trained_on["n_eval"]]
+    if len(refs) != trained_on["n_eval"] or control["n_eval"] != trained_on["n_eval"]:
+        raise ValueError(f"the records were evaluated on {trained_on['n_eval']} and {control['n_eval']} "
+                         f"references, got {len(refs)}")
+    shapes = {r["kept"]: r for r in trained_on["runs"]}
+    lo = max((k for k in shapes if k <= n_heads), default=None)
+    hi = min((k for k in shapes if k >= n_heads), default=None)
+    if lo is None or hi is None:
+        raise ValueError(f"{n_heads} heads is outside the trained-on shapes {sorted(shapes)}")
+    w = 1.0 if hi == lo else (hi - n_heads) / (hi - lo)
+    ctrl = control["runs"][0]["hypotheses_beam"]
+    out = paired_bleu_contrast([ctrl, shapes[lo]["hypotheses_beam"], shapes[hi]["hypotheses_beam"]],
+                               [-1.0, w, 1.0 - w], refs, n_bootstrap)
+    return {**out, "between": (lo, hi), "weight": w}
+
+
 def continuation_gain(control, references: Sequence[str], n_bootstrap: int = 1000) -> dict:
     """What training on gives the converged model (chapter "A translation model", gate 1: has training
     converged?): run ``unpruned_converged`` (``control``) trained the shipped model on at a constant small
