@@ -45,7 +45,6 @@ import attnbook
 from attnbook.claims import papers
 from attnbook.claims.prose import glue
 from attnbook.heads import role_figures as rf
-from attnbook.heads import role_grid
 from attnbook.heads import roles as hd
 from attnbook.heads import sweeps
 from attnbook.heads import translation as tr
