@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from attnbook.heads import role_grid
@@ -35,24 +36,33 @@ def test_early_stopping_gate_passes_a_stopped_run_and_fails_one_still_improving(
     assert not five.holds  # five evaluations after the best are one short of patience 6
 
 
-def test_setting_effect_raises_lowers_or_within_noise():
-    up = role_grid.setting_effect([0.58, 0.55], [0.40])
-    assert up["says"] == "raises"
-    assert up["change"] == pytest.approx(0.165) and up["spread"] == pytest.approx(0.03)
-    assert role_grid.setting_effect([0.40, 0.42], [0.58])["says"] == "lowers"
-    # a change smaller than the seed spread, whichever cell has the two seeds
-    assert role_grid.setting_effect([0.50, 0.60], [0.53])["says"] == "within seed noise"
-    assert role_grid.setting_effect([0.55], [0.52, 0.62])["says"] == "within seed noise"
-    # a change exactly as large as the spread is not larger than it (exact in binary floating point)
-    assert role_grid.setting_effect([0.5, 0.75], [0.375])["says"] == "within seed noise"
-    # the spread is the larger of the two cells' spreads
-    both = role_grid.setting_effect([0.60, 0.62], [0.40, 0.49])
-    assert both["spread"] == pytest.approx(0.09) and both["says"] == "raises"
+def test_setting_effect_is_a_pooled_two_sample_t_test():
+    from scipy.stats import ttest_ind
+
+    ref, setting = [0.58, 0.55, 0.61], [0.40, 0.47]
+    out = role_grid.setting_effect(ref, setting)
+    assert out["p"] == pytest.approx(ttest_ind(ref, setting).pvalue) and out["says"] == "raises"
+    assert out["change"] == pytest.approx(0.145) and out["spread"] == pytest.approx(0.07)
+    assert role_grid.setting_effect(setting, ref)["says"] == "lowers"
+    # two seeds against one: 1 degree of freedom, a change of ten spreads is still within seed noise
+    wide = role_grid.setting_effect([0.50, 0.52], [0.30])
+    assert wide["says"] == "within seed noise" and 0.05 < wide["p"] < 0.2
+    assert role_grid.setting_effect([0.60, 0.60], [0.50, 0.50])["says"] == "raises"  # no seed noise at all
+
+
+def test_setting_effect_errs_at_its_level_when_nothing_changes():
+    # normal seed noise, no effect: raises or lowers about 5% of the time, for 2 against 2 and 2 against 1
+    # seeds (the rule first committed, "the change exceeds the largest seed spread", errs 22% and 45%)
+    rng = np.random.default_rng(0)
+    for n_setting in (2, 1):
+        says = [role_grid.setting_effect(rng.normal(0.5, 0.05, 2), rng.normal(0.5, 0.05, n_setting))["says"]
+                for _ in range(4000)]
+        assert np.mean([s != "within seed noise" for s in says]) == pytest.approx(0.05, abs=0.012)
 
 
 def test_setting_effect_without_two_seeds_in_a_cell_is_undecided():
     one = role_grid.setting_effect([0.58], [0.40])
-    assert one["says"] == "undecided" and math.isnan(one["spread"])
+    assert one["says"] == "undecided" and math.isnan(one["spread"]) and math.isnan(one["p"])
 
 
 def test_setting_effect_refuses_an_empty_cell_or_a_missing_value():
