@@ -239,7 +239,7 @@ CRITERIA = {"neighbour share": CRITERION, "syntactic gain": POINTS}
 rf.role_grid(grid, CRITERIA)
 plt.show()
 
-# %% tags=["nbval-check-output", "hide-input"]
+# %% tags=["hide-input"]
 # the positional criterion for each analysed quarter-data model (the rule: a model
 # that fails a gate is not analysed, and gets no comparison)
 says = more_data["neighbour share"]
