@@ -313,10 +313,12 @@ glue("ch11_open_covers", open_covers);
 # own masks applied to the unchanged model, which separates *which* heads are chosen from the retraining that
 # follows. The paper's encoder-only curve (WMT EN-RU, Transformer-base) is drawn as BLEU change from its
 # unpruned model, so that the two models share an axis. The agreement rule applies at each number of heads
-# for which the paper prints a BLEU (10 and 2 of 48): there the book's BLEU change is within 0.5 BLEU of the
-# paper's. The book reads its own curve at that number, linear between its runs where no run kept exactly that
+# for which the paper prints a BLEU (10 and 2 of 48): the rule is one-sided, as for a level the
+# paper reports reaching (its BLEU with that many heads): *reproduces* if the book's BLEU change is at least the
+# paper's less a margin of 0.5 BLEU, *differs* otherwise; doing better than the paper is no failure. The book reads its own curve at that number, linear between its runs where no run kept exactly that
 # many heads. (Until 2026-12-05 the rule compared at the book's head counts against the paper's curve
-# interpolated between its points, values the paper never printed.)
+# interpolated between its points, values the paper never printed; later that day the two-sided tolerance of
+# 0.5 BLEU became one-sided.)
 
 # %%
 enc_only = papers.number("voita2019", "encoder_only_wmt")
@@ -371,7 +373,7 @@ def nearest_run(n):  # the book's run closest to n heads (for the reason)
 [  # where they differ, the measured reason: the masks' cost, the settling of the gates
     attnbook.compare(
         f"encoder-only gates: BLEU change with {n} of 48 encoder heads (greedy)",
-        book_drop[n], paper=paper_at[n], tol=0.5, precomputed=ENC_CMD,
+        book_drop[n], paper=paper_at[n], reaches=0.5, precomputed=ENC_CMD,
         source=enc_only.where,
         reason=lambda _, n=n: ("" if n in kept_counts else
                                f"(the nearest run, {nearest_run(n)} heads) ")

@@ -305,7 +305,7 @@ def compare(
     verdict is not *reproduces*); a *differs* without one says :data:`NOT_MEASURED`. ``band``, ``precomputed``: as in :func:`check`.
 
     ``power``: with an ``interval`` rule, the share of simulated runs in which the rule reproduces when the
-    paper's effect is true, simulated from this book's own noise (e.g. :func:`attnbook.stats.pooled_rule_power`);
+    paper's effect is true, computed from this book's own noise (e.g. :func:`attnbook.stats.pooled_rule_power`);
     the rule's text states it, so that a reader sees how often a faithful reproduction would say so.
 
     ``analogue``: the model the book measured where the paper measured another (``"pretrained MiniLM"``). The
@@ -392,7 +392,7 @@ def compare(
             raise ValueError(f"claim {name!r}: power is a share in [0, 1] and goes with an interval rule, got "
                              f"{power!r}" + ("" if interval is not None else " without an interval"))
         rule += f"; the rule's power: {power:.2f} (how often it reproduces when the paper's effect is true, " \
-                "simulated from this book's noise)"
+                "computed from this book's noise)"
     verdict = REPRODUCES if agrees else UNDECIDED if undecided else DIFFERS
     if verdict == REPRODUCES:
         reason = ""
