@@ -322,7 +322,7 @@ for stat, tag in zip(grid, ("pos", "syn", "rare")):
 # {glue:text}`ch10_data_pos_says`; {glue:text}`ch10_data_syn_says`; {glue:text}`ch10_data_rare_says`.
 #
 # The corpus has {glue:text}`ch10g_train_pairs:,d` verse pairs against the paper's millions of sentences. The grid's other cells
-# are named runs not yet made, listed below with their commands: width at a fixed number of heads needs a
+# are named runs not yet made, listed below by name (each made by `python scripts/run.py NAME`): width at a fixed number of heads needs a
 # GPU; the second seeds and the half-data cells take one to two hours each on this CPU.
 
 # %% tags=["hide-input"]
