@@ -203,11 +203,11 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
     Exercise(
         "ch10-setting-effect",
         "Seeds 0 and 1 trained on all the verses give the best neighbour shares SETTING_EXAMPLE['all_verses'], "
-        "two seeds on a quarter of them SETTING_EXAMPLE['quarter']. What change does the data rule compare with "
-        "the seed spread?",
+        "two seeds on a quarter of them SETTING_EXAMPLE['quarter']. What change does the data rule's t test "
+        "weigh against the seeds' noise?",
         lambda: role_grid.setting_effect(SETTING_EXAMPLE["all_verses"], SETTING_EXAMPLE["quarter"])["change"],
         "Average each cell over its seeds and subtract the quarter's mean from all the verses'; the difference "
-        "of two single seeds, or the spread, is another number.",
+        "of two single seeds, or a seed spread, is another number.",
     ),
     Exercise(
         "ch10-previous-token",
