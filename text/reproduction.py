@@ -68,7 +68,9 @@ except ImportError:
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
-# (`attnbook/data/translation/README.md`). Chapter 11 has the gate-seed and settled open-start gates
+# (`attnbook/data/translation/README.md`; its first data rule, which erred far too often with no effect, was
+# replaced by a t test over seeds before the second quarter-data model's result, and the half-data cells' rules
+# were written before they ran). Chapter 11 has the gate-seed and settled open-start gates
 # (`attnbook/data/pruning/README.md`). `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
