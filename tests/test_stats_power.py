@@ -119,3 +119,13 @@ def test_reaches_power_matches_a_simulation_of_the_one_sided_rule():
     assert stats.reaches_power(level, level, se, 0.0) == pytest.approx(0.025, abs=1e-3)
     with pytest.raises(ValueError):
         stats.reaches_power(effect, level, 0.0, sd)
+
+
+def test_pooled_sd_pools_within_groups_and_batches_over_leading_axes():
+    groups = [[1.0, 2.0], [10.0, 12.0], [5.0]]
+    sd, dof = stats.pooled_sd(groups)
+    assert dof == 2 and sd == pytest.approx(((0.5 + 2.0) / 2) ** 0.5)
+    batched, _ = stats.pooled_sd([np.array([[1.0, 2.0], [0.0, 4.0]]), np.array([[10.0, 12.0], [1.0, 1.0]])])
+    assert batched == pytest.approx([sd, 2.0])  # one pooled sd per row: (8 + 0) / 2 degrees of freedom
+    with pytest.raises(ValueError, match="at least two seeds"):
+        stats.pooled_sd([[1.0], [2.0]])

@@ -7,8 +7,8 @@
 * :func:`paired_bleu_difference`, :func:`paired_bleu_contrast`: Koehn's paired bootstrap of a difference of BLEUs
   and of a weighted sum of them (chapter "Pruning heads").
 * :func:`across_seeds`: one shape's paired differences over seeds, their mean, envelope and spread.
-* :func:`pooled_seed_intervals`, :func:`pooled_rule_power`: t intervals over training seeds with the seed
-  variance pooled over shapes, and how often that rule decides each way at a paper's effect size.
+* :func:`pooled_sd`, :func:`pooled_seed_intervals`, :func:`pooled_rule_power`: the seed-to-seed sd pooled over
+  groups of seeds, t intervals over training seeds with it, and how often that rule decides each way at a paper's effect size.
 * :func:`reaches_power`: how often a one-sided interval rule (a level the paper reports reaching) reproduces
   at the paper's value.
 * :func:`seed_noise`, :func:`envelope_rule_power`: the noise of a seed comparison measured from those
@@ -176,6 +176,19 @@ def seed_noise(per_shape: Sequence[Sequence[Mapping]], z: float = 1.96) -> dict:
     return {"sentence_se": sentence_var ** 0.5, "seed_sd": seed_var ** 0.5, "dof": dof}
 
 
+def pooled_sd(groups: Sequence) -> tuple:
+    """The standard deviation pooled over ``groups`` of seeds (seeds on each array's last axis, any leading axes
+    batched): the within-group squared deviations summed over every group, over ``sum(n - 1)`` degrees of
+    freedom. Returns ``(sd, dof)``; the one variance estimate behind :func:`pooled_seed_intervals`,
+    :func:`pooled_rule_power` and the data rule of :func:`attnbook.heads.role_grid.setting_effect`."""
+    groups = [np.asarray(g, dtype=float) for g in groups]
+    dof = sum(g.shape[-1] - 1 for g in groups)
+    if dof < 1:
+        raise ValueError(f"a pooled sd needs a group with at least two seeds, got {[g.shape[-1] for g in groups]}")
+    squares = sum(((g - g.mean(-1, keepdims=True)) ** 2).sum(-1) for g in groups)
+    return np.sqrt(squares / dof), dof
+
+
 def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0.95) -> list[dict]:
     """Seed-level intervals of each shape's mean difference over its training seeds (chapter "Pruning
     heads", the verdict of Voita et al.'s Table 3): ``per_shape`` holds, for each shape, one difference per
@@ -189,13 +202,13 @@ def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0
     shapes = [np.asarray(d, dtype=float) for d in per_shape]
     if not shapes or any(d.size == 0 for d in shapes):
         raise ValueError(f"need at least one seed for every shape, got {[d.size for d in shapes]} seeds")
-    dof = sum(d.size - 1 for d in shapes)
-    if dof == 0:
+    if sum(d.size - 1 for d in shapes) == 0:
         raise ValueError("a seed-level interval needs a shape with at least two seeds (one seed each "
                          "leaves the seed-to-seed variance unmeasured)")
     if not 0 < level < 1:
         raise ValueError(f"level is a probability in (0, 1), got {level}")
-    sd = (sum(float(((d - d.mean()) ** 2).sum()) for d in shapes) / dof) ** 0.5
+    sd, dof = pooled_sd(shapes)
+    sd = float(sd)
     q = float(student_t.ppf(0.5 + level / 2, dof))
     return [{"mean": float(d.mean()), "low": float(d.mean() - q * sd / d.size ** 0.5),
              "high": float(d.mean() + q * sd / d.size ** 0.5), "n_seeds": int(d.size), "sd": sd, "dof": dof}
@@ -218,9 +231,8 @@ def pooled_rule_power(effect: float, seed_sd: float, seeds_per_shape: Sequence[i
 
     rng = np.random.default_rng(seed)
     draws = [effect + seed_sd * rng.standard_normal((n_sim, n)) for n in counts]
-    dof = sum(n - 1 for n in counts)
-    var = sum(((d - d.mean(1, keepdims=True)) ** 2).sum(1) for d in draws) / dof
-    half = float(student_t.ppf(0.5 + level / 2, dof)) * np.sqrt(var / counts[0])
+    sd, dof = pooled_sd(draws)  # one pooled sd per simulated experiment
+    half = float(student_t.ppf(0.5 + level / 2, dof)) * sd / np.sqrt(counts[0])
     low, high = draws[0].mean(1) - half, draws[0].mean(1) + half
     above, below = low > threshold, high <= threshold
     same, other = (above, below) if effect > threshold else (below, above)

@@ -22,6 +22,7 @@ import numpy as np
 
 from attnbook.claims import Claim, gate
 from attnbook.core import runs
+from attnbook.stats import pooled_sd
 
 #: the shipped model's run, the reference every cell of the grid changes one setting of
 REFERENCE = "translation_model"
@@ -73,8 +74,7 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
            "says": "undecided", "n_seeds": (int(cells[0].size), int(cells[1].size))}
     if dof == 0:
         return out
-    pooled = sum(float(((c - c.mean()) ** 2).sum()) for c in cells) / dof
-    se = math.sqrt(pooled * (1 / cells[0].size + 1 / cells[1].size))
+    se = float(pooled_sd(cells)[0]) * math.sqrt(1 / cells[0].size + 1 / cells[1].size)
     if se == 0:  # seeds that agree exactly: any change is beyond their noise
         p = 0.0 if change else 1.0
     else:

@@ -319,6 +319,15 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
 
 
 
+def _shared_references(trained_on: Mapping, control: Mapping, references: Sequence[str]) -> list[str]:
+    """The references the trained-on runs and their control were both evaluated on (their ``n_eval`` first)."""
+    refs = list(references)[: trained_on["n_eval"]]
+    if len(refs) != trained_on["n_eval"] or control["n_eval"] != trained_on["n_eval"]:
+        raise ValueError(f"the records were evaluated on {trained_on['n_eval']} and {control['n_eval']} "
+                         f"references, got {len(refs)}")
+    return refs
+
+
 def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, references: Sequence[str],
                      n_bootstrap: int = 1000) -> list[dict]:
     """What training on to convergence does (chapter "Pruning heads"), from the results of runs
@@ -330,10 +339,7 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
     ``beyond_control`` (its gain minus the control's, one bootstrap over the four models' translations: what
     adapting to the mask gives beyond more training) and ``cost`` (the trained-on pruned model minus the
     trained-on unpruned one: what pruning costs when both are trained alike)."""
-    refs = list(references)[: trained_on["n_eval"]]
-    if len(refs) != trained_on["n_eval"] or control["n_eval"] != trained_on["n_eval"]:
-        raise ValueError(f"the records were evaluated on {trained_on['n_eval']} and {control['n_eval']} "
-                         f"references, got {len(refs)}")
+    refs = _shared_references(trained_on, control, references)
     ctrl = control["runs"][0]
     short = {r["lam"]: r for r in scratch["runs"] if r["arm"] == "pruned"}
     control_hyps = [ctrl["before"]["hypotheses_beam"], ctrl["hypotheses_beam"]]
@@ -364,10 +370,7 @@ def cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Seq
     (:func:`attnbook.stats.paired_bleu_contrast`), so that the paper's printed head counts are compared
     without interpolating the paper. Returns ``delta``, ``low``, ``high``, ``between`` (the shapes used) and
     ``weight`` (``w``); outside the shapes run it raises."""
-    refs = list(references)[: trained_on["n_eval"]]
-    if len(refs) != trained_on["n_eval"] or control["n_eval"] != trained_on["n_eval"]:
-        raise ValueError(f"the records were evaluated on {trained_on['n_eval']} and {control['n_eval']} "
-                         f"references, got {len(refs)}")
+    refs = _shared_references(trained_on, control, references)
     shapes = {r["kept"]: r for r in trained_on["runs"]}
     lo = max((k for k in shapes if k <= n_heads), default=None)
     hi = min((k for k in shapes if k >= n_heads), default=None)

@@ -290,8 +290,8 @@ def converged_evaluation(preset: str | None = None) -> dict:
 def load_translation_model(run: str = "translation_model", preset: str | None = None, device=None):
     """A shipped translation model, ``(model, meta)``: run ``translation_model`` (the converged model chapters
     "A translation model" and "Pruning heads" analyse and prune) or one of its variants
-    (``translation_model_h4``, ``translation_model_seed1``, ``translation_model_data25``) at ``preset`` (default: the active one); its
-    record is checked against the run table first (:func:`attnbook.core.runs.load`,
+    (the runs ``translation_model_<variant>``: ``h4``, ``seed1``, the role grid's cells) at ``preset``
+    (default: the active one); its record is checked against the run table first (:func:`attnbook.core.runs.load`,
     :class:`attnbook.core.runs.NotAtPreset` where there is none)."""
     models = sorted(r for r in runs.RUNS if r.startswith("translation_model"))
     if run not in models:
