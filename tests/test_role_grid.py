@@ -72,6 +72,26 @@ def test_setting_effect_refuses_an_empty_cell_or_a_missing_value():
         role_grid.setting_effect([0.5, float("nan")], [0.4])
 
 
+def test_data_axis_tests_every_pair_of_analysed_amounts_and_grows_only_if_each_step_raises():
+    levels = {"all": [0.60, 0.62], "50%": [0.50, 0.51], "25%": [0.40, 0.41]}
+    out = role_grid.data_axis(levels)
+    assert list(out["steps"]) == ["all - 50%", "all - 25%", "50% - 25%"]
+    assert out["steps"]["50% - 25%"] == role_grid.setting_effect(levels["50%"], levels["25%"])
+    assert out["grows"] is True
+    flat = role_grid.data_axis({**levels, "50%": [0.50, 0.62]})  # half no better than a quarter? noisy
+    assert flat["steps"]["50% - 25%"]["says"] == "within seed noise" and flat["grows"] is False
+    backwards = role_grid.data_axis({"all": [0.60, 0.62], "50%": [0.70, 0.71], "25%": [0.40, 0.41]})
+    assert backwards["steps"]["all - 50%"]["says"] == "lowers" and backwards["grows"] is False
+
+
+def test_data_axis_leaves_out_amounts_without_analysed_models_and_then_says_nothing_of_growth():
+    out = role_grid.data_axis({"all": [0.60, 0.62], "50%": [0.50], "25%": []})
+    assert list(out["steps"]) == ["all - 50%"] and out["grows"] is None
+    assert role_grid.data_axis({"all": [0.6, 0.62], "50%": [], "25%": []}) == {"steps": {}, "grows": None}
+    with pytest.raises(ValueError, match="two amounts"):
+        role_grid.data_axis({"all": [0.6]})
+
+
 def test_grid_runs_name_each_variant_with_what_it_changes_and_whether_it_is_shipped():
     cells = {c["run"]: c for c in role_grid.grid_runs()}
     assert "translation_model" not in cells and "translation_model_eval" not in cells

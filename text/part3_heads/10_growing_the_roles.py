@@ -24,7 +24,8 @@ except ImportError:
 #
 # **In this chapter you will**
 #
-# * compare the roles of models trained with another seed, with wider heads, and on a quarter of the verses.
+# * compare the roles of models trained with another seed, with wider heads, and on half or a quarter of
+#   the verses.
 # * put every model through the first page's gates before its roles are read.
 # * decide, by a rule stated before the runs, whether more data raises a role beyond seed noise, and see
 #   which cells of the grid are still to be run.
@@ -90,43 +91,49 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # the heads is what keeps the book's neighbour heads below the paper's line. A second training of the shipped
 # recipe with seed 1 (`python scripts/run.py translation_model_seed1`) shows how much of a head's share the seed
 # decides. Two more train the shipped recipe, with seeds 0 and 1, on a fixed quarter of the training verses
-# (`python scripts/run.py translation_model_data25`, `translation_model_data25_seed1`): if data is what the
-# book's heads lack, a quarter of it should give weaker roles. The rule, stated before the results: a model
+# (`python scripts/run.py translation_model_data25`, `translation_model_data25_seed1`), and two more on a
+# fixed half (`translation_model_data50`, `translation_model_data50_seed1`; the half holds the quarter): if data
+# is what the book's heads lack, less of it should give weaker roles. The rule, stated before the results: a model
 # reaches the paper's criterion if one of its encoder heads puts its largest weight on the previous or the
 # next token for at least 90% of the tokens. All models are measured on the same dev verses.
 #
 # The wider heads and seed 1 must pass the first page's gates 2 and 3 (encoder attention matters, outputs do
 # not loop), and go through gate 1 with their own constant-rate continuations (`python scripts/run.py
-# unpruned_converged_h4`, `unpruned_converged_seed1`), by rules committed before each run. The quarter-data
-# models' gates, also written before their runs, are recorded whether they pass or fail: gates 2 and 3, and
+# unpruned_converged_h4`, `unpruned_converged_seed1`), by rules committed before each run. The data models'
+# gates, also written before their runs, are recorded whether they pass or fail: gates 2 and 3, and
 # training must end by early stopping (dev BLEU no better for the recipe's `patience` evaluations).
 #
-# The rule for the data, written before those runs too: a quarter-data model is analysed only if it passes
-# its gates, and a model that is not analysed gets no comparison with the paper. More data *raises* (or
-# *lowers*) a role statistic when Student's two-sample t test over the seeds trained on all the verses and the
-# analysed seeds trained on a quarter, its variance pooled over both, gives a two-sided p below 0.05
-# (`role_grid.setting_effect`); otherwise the change is *within seed noise*. With no effect, the test says
+# The rule for the data, written before those runs too: a data model is analysed only if it passes its
+# gates, and a model that is not analysed gets no comparison with the paper. More data *raises* (or *lowers*)
+# a role statistic when Student's two-sample t test over the analysed seeds of two amounts of data, its
+# variance pooled over both, gives a two-sided p below 0.05 (`role_grid.setting_effect`); otherwise the change
+# is *within seed noise*. Every pair of amounts with analysed models is tested (all minus half, all minus a
+# quarter, half minus a quarter), and a statistic *grows with data* only if both steps, a quarter to half and
+# half to all, raise it (`role_grid.data_axis`). With no effect, the test says
 # *raises* or *lowers* 5% of the time. The rule first written, "the change exceeds the largest difference
 # between two seeds of one setting", said so 22% to 45% of the time; it was replaced before the second
 # quarter-data model's result (the data README keeps both).
 
 # %%
-# the other models of the grid: wider heads, and the quarter-data models shipped so
-# far (precomputed, each trained by the command in its record)
+# the other models of the grid: wider heads, and the data models shipped so far
+# (precomputed, each trained by the command in its record)
 model_h4, meta_h4 = tr.load_translation_model(
     "translation_model_h4", "quick", device=dev)
 roles_h4 = hd.head_roles(model_h4, verses.src_ids, verses.tgt_ids, **same)
-QUARTER = {"translation_model_data25": "a quarter of the verses",
-           "translation_model_data25_seed1": "a quarter of the verses, seed 1"}
-quarter = {}  # name: (model, meta, roles)
-for run, name in QUARTER.items():
+DATA = {"translation_model_data50": ("50%", "half of the verses"),
+        "translation_model_data50_seed1": ("50%", "half of the verses, seed 1"),
+        "translation_model_data25": ("25%", "a quarter of the verses"),
+        "translation_model_data25_seed1": ("25%", "a quarter of the verses, seed 1")}
+data_models = {}  # name: (amount of data, model, meta, roles)
+for run, (amount, name) in DATA.items():
     if attnbook.core.runs.find(run, "quick"):  # a cell not yet made is listed below
         m, mt = tr.load_translation_model(run, "quick", device=dev)
-        quarter[name] = m, mt, hd.head_roles(m, verses.src_ids, verses.tgt_ids, **same)
+        r = hd.head_roles(m, verses.src_ids, verses.tgt_ids, **same)
+        data_models[name] = amount, m, mt, r
 checkpoints = {"8 heads of width 16 (shipped, seed 0)": (meta, roles),
                "the same, seed 1": (meta_s1, roles_s1),
                "4 heads of width 32": (meta_h4, roles_h4),
-               **{name: (mt, r) for name, (_, mt, r) in quarter.items()}}
+               **{name: (mt, r) for name, (_, _, mt, r) in data_models.items()}}
 comparison = hd.checkpoint_comparison(  # rows: (what, one value per model)
     checkpoints, arcs=[p["arcs"] for p in verses.parses])
 display(Markdown(rf.checkpoint_table(list(checkpoints), comparison)))
@@ -158,12 +165,12 @@ more_h4, more_s1 = gains["4 heads of width 32"], gains["seed 1"]
 [sweeps.convergence_gate(gain, model=name) for name, gain in gains.items()]
 
 # %% tags=["nbval-check-output", "hide-input"]
-# the quarter-data models' gates (the rules above): did training stop early, does the
+# the data models' gates (the rules above): did training stop early, does the
 # encoder attention matter, do the outputs not loop? Recorded, pass or fail
 GUARDS = ("the data axis (by the rule, a data model that fails a gate is not "
           "analysed)")
 data_gates, task = {}, {}
-for name, (m, mt, _) in quarter.items():
+for name, (_, m, mt, _) in data_models.items():
     g = task[name] = tr.learned_task_gates(m, gate_src, gate_ref, max_len=cfg.max_len)
     what = f"{name}, gate: {{}} (first {len(gate_src)} test verses)"
     data_gates[name] = [
@@ -211,27 +218,41 @@ table = dict(comparison)  # the role table's rows
 SYN = "largest syntactic gain over the positional baseline (points)"
 RARE = "best rare-token share / chance"
 neighbour = [best_s0, best_s1, best_h4] + [
-    hd.best_neighbour_share(r["enc_self"]) for _, _, r in quarter.values()]
-# settings: all the verses (seeds 0, 1), 4 heads of 32 dimensions, a quarter of them
-grid = {stat: {"all": v[:2], "4x32": v[2:3], "25%": v[3:]}
-        for stat, v in (("neighbour share", neighbour), ("syntactic gain", table[SYN]),
-                        ("rare / chance", table[RARE]))}
-# the analysed quarter-data models: those that pass their gates (the rule); with
-# none, the change over every quarter model is printed for the record, undecided
-keep = ([i for i, name in enumerate(quarter) if name in analysed]
-        or range(len(quarter)))
-more_data = {stat: role_grid.setting_effect(
-    cells["all"], [cells["25%"][i] for i in keep]) for stat, cells in grid.items()}
+    hd.best_neighbour_share(r["enc_self"]) for *_, r in data_models.values()]
+names = ["seed 0", "seed 1", "4x32"] + list(data_models)  # one per model
+setting = ["all", "all", "4x32"] + [a for a, *_ in data_models.values()]
+stats = {"neighbour share": neighbour, "syntactic gain": table[SYN],
+         "rare / chance": table[RARE]}
+
+
+def cell(values, amount, only=None):  # one cell's values, its analysed models only
+    return [x for x, s, n in zip(values, setting, names) if s == amount
+            and (only is None or amount == "all" or n in only)]
+
+
+grid = {stat: {s: cell(v, s) for s in dict.fromkeys(setting)}
+        for stat, v in stats.items()}  # settings: all, 4x32, then the data shipped
+
+# %%
+# the data rule: every pair of amounts with analysed models (role_grid.data_axis);
+# an amount whose models all fail a gate is printed for the record, not decided
+AMOUNTS = ("all", "50%", "25%")
+axis = {stat: role_grid.data_axis({a: cell(v, a, analysed) for a in AMOUNTS})
+        for stat, v in stats.items()}
 IN_WORDS = {"raises": "more data raises it", "lowers": "more data lowers it",
             "within seed noise": "within seed noise",
-            "undecided": "undecided (one seed per setting)"}
-if not analysed:  # the rule: a data model failing a gate is not analysed
-    IN_WORDS = dict.fromkeys(IN_WORDS, "not decided")
-for stat, e in more_data.items():
-    print(f"{stat}: all verses minus a quarter {e['change']:+.2f}, seed spread "
-          f"{e['spread']:.2f}, t test p = {e['p']:.2f}: {IN_WORDS[e['says']]}")
-for i, (_, _, r) in enumerate(quarter.values(), start=3):  # the rule: show a model
-    if neighbour[i] >= CRITERION or table[SYN][i] >= POINTS:  # that reaches one
+            "undecided": "undecided (one seed per amount)"}
+for stat, v in stats.items():
+    for step, e in axis[stat]["steps"].items():
+        print(f"{stat}, {step}: {e['change']:+.2f}, t test p = {e['p']:.2f}: "
+              f"{IN_WORDS[e['says']]}")
+    for a in AMOUNTS[1:]:
+        if cell(v, a) and not cell(v, a, analysed):  # shipped, none analysed
+            e = role_grid.setting_effect(cell(v, "all"), cell(v, a))
+            print(f"{stat}, all - {a} (none analysed, for the record): "
+                  f"{e['change']:+.2f}, p = {e['p']:.2f}: not decided")
+for i, (*_, r) in enumerate(data_models.values(), start=3):  # the rule: show a
+    if neighbour[i] >= CRITERION or table[SYN][i] >= POINTS:  # model that reaches one
         rf.neighbour_shares(r["enc_self"]["prev"], r["enc_self"]["next"])
 
 # %% tags=["hide-input"]
@@ -240,22 +261,23 @@ rf.role_grid(grid, CRITERIA)
 plt.show()
 
 # %% tags=["hide-input"]
-# the positional criterion for each analysed quarter-data model (the rule: a model
-# that fails a gate is not analysed, and gets no comparison)
-says = more_data["neighbour share"]
-for name, best in zip(quarter, neighbour[3:]):
+# the positional criterion for each analysed data model (the rule: a model that
+# fails a gate is not analysed, and gets no comparison)
+steps = axis["neighbour share"]["steps"]
+for name, best in zip(data_models, neighbour[3:]):
     if name not in analysed:
         print(f"{name}: best neighbour share {best:.2f}; fails a gate, not analysed")
-quarter_claims = [attnbook.compare(
+data_claims = [attnbook.compare(
     f"best positional share of an encoder head (-1 or +1), {name}",
     best, paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
     source=POSITIONAL,
     reason=f"{name} gives {best:.2f} (all of them: {best_s0:.2f} and {best_s1:.2f}, "
-    f"seeds 0 and 1): {IN_WORDS[says['says']]} ({says['change']:+.2f}, t test p = "
-    f"{says['p']:.2f})", precomputed=mt["command"])
- for name, (_, mt, _), best in zip(quarter, quarter.values(), neighbour[3:])
+    f"seeds 0 and 1): {IN_WORDS[steps[f'all - {a}']['says']]} "
+    f"({steps[f'all - {a}']['change']:+.2f}, t test p = "
+    f"{steps[f'all - {a}']['p']:.2f})", precomputed=mt["command"])
+ for name, (a, _, mt, _), best in zip(data_models, data_models.values(), neighbour[3:])
  if name in analysed]
-quarter_claims or None  # none when no quarter-data model is analysed
+data_claims or None  # none when no data model is analysed
 
 # %% tags=["remove-input"]
 glue("ch10_best_s1", best_s1)
@@ -285,14 +307,30 @@ for tag, gain in (("h4", more_h4), ("s1", more_s1)):  # gate 1's continuations
     glue(f"ch10_{tag}_more_high", gain["high"])
     glue(f"ch10_{tag}_gate_says", "passes" if sweeps.converged(gain) else "fails");
 
+
 # %% tags=["remove-input"]
-glue("ch10_d25_pairs", next(iter(quarter.values()))[1]["train_pairs"])
-glue("ch10_quarter_analysed", f"{len(analysed)} of {len(quarter)}")
-glue("ch10_quarter_drops", " and ".join(f"{g['drop']:.1f}" for g in task.values()))
-for stat, tag in zip(grid, ("pos", "syn", "rare")):
-    glue(f"ch10_data_{tag}_change", more_data[stat]["change"])
-    glue(f"ch10_data_{tag}_spread", more_data[stat]["spread"])
-    glue(f"ch10_data_{tag}_says", IN_WORDS[more_data[stat]["says"]]);
+def amount_of(a):  # the data models of one amount: the verse pairs, and how many pass
+    ms = [(n, mt) for n, (b, _, mt, _) in data_models.items() if b == a]
+    return ms, sum(n in analysed for n, _ in ms)
+
+
+for a, tag in (("50%", "d50"), ("25%", "d25")):
+    glue(f"ch10_{tag}_pairs", len(tr.training_pairs(int(a[:-1]) / 100)))
+    ms, n_ok = amount_of(a)
+    glue(f"ch10_{tag}_analysed", f"{n_ok} of the {len(ms)} shipped")
+glue("ch10_data_drops", ", ".join(f"{task[n]['drop']:.1f} ({n})" for n in task))
+weak = [n for n in task if task[n]["drop"] < 5]  # gate 2 fails: encoder heads unused
+glue("ch10_data_lean", f"{len(weak)} of the {len(task)} data models lean on their "
+     "encoder heads less than gate 2 asks" if weak else "every data model leans on "
+     "its encoder heads as much as gate 2 asks")
+said = {stat: "; ".join(f"{IN_WORDS[e['says']]} ({k})" for k, e in
+                        axis[stat]["steps"].items()) or "not decided (no data model "
+        "analysed)" for stat in stats}
+grows = {stat: {True: "grows with data", False: "does not grow with data by the rule",
+                None: "growth not decided (fewer than three amounts analysed)"}[
+    axis[stat]["grows"]] for stat in stats}
+for stat, tag in zip(stats, ("pos", "syn", "rare")):
+    glue(f"ch10_data_{tag}_says", f"{said[stat]}; {grows[stat]}");
 
 # %% [markdown]
 # Heads twice as wide translate better ({glue:text}`ch10_h4_bleu_gain:+.1f` BLEU, greedy, on the test split).
@@ -311,18 +349,16 @@ for stat, tag in zip(grid, ("pos", "syn", "rare")):
 # against the paper's 10. The best rare-token head points at the rarest token {glue:text}`ch10_rarex_s0:.1f`,
 # {glue:text}`ch10_rarex_s1:.1f` and {glue:text}`ch10_rarex_h4:.1f` times as often as chance.
 #
-# A quarter of the verses is {glue:text}`ch10_d25_pairs:,d` verse pairs. The quarter-data models' BLEU and roles
-# are the last columns of the role table, their gates among the claims above: by the data rule,
-# {glue:text}`ch10_quarter_analysed` of them are analysed. Switching off all their encoder self-attention costs them
-# {glue:text}`ch10_quarter_drops` BLEU (gate 2 asks at least 5): with a quarter of the verses, these models lean
-# little on the heads whose roles the grid measures.
+# Half of the verses is {glue:text}`ch10_d50_pairs:,d` verse pairs, a quarter {glue:text}`ch10_d25_pairs:,d`. The data
+# models' BLEU and roles are the last columns of the role table, their gates among the claims above: by the
+# data rule, {glue:text}`ch10_d50_analysed` half-data models are analysed and {glue:text}`ch10_d25_analysed`
+# quarter-data models. Switching off all their encoder self-attention costs them {glue:text}`ch10_data_drops` BLEU
+# (gate 2 asks at least 5): {glue:text}`ch10_data_lean`.
 #
-# The change from a quarter of the verses to all of them is {glue:text}`ch10_data_pos_change:+.2f` in the best
-# neighbour share, against a seed spread of {glue:text}`ch10_data_pos_spread:.2f` ({numref}`fig-ch10-grid`);
-# {glue:text}`ch10_data_syn_change:+.1f` points in the syntactic gain (spread
-# {glue:text}`ch10_data_syn_spread:.1f`); and {glue:text}`ch10_data_rare_change:+.1f` in the rare-token share
-# over chance (spread {glue:text}`ch10_data_rare_spread:.1f`). By the data rule, in that order:
-# {glue:text}`ch10_data_pos_says`; {glue:text}`ch10_data_syn_says`; {glue:text}`ch10_data_rare_says`.
+# The steps between amounts of data, each with its t test, are printed under the role grid
+# ({numref}`fig-ch10-grid`). By the data rule, the best neighbour share: {glue:text}`ch10_data_pos_says`. The
+# syntactic gain: {glue:text}`ch10_data_syn_says`. The rare-token share over chance:
+# {glue:text}`ch10_data_rare_says`.
 #
 # The corpus has {glue:text}`ch10g_train_pairs:,d` verse pairs against the paper's millions of sentences. The grid's other cells
 # are named runs not yet made, listed below by name (each made by `python scripts/run.py NAME`): width at a fixed number of heads needs a
@@ -342,9 +378,8 @@ for c in role_grid.grid_runs():
 #   {glue:text}`ch10_h4_next:.2f` (next), against {glue:text}`ch10_best_prev:.2f` and {glue:text}`ch10_best_next:.2f` for the shipped model; the second
 #   seed moves the strongest share {glue:text}`ch10_seed_vs_width` than the head width does: {glue:text}`ch10_width_says`.
 #
-# * A quarter of the verses: {glue:text}`ch10_quarter_analysed` of its models pass their gates. From a
-#   quarter to all of the verses the best neighbour share changes by {glue:text}`ch10_data_pos_change:+.2f`
-#   (seed spread {glue:text}`ch10_data_pos_spread:.2f`); by the data rule, {glue:text}`ch10_data_pos_says`.
+# * Half the verses: {glue:text}`ch10_d50_analysed` models pass their gates; a quarter:
+#   {glue:text}`ch10_d25_analysed`. By the data rule, the best neighbour share: {glue:text}`ch10_data_pos_says`.
 #
 # * The grid's remaining cells (width at 8 heads per layer, half the verses, the second seeds) are named runs
 #   with their commands. [The next page](10_heads_in_a_pretrained_encoder.ipynb) runs the same detectors on
@@ -352,8 +387,8 @@ for c in role_grid.grid_runs():
 #
 # ## Exercises
 #
-# 1. Train the half-data cell (`python scripts/run.py translation_model_data50`, about two hours on one thread)
-#    and add it to the grid: does the best neighbour share fall between the quarter's and the full data's?
+# 1. Train a cell of the grid not yet made (listed above; `python scripts/run.py NAME`, one to two hours on
+#    one thread) and re-run this page, which reads every shipped cell: does the new cell change a verdict?
 
 # %% [markdown]
 # ### A checked exercise

@@ -15,7 +15,7 @@ prints (a copied output); a paper's number and a rule's constant may be typed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 
 def glue(name: str, value: Any) -> Any:
@@ -46,3 +46,47 @@ def glue_result(name: str) -> str:
         return text
     glue(name, Markdown(text))
     return text
+
+
+def listing(items: Sequence[Any], none: str = "none") -> str:
+    """The items as an English list for a sentence cited by :func:`glue` ("3", "3 and 8", "3, 8 and 22");
+    ``none`` for an empty list."""
+    words = [str(i) for i in items]
+    if not words:
+        return none
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def sides(intervals: Mapping[Any, Sequence[float]], level: float = 0.0) -> dict[str, list]:
+    """Where each interval ``(low, high)`` lies against ``level``, for verdict words in the prose that the run
+    decides ("beyond noise at 3 and 8 heads") rather than the author: ``{"above": [...], "below": [...],
+    "across": [...]}``, each the keys of ``intervals`` in their order. An interval that touches ``level``
+    reaches it (*across*). ``ValueError`` for an interval whose low end lies above its high end."""
+    out: dict[str, list] = {"above": [], "below": [], "across": []}
+    for key, (low, high) in intervals.items():
+        if not low <= high:
+            raise ValueError(f"an interval's low end must not exceed its high end, got {key}: ({low}, {high})")
+        out["above" if low > level else "below" if high < level else "across"].append(key)
+    return out
+
+
+def sides_in_words(intervals: Mapping[Any, Sequence[float]], level: float = 0.0, unit: str = "") -> str:
+    """:func:`sides` as a clause the run writes for the prose: "lies above 0 at 3 and 8 heads; reaches across
+    0 at 22 heads" (``unit`` after each list, the level as given)."""
+    where = sides(intervals, level)
+    words = {"above": f"lies above {level:g}", "below": f"lies below {level:g}",
+             "across": f"reaches across {level:g}"}
+    return "; ".join(f"{words[k]} at {listing(where[k])}{' ' + unit if unit else ''}"
+                     for k in ("above", "below", "across") if where[k])
+
+
+def verdicts_at(claims: Sequence[Any], labels: Sequence[Any], unit: str = "") -> str:
+    """The verdicts of ``claims`` (one per label, in order), grouped for the prose: "undecided at 3, 8 and
+    22 heads" or "reproduces at 3 heads; undecided at 8 and 22 heads" (plain words: a glued text is not
+    Markdown), in the order each verdict first appears. ``ValueError`` unless there is one label per claim."""
+    if len(claims) != len(labels):
+        raise ValueError(f"one label per claim, got {len(claims)} claims and {len(labels)} labels")
+    grouped: dict[str, list] = {}
+    for claim, label in zip(claims, labels):
+        grouped.setdefault(claim.verdict, []).append(label)
+    return "; ".join(f"{v} at {listing(ls)}{' ' + unit if unit else ''}" for v, ls in grouped.items())

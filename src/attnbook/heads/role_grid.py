@@ -9,6 +9,9 @@ time (another seed, wider heads, a quarter of the training verses). Two pieces o
 * :func:`setting_effect`, the rule that turns a role statistic measured in two cells of the grid (seeds at
   each setting) into *raises*, *lowers* or *within seed noise*: a two-sample t test over the seeds, its
   variance pooled over both cells;
+* :func:`data_axis`, that rule applied along the data axis (all, half and a quarter of the verses): every
+  pair of amounts with analysed models, and whether a statistic grows with data (every step between
+  neighbouring amounts *raises*);
 * :func:`grid_runs`, every model of the grid as a named run of :mod:`attnbook.core.runs`, shipped or not yet
   (a GPU cell, or a CPU training not yet made), with what it changes and its command.
 """
@@ -81,6 +84,26 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
         p = float(2 * student_t.sf(abs(change) / se, dof))
     says = ("raises" if change > 0 else "lowers") if p < level else "within seed noise"
     return {**out, "p": p, "says": says}
+
+
+def data_axis(levels: Mapping[str, Sequence[float]], level: float = 0.05) -> dict:
+    """The role grid's data axis by the rules of ``data/translation/README.md``: ``levels`` maps each amount
+    of training data, most first (``{"all": [...], "50%": [...], "25%": [...]}``), to a role statistic for
+    each of its *analysed* seeds (empty where no model of that amount passed its gates). Returns ``steps``:
+    for each pair of amounts that both have analysed seeds, the more-data amount minus the other
+    (:func:`setting_effect`), keyed ``"all - 50%"``, in the order of ``levels``; and ``grows``: with three or
+    more amounts analysed, True when every step between neighbouring amounts *raises* and False otherwise;
+    None with fewer (the rule says nothing about growth then)."""
+    names = list(levels)
+    if len(names) < 2:
+        raise ValueError(f"the data axis needs at least two amounts of data, got {names}")
+    kept = [k for k in names if len(levels[k])]
+    steps = {f"{a} - {b}": setting_effect(levels[a], levels[b], level)
+             for i, a in enumerate(kept) for b in kept[i + 1:]}
+    grows = None
+    if len(kept) >= 3:
+        grows = all(steps[f"{a} - {b}"]["says"] == "raises" for a, b in zip(kept, kept[1:]))
+    return {"steps": steps, "grows": grows}
 
 
 def grid_runs(preset: str = "quick") -> list[dict]:
