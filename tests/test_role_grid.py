@@ -36,6 +36,18 @@ def test_early_stopping_gate_passes_a_stopped_run_and_fails_one_still_improving(
     assert not five.holds  # five evaluations after the best are one short of patience 6
 
 
+def test_task_gates_pass_a_model_that_uses_its_encoder_and_fail_one_that_does_not_or_loops():
+    kw = dict(model="m", n_verses=500, guards="its roles", precomputed="cmd")
+    ok = role_grid.task_gates({"drop": 8.0, "looping_share": 0.02}, **kw)
+    assert [g.verdict for g in ok] == ["passes", "passes"]
+    weak = role_grid.task_gates({"drop": 2.7, "looping_share": 0.02}, **kw)
+    assert [g.holds for g in weak] == [False, True] and "its roles" in weak[0].reason
+    loops = role_grid.task_gates({"drop": 8.0, "looping_share": 0.08}, **kw)
+    assert [g.holds for g in loops] == [True, False]
+    edge = role_grid.task_gates({"drop": 5.0, "looping_share": 0.05}, **kw)  # the limits pass
+    assert all(g.holds for g in edge) and "first 500 test verses" in edge[0].name
+
+
 def test_setting_effect_is_a_pooled_two_sample_t_test():
     from scipy.stats import ttest_ind
 

@@ -144,18 +144,11 @@ display(Markdown(rf.checkpoint_table(list(checkpoints), comparison)))
 gate_pairs = test_pairs[:500]
 gate_src, gate_ref = [e for e, _ in gate_pairs], [s for _, s in gate_pairs]
 others = {"seed 1": (model_s1, meta_s1), "4 heads of width 32": (model_h4, meta_h4)}
-other_gates = {}
-for name, (m, mt) in others.items():
-    g = tr.learned_task_gates(m, gate_src, gate_ref, max_len=cfg.max_len)
-    what = f"{name}, gate: {{}} (first {len(gate_src)} test verses)"
-    guards = f"{name}'s comparison with the paper (not made if a gate fails)"
-    other_gates[name] = [
-        attnbook.gate(what.format("BLEU lost when all encoder self-attention heads "
-                                  "are off"), g["drop"], at_least=5, digits=2,
-                      band=1.0, guards=guards, precomputed=mt["command"]),
-        attnbook.gate(what.format("share of greedy outputs that loop"),
-                      g["looping_share"], at_most=0.05, digits=2, band=0.01,
-                      guards=guards, precomputed=mt["command"])]
+other_gates = {name: role_grid.task_gates(
+    tr.learned_task_gates(m, gate_src, gate_ref, max_len=cfg.max_len), model=name,
+    n_verses=len(gate_src), precomputed=mt["command"],
+    guards=f"{name}'s comparison with the paper (not made if a gate fails)")
+    for name, (m, mt) in others.items()}
 passed = {name: all(g.holds for g in gs) for name, gs in other_gates.items()}
 [g for gs in other_gates.values() for g in gs]
 
@@ -177,15 +170,9 @@ GUARDS = ("the data axis (by the rule, a data model that fails a gate is not "
 data_gates, task = {}, {}
 for name, (_, m, mt, _) in data_models.items():
     g = task[name] = tr.learned_task_gates(m, gate_src, gate_ref, max_len=cfg.max_len)
-    what = f"{name}, gate: {{}} (first {len(gate_src)} test verses)"
-    data_gates[name] = [
-        role_grid.early_stopping_gate(mt, model=name),
-        attnbook.gate(what.format("BLEU lost with every encoder self-attention head "
-                                  "off"), g["drop"], at_least=5, digits=2, band=1.0,
-                      guards=GUARDS, precomputed=mt["command"]),
-        attnbook.gate(what.format("share of greedy outputs that loop"),
-                      g["looping_share"], at_most=0.05, digits=2, band=0.01,
-                      guards=GUARDS, precomputed=mt["command"])]
+    data_gates[name] = [role_grid.early_stopping_gate(mt, model=name),
+                        *role_grid.task_gates(g, model=name, n_verses=len(gate_src),
+                                              guards=GUARDS, precomputed=mt["command"])]
 analysed = [name for name, gs in data_gates.items() if all(g.holds for g in gs)]
 [g for gs in data_gates.values() for g in gs]
 
@@ -326,7 +313,7 @@ for a, tag in (("50%", "d50"), ("25%", "d25")):
     ms, n_ok = amount_of(a)
     glue(f"ch10_{tag}_analysed", f"{n_ok} of the {len(ms)} shipped")
 glue("ch10_data_drops", ", ".join(f"{task[n]['drop']:.1f} ({n})" for n in task))
-weak = [n for n in task if task[n]["drop"] < 5]  # gate 2 fails: encoder heads unused
+weak = [n for n in task if task[n]["drop"] < role_grid.MIN_ENCODER_DROP]  # gate 2
 glue("ch10_data_lean", f"{len(weak)} of the {len(task)} data models lean on their "
      "encoder heads less than gate 2 asks" if weak else "every data model leans on "
      "its encoder heads as much as gate 2 asks")

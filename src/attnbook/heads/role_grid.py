@@ -6,6 +6,8 @@ time (another seed, wider heads, a quarter of the training verses). Two pieces o
 * :func:`early_stopping_gate`, the training gate of a data cell: with few verses, training must end because
   dev BLEU stopped improving for ``patience`` evaluations, not because the steps ran out, so that more steps
   would not have helped on dev (the rule in ``data/translation/README.md``, written before the run);
+* :func:`task_gates`, gates 2 and 3 of the chapter's first page for a model of the grid (its encoder
+  attention matters, its outputs do not loop), recorded pass or fail;
 * :func:`setting_effect`, the rule that turns a role statistic measured in two cells of the grid (seeds at
   each setting) into *raises*, *lowers* or *within seed noise*: a two-sample t test over the seeds, its
   variance pooled over both cells;
@@ -51,6 +53,26 @@ def early_stopping_gate(meta: Mapping, *, model: str) -> Claim:
                 guards="the model might still improve on dev with more steps; its roles describe a model "
                 "stopped by the step budget",
                 precomputed=meta["command"])
+
+
+#: gate 2: the BLEU a model must lose with every encoder self-attention head off (it uses its encoder heads)
+MIN_ENCODER_DROP = 5.0
+#: gate 3: the largest share of greedy outputs that may loop
+MAX_LOOPING_SHARE = 0.05
+
+
+def task_gates(evidence: Mapping, *, model: str, n_verses: int, guards: str, precomputed: str) -> list[Claim]:
+    """Gates 2 and 3 of chapter "A translation model" for a model of the role grid, from
+    :func:`attnbook.heads.translation.learned_task_gates`'s ``evidence`` on ``n_verses`` test verses: its BLEU
+    drop with every encoder self-attention head off is at least :data:`MIN_ENCODER_DROP` (the heads whose
+    roles the grid measures are used), and the share of its greedy outputs that loop is at most
+    :data:`MAX_LOOPING_SHARE`. Recorded whether they pass or fail (``guards``: what a failure withholds);
+    the page analyses a model only if both pass."""
+    what = f"{model}, gate: {{}} (first {n_verses} test verses)"
+    return [gate(what.format("BLEU lost with every encoder self-attention head off"), evidence["drop"],
+                 at_least=MIN_ENCODER_DROP, digits=2, band=1.0, guards=guards, precomputed=precomputed),
+            gate(what.format("share of greedy outputs that loop"), evidence["looping_share"],
+                 at_most=MAX_LOOPING_SHARE, digits=2, band=0.01, guards=guards, precomputed=precomputed)]
 
 
 def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], level: float = 0.05) -> dict:
