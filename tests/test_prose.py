@@ -28,6 +28,7 @@ def test_listing_joins_with_and_and_names_an_empty_list():
     assert listing([3, 8]) == "3 and 8"
     assert listing([3, 8, 22]) == "3, 8 and 22"
     assert listing([], none="no shape") == "no shape"
+    assert listing([]) == "none"
 
 
 def test_sides_puts_each_interval_above_below_or_across_the_level():
@@ -42,6 +43,7 @@ def test_sides_in_words_names_each_side_once_with_its_unit():
     ivs = {3: (0.2, 1.0), 8: (0.1, 0.4), 22: (-0.3, 0.2)}
     assert sides_in_words(ivs, unit="heads") == "lies above 0 at 3 and 8 heads; reaches across 0 at 22 heads"
     assert sides_in_words({3: (-2.0, -1.0)}, level=-0.5) == "lies below -0.5 at 3"
+    assert sides_in_words({8: (-0.2, 0.1), 3: (-2.0, -1.0)}) == "lies below 0 at 3; reaches across 0 at 8"
 
 
 def test_verdicts_at_groups_labels_by_verdict_in_order():

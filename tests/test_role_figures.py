@@ -92,6 +92,21 @@ def test_role_grid_draws_each_seed_each_mean_and_the_criteria():
     plt.close(fig)
 
 
+def test_role_grid_draws_models_that_fail_a_gate_hollow_and_leaves_them_out_of_the_mean():
+    values = {"best neighbour share": {"all": [0.58, 0.45], "50%": [0.50], "25%": []}}
+    failed = {"best neighbour share": {"25%": [0.24, 0.28], "50%": [0.30]}}
+    fig = rf.role_grid(values, {}, not_analysed=failed)
+    ax, = fig.axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["all", "50%", "25%"]
+    hollow = [ln for ln in ax.lines if ln.get_marker() == "o" and ln.get_markerfacecolor() == "none"]
+    assert [(list(ln.get_xdata()), list(ln.get_ydata())) for ln in hollow] == [([1], [0.30]), ([2, 2], [0.24, 0.28])]
+    means = [ln.get_ydata()[0] for ln in ax.lines if ln.get_marker() in ("None", "")]
+    assert means == pytest.approx([0.515, 0.50])  # no bar for the 25% column: no analysed model
+    assert [t.get_text() for t in rf.role_grid({"s": {"all": [1.0], "50%": []}}, {}).axes[0].get_xticklabels()] \
+        == ["all"]  # a setting with no model at all has no column
+    plt.close("all")
+
+
 def test_relevance_with_roles_marks_the_heads():
     rel = torch.tensor([[0.2, 0.8], [0.5, 0.5]])
     marks = {"P": torch.tensor([[True, False], [False, False]]), "S": torch.tensor([[True, False], [False, True]])}

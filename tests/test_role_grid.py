@@ -46,6 +46,7 @@ def test_task_gates_pass_a_model_that_uses_its_encoder_and_fail_one_that_does_no
     assert [g.holds for g in loops] == [True, False]
     edge = role_grid.task_gates({"drop": 5.0, "looping_share": 0.05}, **kw)  # the limits pass
     assert all(g.holds for g in edge) and "first 500 test verses" in edge[0].name
+    assert [g.precomputed for g in edge] == ["cmd", "cmd"]
 
 
 def test_setting_effect_is_a_pooled_two_sample_t_test():
@@ -94,6 +95,14 @@ def test_data_axis_tests_every_pair_of_analysed_amounts_and_grows_only_if_each_s
     assert flat["steps"]["50% - 25%"]["says"] == "within seed noise" and flat["grows"] is False
     backwards = role_grid.data_axis({"all": [0.60, 0.62], "50%": [0.70, 0.71], "25%": [0.40, 0.41]})
     assert backwards["steps"]["all - 50%"]["says"] == "lowers" and backwards["grows"] is False
+    # growth is judged on neighbouring steps: all - 25% raising does not make up for a flat half
+    wide_flat = role_grid.data_axis({"all": [0.60, 0.61], "50%": [0.50, 0.70], "25%": [0.40, 0.41]})
+    assert wide_flat["steps"]["all - 25%"]["says"] == "raises" and wide_flat["grows"] is False
+
+
+def test_data_axis_says_nothing_of_growth_when_a_step_is_undecided():
+    one_each = role_grid.data_axis({"all": [0.60, 0.62], "50%": [0.50], "25%": [0.40]})
+    assert one_each["steps"]["50% - 25%"]["says"] == "undecided" and one_each["grows"] is None
 
 
 def test_data_axis_leaves_out_amounts_without_analysed_models_and_then_says_nothing_of_growth():

@@ -46,6 +46,7 @@ from IPython.display import Markdown, display
 
 import attnbook
 from attnbook.claims import papers
+from attnbook.claims import prose
 from attnbook.claims.prose import glue
 from attnbook.heads import role_figures as rf
 from attnbook.heads import role_grid
@@ -224,19 +225,25 @@ stats = {"neighbour share": neighbour, "syntactic gain": table[SYN],
          "rare / chance": table[RARE]}
 
 
-def cell(values, amount, only=None):  # one cell's values, its analysed models only
-    return [x for x, s, n in zip(values, setting, names) if s == amount
-            and (only is None or amount == "all" or n in only)]
+ok = ["seed 0", *[n for n in others if passed[n]], *analysed]  # analysed models
 
 
-grid = {stat: {s: cell(v, s) for s in dict.fromkeys(setting)}
+def cell(values, amount, only=None):  # one cell's values (only: of these models)
+    return [x for x, s, n in zip(values, setting, names)
+            if s == amount and (only is None or n in only)]
+
+
+grid = {stat: {s: cell(v, s, ok) for s in dict.fromkeys(setting)}
         for stat, v in stats.items()}  # settings: all, 4x32, then the data shipped
+left_out = {stat: {s: [x for x, t, n in zip(v, setting, names)
+                       if t == s and n not in ok] for s in grid[stat]}
+            for stat, v in stats.items()}  # models that fail a gate
 
 # %%
 # the data rule: every pair of amounts with analysed models (role_grid.data_axis);
 # an amount whose models all fail a gate is printed for the record, not decided
 AMOUNTS = ("all", "50%", "25%")
-axis = {stat: role_grid.data_axis({a: cell(v, a, analysed) for a in AMOUNTS})
+axis = {stat: role_grid.data_axis({a: cell(v, a, ok) for a in AMOUNTS})
         for stat, v in stats.items()}
 IN_WORDS = {"raises": "more data raises it", "lowers": "more data lowers it",
             "within seed noise": "within seed noise",
@@ -246,23 +253,23 @@ for stat, v in stats.items():
         print(f"{stat}, {step}: {e['change']:+.2f}, t test p = {e['p']:.2f}: "
               f"{IN_WORDS[e['says']]}")
     for a in AMOUNTS[1:]:
-        if cell(v, a) and not cell(v, a, analysed):  # shipped, none analysed
+        if cell(v, a) and not cell(v, a, ok):  # shipped, none analysed
             e = role_grid.setting_effect(cell(v, "all"), cell(v, a))
             print(f"{stat}, all - {a} (none analysed, for the record): "
                   f"{e['change']:+.2f}, p = {e['p']:.2f}: not decided")
-wide = [n for n in others if passed[n] and n != "seed 1"]  # the head-count rule
-heads = ({stat: role_grid.setting_effect(cell(v, "4x32", wide), cell(v, "all"))
-          for stat, v in stats.items()} if cell(neighbour, "4x32", wide) else {})
+heads = ({stat: role_grid.setting_effect(cell(v, "4x32", ok), cell(v, "all", ok))
+          for stat, v in stats.items()} if cell(neighbour, "4x32", ok) else {})
 for stat, e in heads.items():
     print(f"{stat}, 4 heads of 32 minus 8 of 16: {e['change']:+.2f}, t test p = "
           f"{e['p']:.2f}, {sum(e['n_seeds']) - 2} degree(s) of freedom: {e['says']}")
-for i, (*_, r) in enumerate(data_models.values(), start=3):  # the rule: show a
-    if neighbour[i] >= CRITERION or table[SYN][i] >= POINTS:  # model that reaches one
+every = [roles, roles_s1, roles_h4] + [r for *_, r in data_models.values()]
+for n, r, best, syn in zip(names, every, neighbour, table[SYN]):  # the rule: show an
+    if n in ok[1:] and (best >= CRITERION or syn >= POINTS):  # analysed model at one
         rf.neighbour_shares(r["enc_self"]["prev"], r["enc_self"]["next"])
 
 # %% tags=["hide-input"]
 CRITERIA = {"neighbour share": CRITERION, "syntactic gain": POINTS}
-rf.role_grid(grid, CRITERIA)
+rf.role_grid(grid, CRITERIA, not_analysed=left_out)
 plt.show()
 
 # %% tags=["hide-input"]
@@ -296,9 +303,9 @@ for stat, tag in zip(stats, ("pos", "syn", "rare")):  # the head-count rule
     glue(f"ch10_heads_{tag}_says", HEAD_WORDS.get(e["says"], e["says"]) + (
         f" (p = {e['p']:.2f}, {sum(e['n_seeds']) - 2} degree(s) of freedom)"
         if "p" in e else ""))
-reach = sum(b >= CRITERION for b in neighbour)  # models at the paper's criterion
-glue("ch10_reach_90", "None of the models reaches 90%" if not reach else
-     f"{reach} of the {len(neighbour)} models reach 90%")
+reach = sum(b >= CRITERION for b, n in zip(neighbour, names) if n in ok)
+glue("ch10_reach_90", f"None of the {len(ok)} analysed models reaches 90%" if not
+     reach else f"{reach} of the {len(ok)} analysed models reach 90%")
 for tag, r in (("best", roles), ("s1", roles_s1)):  # best previous- and next-token
     glue(f"ch10_{tag}_prev", float(r["enc_self"]["prev"].max()))
     glue(f"ch10_{tag}_next", float(r["enc_self"]["next"].max()))
@@ -325,20 +332,27 @@ def amount_of(a):  # the data models of one amount: the verse pairs, and how man
 for a, tag in (("50%", "d50"), ("25%", "d25")):
     glue(f"ch10_{tag}_pairs", len(tr.training_pairs(int(a[:-1]) / 100)))
     ms, n_ok = amount_of(a)
-    glue(f"ch10_{tag}_analysed", f"{n_ok} of the {len(ms)} shipped")
+    glue(f"ch10_{tag}_analysed", f"{n_ok} of {len(ms)} shipped model(s) analysed"
+         if ms else "no model shipped yet")
 glue("ch10_data_drops", ", ".join(f"{task[n]['drop']:.1f} ({n})" for n in task))
 weak = [n for n in task if task[n]["drop"] < role_grid.MIN_ENCODER_DROP]  # gate 2
 glue("ch10_data_lean", f"{len(weak)} of the {len(task)} data models lean on their "
      "encoder heads less than gate 2 asks" if weak else "every data model leans on "
      "its encoder heads as much as gate 2 asks")
-said = {stat: "; ".join(f"{IN_WORDS[e['says']]} ({k})" for k, e in
+said = {stat: "; ".join(f"{k}: {IN_WORDS[e['says']]}" for k, e in
                         axis[stat]["steps"].items()) or "not decided (no data model "
         "analysed)" for stat in stats}
-grows = {stat: {True: "grows with data", False: "does not grow with data by the rule",
-                None: "growth not decided (fewer than three amounts analysed)"}[
-    axis[stat]["grows"]] for stat in stats}
+grows = {stat: {True: "it grows with data", False: "growth with data not shown by the "
+                "rule", None: "growth not decided (it needs three amounts analysed, "
+                "each step decided)"}[axis[stat]["grows"]] for stat in stats}
 for stat, tag in zip(stats, ("pos", "syn", "rare")):
-    glue(f"ch10_data_{tag}_says", f"{said[stat]}; {grows[stat]}");
+    glue(f"ch10_data_{tag}_says", f"{said[stat]}; {grows[stat]}")
+pending = [c for c in role_grid.grid_runs() if not c["shipped"]]  # listed below
+gpu = [c["run"] for c in pending if "GPU" in c["pending"]]
+glue("ch10_pending", prose.listing(
+    [f"{c['run']} ({c['pending'].split(' (')[0]})" for c in pending
+     if c["run"] not in gpu]
+    + ([f"{len(gpu)} width cells (need a GPU)"] if gpu else []), none="none"));
 
 # %% [markdown]
 # Heads twice as wide translate {glue:text}`ch10_h4_bleu_word` ({glue:text}`ch10_h4_bleu_gain:+.1f` BLEU, greedy, on the test split).
@@ -361,9 +375,8 @@ for stat, tag in zip(stats, ("pos", "syn", "rare")):
 # {glue:text}`ch10_rarex_s1:.1f` and {glue:text}`ch10_rarex_h4:.1f` times as often as chance.
 #
 # Half of the verses is {glue:text}`ch10_d50_pairs:,d` verse pairs, a quarter {glue:text}`ch10_d25_pairs:,d`. The data
-# models' BLEU and roles are the last columns of the role table, their gates among the claims above: by the
-# data rule, {glue:text}`ch10_d50_analysed` half-data models are analysed and {glue:text}`ch10_d25_analysed`
-# quarter-data models. Switching off all their encoder self-attention costs them {glue:text}`ch10_data_drops` BLEU
+# models' BLEU and roles are the last columns of the role table, their gates among the claims above. By the
+# data rule, half the verses: {glue:text}`ch10_d50_analysed`; a quarter: {glue:text}`ch10_d25_analysed`. Switching off all their encoder self-attention costs them {glue:text}`ch10_data_drops` BLEU
 # (gate 2 asks at least 5): {glue:text}`ch10_data_lean`.
 #
 # The steps between amounts of data, each with its t test, are printed under the role grid
@@ -372,8 +385,8 @@ for stat, tag in zip(stats, ("pos", "syn", "rare")):
 # {glue:text}`ch10_data_rare_says`.
 #
 # The corpus has {glue:text}`ch10g_train_pairs:,d` verse pairs against the paper's millions of sentences. The grid's other cells
-# are named runs not yet made, listed below by name (each made by `python scripts/run.py NAME`): width at a fixed number of heads needs a
-# GPU; the second seeds and the half-data cells take one to two hours each on this CPU.
+# are named runs not yet made, listed below by name with why (each made by `python scripts/run.py NAME`):
+# {glue:text}`ch10_pending`.
 
 # %% tags=["hide-input"]
 # the role grid's cells not yet made: named runs (python scripts/run.py NAME)
@@ -389,11 +402,9 @@ for c in role_grid.grid_runs():
 #   {glue:text}`ch10_h4_next:.2f` (next), against {glue:text}`ch10_best_prev:.2f` and {glue:text}`ch10_best_next:.2f` for the shipped model. By the
 #   head-count rule, the best neighbour share: {glue:text}`ch10_heads_pos_says`.
 #
-# * Half the verses: {glue:text}`ch10_d50_analysed` models pass their gates; a quarter:
-#   {glue:text}`ch10_d25_analysed`. By the data rule, the best neighbour share: {glue:text}`ch10_data_pos_says`.
+# * Half the verses: {glue:text}`ch10_d50_analysed`; a quarter: {glue:text}`ch10_d25_analysed`. By the data rule, the best neighbour share: {glue:text}`ch10_data_pos_says`.
 #
-# * The grid's remaining cells (width at 8 heads per layer, half the verses, the second seeds) are named runs
-#   with their commands. [The next page](10_heads_in_a_pretrained_encoder.ipynb) runs the same detectors on
+# * The grid's remaining cells are named runs with their commands: {glue:text}`ch10_pending`. [The next page](10_heads_in_a_pretrained_encoder.ipynb) runs the same detectors on
 #   a pretrained encoder, which has the roles.
 #
 # ## Exercises

@@ -151,20 +151,29 @@ def late_training(traces: Mapping[str, Sequence[Mapping]], learning_rate: tuple[
     return fig
 
 
-def role_grid(values: Mapping[str, Mapping[str, Sequence[float]]], criteria: Mapping[str, float]) -> plt.Figure:
+def role_grid(values: Mapping[str, Mapping[str, Sequence[float]]], criteria: Mapping[str, float],
+              not_analysed: Optional[Mapping[str, Mapping[str, Sequence[float]]]] = None) -> plt.Figure:
     """The role table's grid of settings as one figure (chapter "A translation model": what it takes to grow
-    the roles): one panel per role statistic (``values``: statistic -> {setting -> one value per seed}), each
-    seed a dot, each setting's mean a short bar, and the paper's criterion for the statistic (``criteria``,
-    where it has one) a dotted line; the book's figure width and font sizes (short names wrap)."""
+    the roles): one panel per role statistic (``values``: statistic -> {setting -> one value per analysed
+    seed}), each seed a dot, each setting's mean over its analysed seeds a short bar, the models that fail a
+    gate (``not_analysed``, same shape; no bar) hollow dots, and the paper's criterion for the statistic
+    (``criteria``, where it has one) a dotted line; the book's figure width and font sizes (short names
+    wrap). A setting appears once it has a model, analysed or not."""
     fig, axes = plt.subplots(1, len(values), figsize=(MAX_WIDTH, 3.2), layout="constrained", squeeze=False)
     for ax, (stat, cells) in zip(axes[0], values.items()):
-        for x, seeds in enumerate(cells.values()):
-            ax.plot([x] * len(seeds), seeds, "o", color="C0", alpha=0.8)
-            ax.plot([x - 0.25, x + 0.25], [np.mean(seeds)] * 2, color="0.2", lw=2)
+        hollow = (not_analysed or {}).get(stat, {})
+        settings = [s for s in dict.fromkeys([*cells, *hollow]) if cells.get(s) or hollow.get(s)]
+        for x, setting in enumerate(settings):
+            seeds, out = list(cells.get(setting, [])), list(hollow.get(setting, []))
+            if seeds:
+                ax.plot([x] * len(seeds), seeds, "o", color="C0", alpha=0.8)
+                ax.plot([x - 0.25, x + 0.25], [np.mean(seeds)] * 2, color="0.2", lw=2)
+            if out:
+                ax.plot([x] * len(out), out, "o", color="C0", mfc="none", mew=1.5)
         if stat in criteria:
             ax.axhline(criteria[stat], color="0.5", ls=":", lw=1.5)
-        ax.set_xticks(range(len(cells)), [textwrap.fill(c, 7) for c in cells])
-        ax.set_xlim(-0.5, len(cells) - 0.5)
+        ax.set_xticks(range(len(settings)), [textwrap.fill(c, 7) for c in settings])
+        ax.set_xlim(-0.5, len(settings) - 0.5)
         ax.set_title(stat)
     return fig
 

@@ -114,8 +114,9 @@ def data_axis(levels: Mapping[str, Sequence[float]], level: float = 0.05) -> dic
     each of its *analysed* seeds (empty where no model of that amount passed its gates). Returns ``steps``:
     for each pair of amounts that both have analysed seeds, the more-data amount minus the other
     (:func:`setting_effect`), keyed ``"all - 50%"``, in the order of ``levels``; and ``grows``: with three or
-    more amounts analysed, True when every step between neighbouring amounts *raises* and False otherwise;
-    None with fewer (the rule says nothing about growth then)."""
+    more amounts analysed, True when every step between neighbouring amounts *raises* and False when every
+    such step is decided (*raises*, *lowers* or *within seed noise*) and one does not raise; None with
+    fewer amounts or an *undecided* step (one seed per amount): the rule then says nothing about growth."""
     names = list(levels)
     if len(names) < 2:
         raise ValueError(f"the data axis needs at least two amounts of data, got {names}")
@@ -123,8 +124,9 @@ def data_axis(levels: Mapping[str, Sequence[float]], level: float = 0.05) -> dic
     steps = {f"{a} - {b}": setting_effect(levels[a], levels[b], level)
              for i, a in enumerate(kept) for b in kept[i + 1:]}
     grows = None
-    if len(kept) >= 3:
-        grows = all(steps[f"{a} - {b}"]["says"] == "raises" for a, b in zip(kept, kept[1:]))
+    neighbours = [steps[f"{a} - {b}"]["says"] for a, b in zip(kept, kept[1:])]
+    if len(kept) >= 3 and "undecided" not in neighbours:
+        grows = all(says == "raises" for says in neighbours)
     return {"steps": steps, "grows": grows}
 
 
