@@ -70,7 +70,10 @@ except ImportError:
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
 # (`attnbook/data/translation/README.md`; its first data rule, which erred far too often with no effect, was
 # replaced by a t test over seeds before the second quarter-data model's result, and the half-data cells' rules
-# were written before they ran). Chapter 11 has the gate-seed and settled open-start gates
+# were written before they ran; the early-stopping gate was made a recorded gate, no longer withholding a model,
+# while the first half-data model trained and before its result, after both quarter-data models had failed it
+# and gate 2; and the head-count rule, a t test over seeds, was written after the first wider-head run and
+# before its second seed). Chapter 11 has the gate-seed and settled open-start gates
 # (`attnbook/data/pruning/README.md`). `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
