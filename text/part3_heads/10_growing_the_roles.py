@@ -278,7 +278,7 @@ CRITERIA = {"neighbour share": CRITERION, "syntactic gain": POINTS}
 rf.role_grid(grid, CRITERIA, not_analysed=left_out)
 plt.show()
 
-# %% tags=["hide-input"]
+# %% tags=["nbval-check-output", "hide-input"]
 # the positional criterion for each analysed data model (the rule: a model that
 # fails gate 2 or 3 is not analysed, and gets no comparison)
 steps = axis["neighbour share"]["steps"]
