@@ -71,8 +71,9 @@ except ImportError:
 # (`attnbook/data/translation/README.md`; its first data rule, which erred far too often with no effect, was
 # replaced by a t test over seeds before the second quarter-data model's result, and the half-data cells' rules
 # were written before they ran; the early-stopping gate was made a recorded gate, no longer withholding a model,
-# while the first half-data model trained and before its result, after both quarter-data models had failed it
-# and gate 2; and the head-count rule, a t test over seeds, was written after the first wider-head run and
+# while the first half-data model trained, before its result but with its rising dev curve in view, after the
+# second quarter-data model had failed it and both had failed gate 2 (under the old rule the half-data model
+# would not be analysed); and the head-count rule, a t test over seeds, was written after the first wider-head run and
 # before its second seed). Chapter 11 has the gate-seed and settled open-start gates
 # (`attnbook/data/pruning/README.md`). `git log` on those files shows each rule before its data.
 #

@@ -307,7 +307,7 @@ def _translation(preset: str, **overrides) -> dict:
 
 #: why a cell of chapter 10's role grid is not shipped yet (:attr:`Run.pending`)
 _ON_A_GPU = "needs a GPU (about half an hour on one H200 at the step rates measured there; hours to days on this CPU)"
-_NOT_YET = "not run yet (one to two hours on one thread of this CPU)"
+_NOT_YET = "not shipped yet (a resumable training of one to two hours on one thread of this CPU)"
 
 
 def _role_grid_cell(variant: str, what: str, pending: str, minutes: Optional[float], **overrides) -> "Run":
