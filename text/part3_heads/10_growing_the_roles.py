@@ -224,7 +224,7 @@ shown
 # Each role statistic per setting, one value per trained model ({numref}`fig-ch10-grid`), and the data rule's
 # verdict for each.
 
-# %%
+# %% tags=["hide-input"]
 # each role statistic per setting, one value per model (the role table's columns)
 table = dict(comparison)  # the role table's rows
 SYN = "largest syntactic gain over the positional baseline (points)"
