@@ -355,7 +355,7 @@ attnbook.check("best previous-token share, end of training minus initialisation"
 # * The shipped model develops in its encoder a strong previous-token head ({glue:text}`ch10_best_prev:.2f` of
 #   tokens), short of the paper's 90% positional criterion. It has no syntactic head by the paper's 10-point
 #   rule and no rare-token head. [The next page](10_growing_the_roles.ipynb) trains the
-#   recipe again with wider heads, another seed and a quarter of the verses.
+#   recipe again with wider heads, another seed, and half or a quarter of the verses.
 #
 # * The roles appear during training in an order: sinks, confident heads, then the previous-token head. Over
 #   the last 30% of training the best neighbour share moves by hundredths: by the rule stated before the run,
