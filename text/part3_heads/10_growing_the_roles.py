@@ -247,9 +247,9 @@ def cell(values, amount, only=None):  # one cell's values (only: of these models
 
 grid = {stat: {s: cell(v, s, ok) for s in dict.fromkeys(setting)}
         for stat, v in stats.items()}  # settings: all, 4x32, then the data shipped
-left_out = {stat: {s: [x for x, t, n in zip(v, setting, names)
-                       if t == s and n not in ok] for s in grid[stat]}
-            for stat, v in stats.items()}  # models that fail a gate
+failed = [n for n in names if n not in ok]  # models that fail a gate
+left_out = {stat: {s: cell(v, s, failed) for s in grid[stat]}
+            for stat, v in stats.items()}
 
 # %%
 # the data rule: every pair of amounts with analysed models (role_grid.data_axis);
