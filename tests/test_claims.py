@@ -274,6 +274,8 @@ def test_the_result_box_lists_each_comparison_with_its_verdict_and_counts_the_re
             Claim("row sums", 1.0, "== 1"), Claim("gap", 0.4, "<= 0.1", holds=False, verdict="fails"),
             Claim("converged", 0.8, "< 0.5", kind="gate", holds=False, verdict="fails"),
             Claim("minilm", 0.9, "> 0", kind="analogue", verdict="reproduces"),
+            Claim("wider minus narrower", 0.1, "t test", kind="finding", verdict="not shown"),
+            Claim("all minus half", 0.2, "t test", kind="finding", verdict="higher"),
             Claim("slope", 3.2, "within 0.5 of 3", kind="comparison", verdict="reproduces")]  # run again
     box = result_summary(made)
     assert "of 3 comparisons, 1 reproduces, 1 differs and 1 is undecided" in box
@@ -281,6 +283,7 @@ def test_the_result_box_lists_each_comparison_with_its_verdict_and_counts_the_re
     many = result_summary([Claim(f"c{i}", 1.0, "> 0", kind="comparison", verdict="reproduces") for i in range(5)])
     assert "*reproduces* (5): c0; c1; c2; and 2 more" in many and "5 reproduce, 0 differ and 0 are" in many
     assert "1 of 2 hold" in box and "converged" in box and "1 of 1 agree" in box
+    assert "own experiments** (a difference between two of its arms, by a stated test): of 2, 1 higher, 1 not shown." in box
     assert "no number with a paper's" in result_summary([Claim("row sums", 1.0, "== 1")])
 
 
@@ -295,3 +298,26 @@ def test_a_verdict_in_words_names_what_was_decided():
 
     missing = claims.not_available("a precomputed claim", Missing("a_run", "paper", "no file", "cmd"))
     assert missing.in_words == "is not available"
+
+
+@pytest.mark.parametrize("interval, verdict", [((0.05, 0.35), "higher"), ((-0.35, -0.05), "lower"),
+                                               ((-0.1, 0.5), "not shown"), ((0.0, 0.4), "not shown"),
+                                               (None, "undecided")])
+def test_a_finding_is_decided_by_its_interval_against_zero(interval, verdict):
+    value = 0.2 if interval is None or interval[0] >= 0 or interval[1] > 0.2 else -0.2
+    f = claims.finding("all minus half", value, interval=interval, test="t test over seeds (1 dof)")
+    assert (f.kind, f.verdict, f.paper, f.holds) == (claims.FINDING, verdict, None, True)
+    assert "t test over seeds (1 dof): 95% interval" in f.condition
+    assert ("too few seeds" in f.line()) == (verdict == "undecided")
+    assert f.record()["interval"] == (None if interval is None else list(interval))
+
+
+def test_a_malformed_finding_is_refused():
+    with pytest.raises(ValueError, match="which test"):
+        claims.finding("d", 0.2, interval=(0.1, 0.3), test="")
+    with pytest.raises(ValueError, match="must contain the value"):
+        claims.finding("d", 0.5, interval=(0.1, 0.3), test="t")
+    with pytest.raises(ValueError, match="level"):
+        claims.finding("d", 0.2, interval=(0.1, 0.3), test="t", level=95)
+    with pytest.raises(ValueError, match="finite"):
+        claims.finding("d", float("nan"), interval=None, test="t")

@@ -312,12 +312,14 @@ def test_per_paper_summary_counts_verdicts_by_paper():
 
     rows = [row(1, "check", "holds"), row(1, "comparison", "reproduces"), row(2, "comparison", "differs"),
             row(3, "comparison", "undecided"), row(5, "analogue", "reproduces"), row(5, "analogue", "differs"),
-            row(8, "check", "fails", holds=False)]
+            row(8, "check", "fails", holds=False), row(10, "finding", "higher"), row(10, "finding", "not shown")]
     lines = per_paper_summary(rows).splitlines()
-    dong, noci = lines[2], lines[3]
+    dong, noci, voita = lines[2], lines[3], lines[4]
     # an analogue is neither a check nor a comparison: chapter 5 has no comparison
-    assert "| 1 (1) | 1 | 1 | 1 | 2 (1) | 4, 5, 6, 7 |" in dong
-    assert "| 1 (0) | 0 | 0 | 0 | 0 (0) | 8, 9 |" in noci
+    assert "| 1 (1) | 1 | 1 | 1 | 2 (1) | 0 (0) | 4, 5, 6, 7 |" in dong
+    assert "| 1 (0) | 0 | 0 | 0 | 0 (0) | 0 (0) | 8, 9 |" in noci
+    # a finding is neither a check nor a comparison with a paper
+    assert "| 0 (0) | 0 | 0 | 0 | 0 (0) | 2 (1) | 10, 11 |" in voita
 
 
 def test_an_analogue_is_counted_apart_from_the_reproductions(tmp_path):
@@ -332,6 +334,12 @@ def test_an_analogue_is_counted_apart_from_the_reproductions(tmp_path):
     assert "**0** must-hold checks" in summary
     assert "**1** comparison with a paper, of which **1** reproduce" in summary
     assert "**1** analogue (the same rule on another model than the paper's: **1** agree" in summary
+    assert "**0** findings of the book's own experiments" in summary
+    found = claims.finding("wider minus narrower", 0.2, interval=(0.1, 0.3), test="t test")
+    root = fake_book(tmp_path / "b", {"01_a": [claim_output(same), claim_output(found)]})
+    summary = reproduction.summary(reproduction.collect(root), root)
+    assert "**0** must-hold checks" in summary and "**1** finding of the book's own experiments" in summary
+    assert "of which **1** show a difference" in summary
 
 
 def build_folder(root: Path, tmp_path: Path, value: float) -> Path:

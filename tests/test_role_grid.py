@@ -73,9 +73,35 @@ def test_setting_effect_errs_at_its_level_when_nothing_changes():
         assert np.mean([s != "within seed noise" for s in says]) == pytest.approx(0.05, abs=0.012)
 
 
+@pytest.mark.parametrize("n_ref, n_setting", [(2, 2), (2, 1), (3, 2)])
+def test_setting_effect_interval_covers_the_true_change_95_percent_of_the_time(n_ref, n_setting):
+    # a known answer: the cells differ by 0.1 in mean, seed noise sd 0.05; a too narrow interval (z instead of t,
+    # or one cell's variance only) covers far less than 95% at these few seeds
+    rng = np.random.default_rng(1)
+    covered, agree = [], []
+    for _ in range(3000):
+        e = role_grid.setting_effect(rng.normal(0.6, 0.05, n_ref), rng.normal(0.5, 0.05, n_setting))
+        lo, hi = e["interval"]
+        covered.append(lo <= 0.1 <= hi)
+        agree.append((lo > 0 or hi < 0) == (e["says"] != "within seed noise"))  # the interval inverts the test
+    assert np.mean(covered) == pytest.approx(0.95, abs=0.013) and all(agree)
+
+
+def test_a_setting_claim_is_a_finding_with_the_tests_interval_and_degrees_of_freedom():
+    e = role_grid.setting_effect([0.58, 0.55, 0.61], [0.40, 0.47])
+    c = role_grid.setting_claim("best neighbour share, all minus half", e, band=0.03, precomputed="cmd")
+    assert (c.kind, c.verdict, c.precomputed, c.band) == ("finding", "higher", "cmd", 0.03)
+    assert c.interval == pytest.approx(e["interval"], rel=0.01) and c.value == pytest.approx(e["change"], rel=0.01)
+    assert "(3 against 2 seeds, 3 degree(s) of freedom)" in c.condition
+    noisy = role_grid.setting_claim("x", role_grid.setting_effect([0.50, 0.52], [0.30]), band=0.03)
+    assert noisy.verdict == "not shown"
+    assert role_grid.setting_claim("x", role_grid.setting_effect([0.5], [0.3]), band=0.03).verdict == "undecided"
+
+
 def test_setting_effect_without_two_seeds_in_a_cell_is_undecided():
     one = role_grid.setting_effect([0.58], [0.40])
     assert one["says"] == "undecided" and math.isnan(one["spread"]) and math.isnan(one["p"])
+    assert one["interval"] is None and one["dof"] == 0
 
 
 def test_setting_effect_refuses_an_empty_cell_or_a_missing_value():

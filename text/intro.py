@@ -103,7 +103,11 @@ display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 #   apart.
 #
 # A **gate** (`attnbook.gate`) records whether a model meets the evidence an analysis needs even when it does
-# not: the chapter then says what the failure means for the analyses that follow.
+# not: the chapter then says what the failure means for the analyses that follow. A **finding**
+# (`attnbook.finding`) is a conclusion of the book's own experiment that no paper printed (wider heads against
+# narrower, all the verses against half): the difference between two arms with its interval over seeds from a
+# stated test, *higher* or *lower* when the interval excludes 0, *not shown* when it contains 0, *undecided*
+# with too few seeds for an interval.
 #
 # Continuous integration executes every chapter, under two CPU code paths, and fails when a check fails, a
 # verdict flips, or a value leaves the band around its committed value. A claim read from a file the project

@@ -27,7 +27,10 @@ except ImportError:
 #   is an **analogue**, counted apart from the reproductions.
 #
 # A **gate** (`attnbook.gate`) is recorded whether or not it passes: a failed gate stays in the table with
-# what it means for the analyses it guards.
+# what it means for the analyses it guards. A **finding** (`attnbook.finding`) is a conclusion of the book's own
+# experiment that no paper printed: a difference between two of its arms with its interval over seeds from a
+# stated test, *higher* or *lower* when the interval excludes 0, *not shown* when it contains 0 (not evidence
+# of no difference), *undecided* with too few seeds; findings are counted apart from the comparisons.
 #
 # **Rules and their data.** The rules on this page were written by authors who had seen the data they judge.
 # The history of each chapter (`git log -S "<claim name>"`) shows when each rule changed. Read those verdicts
@@ -138,7 +141,8 @@ unexplained = [r.name for r in rows if r.verdict == "differs"
                and r.reason in ("", attnbook.claims.NOT_MEASURED)]
 known = {("check", "holds"), ("gate", "passes"), ("gate", "fails"),
          *[(kind, verdict) for kind in ("comparison", "analogue")
-           for verdict in ("reproduces", "differs", "undecided")]}
+           for verdict in ("reproduces", "differs", "undecided")],
+         *[("finding", v) for v in ("higher", "lower", "not shown", "undecided")]}
 unknown = [r.name for r in rows if (r.kind, r.verdict) not in known]
 [
     attnbook.check(

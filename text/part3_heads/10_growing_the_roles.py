@@ -85,11 +85,13 @@ glue("ch10g_best_s0", best_s0)
 glue("ch10g_train_pairs", len(tr.load_pairs("train")))
 print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 
+
 # %% [markdown]
 # ## The models and their gates
 #
 # The paper's heads are 64 wide, the book's 16 (width 128 over 8 heads). One more run of the same recipe has
-# 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`). It asks whether the width of
+# 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`; its seed 1,
+# `translation_model_h4_seed1`, is read when shipped). It asks whether the width of
 # the heads is what keeps the book's neighbour heads below the paper's line. A second training of the shipped
 # recipe with seed 1 (`python scripts/run.py translation_model_seed1`) shows how much of a head's share the seed
 # decides. Two more train the shipped recipe, with seeds 0 and 1, on a fixed quarter of the training verses
@@ -109,6 +111,9 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # Two rules decide what a setting does to a role statistic, each a Student two-sample t test over the
 # analysed seeds of two settings, its variance pooled over both (`role_grid.setting_effect`): the change
 # *raises* or *lowers* the statistic when the two-sided p is below 0.05, and is *within seed noise* otherwise.
+# Each conclusion is a claim of kind *finding*: the difference of the seed means with the 95% interval the
+# test inverts, *higher* or *lower* when the interval excludes 0 and *not shown* when it contains 0 (seed
+# noise that cannot tell the difference from none; not evidence of no difference).
 # With no effect the test says *raises* or *lowers* 5% of the time; with one seed in a setting it has very
 # few degrees of freedom and little power, and the printout gives them. The head count: the 4-head seeds
 # minus seeds 0 and 1 of the shipped recipe. The data: every pair of amounts with analysed models (all minus
@@ -133,33 +138,40 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # %%
 # the other models of the grid: wider heads, and the data models shipped so far
 # (precomputed, each trained by the command in its record)
-model_h4, meta_h4 = tr.load_translation_model(
-    "translation_model_h4", "quick", device=dev)
-roles_h4 = hd.head_roles(model_h4, verses.src_ids, verses.tgt_ids, **same)
+def shipped(named):  # {run: name} -> {name: (model, meta, roles)}, those shipped
+    out = {}
+    for run, name in named.items():
+        if attnbook.core.runs.find(run, "quick"):  # a cell not yet made is listed below
+            m, mt = tr.load_translation_model(run, "quick", device=dev)
+            out[name] = m, mt, hd.head_roles(m, verses.src_ids, verses.tgt_ids, **same)
+    return out
+
+
+wide = shipped({"translation_model_h4": "4 heads of width 32",  # shipped, and its
+                "translation_model_h4_seed1": "4 heads of width 32, seed 1"})  # seed 1
+model_h4, meta_h4, roles_h4 = wide["4 heads of width 32"]
 DATA = {"translation_model_data50": ("50%", "half of the verses"),
         "translation_model_data50_seed1": ("50%", "half of the verses, seed 1"),
         "translation_model_data25": ("25%", "a quarter of the verses"),
         "translation_model_data25_seed1": ("25%", "a quarter of the verses, seed 1")}
-data_models = {}  # name: (amount of data, model, meta, roles)
-for run, (amount, name) in DATA.items():
-    if attnbook.core.runs.find(run, "quick"):  # a cell not yet made is listed below
-        m, mt = tr.load_translation_model(run, "quick", device=dev)
-        r = hd.head_roles(m, verses.src_ids, verses.tgt_ids, **same)
-        data_models[name] = amount, m, mt, r
+AMOUNT = {name: amount for amount, name in DATA.values()}
+data_models = {n: (AMOUNT[n], *v)  # name: (amount of data, model, meta, roles)
+               for n, v in shipped({r: n for r, (_, n) in DATA.items()}).items()}
 checkpoints = {"8 heads of width 16 (shipped, seed 0)": (meta, roles),
                "the same, seed 1": (meta_s1, roles_s1),
-               "4 heads of width 32": (meta_h4, roles_h4),
+               **{name: (mt, r) for name, (_, mt, r) in wide.items()},
                **{name: (mt, r) for name, (_, _, mt, r) in data_models.items()}}
 comparison = hd.checkpoint_comparison(  # rows: (what, one value per model)
     checkpoints, arcs=[p["arcs"] for p in verses.parses])
 display(Markdown(rf.checkpoint_table(list(checkpoints), comparison)))
 
 # %% tags=["nbval-check-output", "hide-input"]
-# gates 2 and 3 of the first page for the two other models, on 500 test verses: a
+# gates 2 and 3 of the first page for the other models, on 500 test verses: a
 # model that fails one gets no comparison with the paper (the rule above)
 gate_pairs = test_pairs[:500]
 gate_src, gate_ref = [e for e, _ in gate_pairs], [s for _, s in gate_pairs]
-others = {"seed 1": (model_s1, meta_s1), "4 heads of width 32": (model_h4, meta_h4)}
+others = {"seed 1": (model_s1, meta_s1),  # then the wider heads' seeds
+          **{name: (m, mt) for name, (m, mt, _) in wide.items()}}
 other_gates = {name: role_grid.task_gates(
     tr.learned_task_gates(m, gate_src, gate_ref, max_len=cfg.max_len), model=name,
     n_verses=len(gate_src), precomputed=mt["command"],
@@ -196,16 +208,19 @@ budget = {name: not gs[0].holds for name, gs in data_gates.items()}  # stopped b
 
 # %% tags=["nbval-check-output", "hide-input"]
 best_h4 = hd.best_neighbour_share(roles_h4["enc_self"])
+NO_GATE_1 = "; gate 1 not measured (no constant-rate continuation of this seed)"
 shown = []  # the comparisons of the models that pass gates 2 and 3
-if passed["4 heads of width 32"]:
-    shown.append(attnbook.compare(
-        "best positional share of an encoder head (-1 or +1), 4 heads of width 32",
-        best_h4, paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
-        source=POSITIONAL,
-        reason=f"heads twice as wide give a best neighbour share of {best_h4:.2f} "
-        f"(8 heads of width 16: {best_s0:.2f})"
-        + sweeps.not_converged_note(more_h4),
-        precomputed=meta_h4["command"]))
+for name, (_, mt, r) in wide.items():
+    best = hd.best_neighbour_share(r["enc_self"])
+    if passed[name]:
+        shown.append(attnbook.compare(
+            f"best positional share of an encoder head (-1 or +1), {name}", best,
+            paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
+            source=POSITIONAL,
+            reason=f"heads twice as wide give a best neighbour share of {best:.2f} "
+            f"(8 heads of width 16: {best_s0:.2f})" + (sweeps.not_converged_note(
+                more_h4) if name == "4 heads of width 32" else NO_GATE_1),
+            precomputed=mt["command"]))
 if passed["seed 1"]:
     shown.append(attnbook.compare(
         "best positional share of an encoder head (-1 or +1), seed 1", best_s1,
@@ -229,10 +244,11 @@ shown
 table = dict(comparison)  # the role table's rows
 SYN = "largest syntactic gain over the positional baseline (points)"
 RARE = "best rare-token share / chance"
-neighbour = [best_s0, best_s1, best_h4] + [
-    hd.best_neighbour_share(r["enc_self"]) for *_, r in data_models.values()]
+every = [roles, roles_s1] + [r for *_, r in wide.values()] + [
+    r for *_, r in data_models.values()]  # roles, in the role table's order
+neighbour = [hd.best_neighbour_share(r["enc_self"]) for r in every]
 names = ["seed 0", *others] + list(data_models)  # one per model, as gated
-setting = ["all", "all", "4x32"] + [a for a, *_ in data_models.values()]
+setting = ["all", "all"] + ["4x32"] * len(wide) + [a for a, *_ in data_models.values()]
 stats = {"neighbour share": neighbour, "syntactic gain": table[SYN],
          "rare / chance": table[RARE]}
 
@@ -260,10 +276,7 @@ axis = {stat: role_grid.data_axis({a: cell(v, a, ok) for a in AMOUNTS})
 IN_WORDS = {"raises": "more data raises it", "lowers": "more data lowers it",
             "within seed noise": "within seed noise",
             "undecided": "undecided (one seed per amount)"}
-for stat, v in stats.items():
-    for step, e in axis[stat]["steps"].items():
-        print(f"{stat}, {step}: {e['change']:+.2f}, t test p = {e['p']:.2f}, "
-              f"{sum(e['n_seeds']) - 2} degree(s) of freedom: {IN_WORDS[e['says']]}")
+for stat, v in stats.items():  # the steps decided are the findings below
     for a in AMOUNTS[1:]:
         if cell(v, a) and not cell(v, a, ok):  # shipped, none analysed
             e = role_grid.setting_effect(cell(v, "all"), cell(v, a))
@@ -271,13 +284,38 @@ for stat, v in stats.items():
                   f"{e['change']:+.2f}, p = {e['p']:.2f}: not decided")
 heads = ({stat: role_grid.setting_effect(cell(v, "4x32", ok), cell(v, "all", ok))
           for stat, v in stats.items()} if cell(neighbour, "4x32", ok) else {})
-for stat, e in heads.items():
-    print(f"{stat}, 4 heads of 32 minus 8 of 16: {e['change']:+.2f}, t test p = "
-          f"{e['p']:.2f}, {sum(e['n_seeds']) - 2} degree(s) of freedom: {e['says']}")
-every = [roles, roles_s1, roles_h4] + [r for *_, r in data_models.values()]
 for n, r, best, syn in zip(names, every, neighbour, table[SYN]):  # the rule: show an
     if n in ok[1:] and (best >= CRITERION or syn >= POINTS):  # analysed model at one
         rf.neighbour_shares(r["enc_self"]["prev"], r["enc_self"]["next"])
+
+# %% tags=["nbval-check-output", "hide-input"]
+# each conclusion of the two rules as a claim (a finding): the difference of the
+# seed means with the 95% interval of the rule's t test, which decides it
+LONG = {"neighbour share": "best neighbour share",
+        "syntactic gain": "largest syntactic gain (points)",
+        "rare / chance": "best rare-token share / chance"}
+BAND = {"neighbour share": 0.03, "syntactic gain": 1.0, "rare / chance": 0.3}
+STEP = {"all - 50%": "all the verses minus half", "all - 25%": "all the verses "
+        "minus a quarter", "50% - 25%": "half the verses minus a quarter"}
+metas = [meta] + [mt for _, mt in others.values()] + [
+    mt for *_, mt, _ in data_models.values()]  # in the order of names
+run_of = {n: "translation_model" + (f"_{mt['variant']}" if mt.get("variant") else "")
+          for n, mt in zip(names, metas)}  # each model's named run
+
+
+def made_by(*amounts):  # the runs of the analysed models of these cells
+    return "python scripts/run.py NAME, for NAME in " + ", ".join(
+        run_of[n] for n, s in zip(names, setting) if s in amounts and n in ok)
+
+
+findings = [role_grid.setting_claim(
+    f"{LONG[stat]}: {STEP[step]}", e, band=BAND[stat],
+    precomputed=made_by(*step.split(" - ")))
+    for stat in stats for step, e in axis[stat]["steps"].items()]
+findings += [role_grid.setting_claim(
+    f"{LONG[stat]}: 4 heads of width 32 minus 8 of width 16", e, band=BAND[stat],
+    precomputed=made_by("4x32", "all")) for stat, e in heads.items()]
+findings or None  # none when no rule has two analysed cells
 
 # %% tags=["hide-input"]
 CRITERIA = {"neighbour share": CRITERION, "syntactic gain": POINTS}
@@ -297,30 +335,32 @@ def late(mt):  # the share's trend over the last 30% of training, as for seed 1
             f"{t['slope']:+.3f} per 1000 steps")
 
 
-for name, best in zip(data_models, neighbour[3:]):
+best_of = dict(zip(names, neighbour))  # each model's best neighbour share
+for name, best in ((n, best_of[n]) for n in data_models):
     if name not in analysed:
         print(f"{name}: best neighbour share {best:.2f}; fails gate 2 or 3, not "
               "analysed")
 data_claims = [attnbook.compare(
     f"best positional share of an encoder head (-1 or +1), {name}",
-    best, paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
+    best_of[name], paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
     source=POSITIONAL,
-    reason=f"{name} gives {best:.2f} (all of them: {best_s0:.2f} and {best_s1:.2f}, "
-    f"seeds 0 and 1); all minus {a}: {IN_WORDS[steps[f'all - {a}']['says']]} "
+    reason=f"{name} gives {best_of[name]:.2f} (all of them: {best_s0:.2f} and "
+    f"{best_s1:.2f}, seeds 0 and 1); all minus {a}: "
+    f"{IN_WORDS[steps[f'all - {a}']['says']]} "
     f"({steps[f'all - {a}']['change']:+.2f}, t test p = "
     f"{steps[f'all - {a}']['p']:.2f})" + late(mt) + (STOPPED if budget[name] else ""),
     precomputed=mt["command"])
- for name, (a, _, mt, _), best in zip(data_models, data_models.values(), neighbour[3:])
- if name in analysed]
+ for name, (a, _, mt, _) in data_models.items() if name in analysed]
 data_claims or None  # none when no data model is analysed
 
 # %% tags=["remove-input"]
 glue("ch10_best_s1", best_s1)
 seed_gap = abs(best_s0 - best_s1)  # what the seed moves
 glue("ch10_seed_gap", seed_gap)
-HEAD_WORDS = {"raises": "fewer, wider heads raise it", "lowers": "fewer, wider heads "
-              "lower it", "within seed noise": "within seed noise", "undecided":
-              "undecided (one seed per cell)"}
+HEAD_WORDS = {"raises": "fewer, wider heads raise it",
+              "lowers": "fewer, wider heads lower it",
+              "within seed noise": "within seed noise",
+              "undecided": "undecided (one seed per cell)"}
 for stat, tag in zip(stats, ("pos", "syn", "rare")):  # the head-count rule
     e = heads.get(stat, {"says": "not decided (no wider-head model analysed)"})
     glue(f"ch10_heads_{tag}_says", HEAD_WORDS.get(e["says"], e["says"]) + (
@@ -390,7 +430,7 @@ glue("ch10_pending", prose.listing(
 # {glue:text}`ch10_best_prev:.2f` and {glue:text}`ch10_best_next:.2f` for the shipped model and {glue:text}`ch10_s1_prev:.2f` and {glue:text}`ch10_s1_next:.2f` for its second
 # seed. The seed alone moves the strongest head's share by {glue:text}`ch10_seed_gap:.2f`. {glue:text}`ch10_reach_90`.
 #
-# By the head-count rule (the t test printed above the figure), the best neighbour share:
+# By the head-count rule (its findings are above the figure), the best neighbour share:
 # {glue:text}`ch10_heads_pos_says`. The syntactic gain: {glue:text}`ch10_heads_syn_says`. The rare-token share over
 # chance: {glue:text}`ch10_heads_rare_says`.
 #
@@ -410,7 +450,7 @@ glue("ch10_pending", prose.listing(
 # data rule, half the verses: {glue:text}`ch10_d50_analysed`; a quarter: {glue:text}`ch10_d25_analysed`. Switching off all their encoder self-attention costs them {glue:text}`ch10_data_drops` BLEU
 # (gate 2 asks at least 5): {glue:text}`ch10_data_lean`.
 #
-# The steps between amounts of data, each with its t test and degrees of freedom, are printed above the
+# The steps between amounts of data, each a finding with its interval and degrees of freedom, are above the
 # figure ({numref}`fig-ch10-grid`). By the data rule, the best neighbour share: {glue:text}`ch10_data_pos_says`. The
 # syntactic gain: {glue:text}`ch10_data_syn_says`. The rare-token share over chance:
 # {glue:text}`ch10_data_rare_says`.

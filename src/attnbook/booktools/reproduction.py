@@ -31,7 +31,7 @@ from typing import Any, Iterable, Optional, Union
 import nbformat
 import yaml
 
-from attnbook.claims import ANALOGUE, CHECK, COMPARISON, GATE, MIMETYPE
+from attnbook.claims import ANALOGUE, CHECK, COMPARISON, FINDING, GATE, MIMETYPE
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
 PAGE = "book/reproduction"
@@ -63,9 +63,11 @@ class Row:
     gpu: str = ""
     #: whether that run executed the whole chapter (``False``: it stopped at its time limit or on an error)
     paper_complete: bool = True
-    #: ``"check"`` (must hold) or ``"comparison"`` (with a paper; see :mod:`attnbook.claims`)
+    #: ``"check"`` (must hold), ``"comparison"`` (with a paper), ``"analogue"``, ``"gate"`` or ``"finding"``
+    #: (see :mod:`attnbook.claims`)
     kind: str = CHECK
-    #: ``holds``/``fails`` for a check, ``reproduces``/``differs``/``undecided`` for a comparison
+    #: ``holds``/``fails`` for a check, ``reproduces``/``differs``/``undecided`` for a comparison,
+    #: ``higher``/``lower``/``not shown``/``undecided`` for a finding
     verdict: str = "holds"
     #: why a comparison differs, measured
     reason: str = ""
@@ -356,7 +358,7 @@ def markdown_table(rows: Iterable[Row]) -> str:
         # every row names its chapter (so that filtering and sorting keep it), the first of a group in bold
         chapter = f"**{r.chapter}**" if r.notebook != previous else r.chapter
         previous = r.notebook
-        mark = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}.get(r.verdict, "✗")
+        mark = _MARKS.get(r.verdict, "✗")
         explained = r.verdict in ("differs", "undecided") or (r.kind == GATE and r.verdict == "fails")
         verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if explained and r.reason else "")
         name = r.name + (f" *(precomputed: `{r.precomputed}`)*" if r.precomputed else "")
@@ -368,12 +370,13 @@ def markdown_table(rows: Iterable[Row]) -> str:
     return "\n".join(out)
 
 
-def by_kind(rows: Iterable[Row]) -> tuple[list[Row], list[Row], list[Row], list[Row]]:
-    """``rows`` split by kind: must-hold checks, comparisons with a paper, analogues (the rule on another model)
-    and gates, in that order."""
+def by_kind(rows: Iterable[Row]) -> tuple[list[Row], list[Row], list[Row], list[Row], list[Row]]:
+    """``rows`` split by kind: must-hold checks, comparisons with a paper, analogues (the rule on another model),
+    gates and findings (differences between two arms of the book's own experiment), in that order."""
     rows = list(rows)
-    return ([r for r in rows if r.kind not in (COMPARISON, ANALOGUE, GATE)], [r for r in rows if r.kind == COMPARISON],
-            [r for r in rows if r.kind == ANALOGUE], [r for r in rows if r.kind == GATE])
+    return ([r for r in rows if r.kind not in (COMPARISON, ANALOGUE, GATE, FINDING)],
+            [r for r in rows if r.kind == COMPARISON], [r for r in rows if r.kind == ANALOGUE],
+            [r for r in rows if r.kind == GATE], [r for r in rows if r.kind == FINDING])
 
 
 def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
@@ -382,7 +385,7 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     def n(k: int, word: str) -> str:
         return f"**{k}** {word}" + ("" if k == 1 else "s")
 
-    checks, comparisons, analogues, gates = by_kind(rows)
+    checks, comparisons, analogues, gates, findings = by_kind(rows)
     reproduce = sum(r.verdict == "reproduces" for r in comparisons)
     undecided = sum(r.verdict == "undecided" for r in comparisons)
     precomputed = sum(bool(r.precomputed) for r in rows)
@@ -396,7 +399,10 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
         f"**{len(comparisons) - reproduce - undecided}** differ (each with its reason) and **{undecided}** are "
         "undecided (the book's interval straddles the rule's threshold); "
         f"{n(len(analogues), 'analogue')} (the same rule on another model than the paper's: "
-        f"**{sum(r.verdict == 'reproduces' for r in analogues)}** agree with the paper, not counted as reproductions). "
+        f"**{sum(r.verdict == 'reproduces' for r in analogues)}** agree with the paper, not counted as reproductions); "
+        f"{n(len(findings), 'finding')} of the book's own experiments (a difference between two of its arms, decided "
+        f"by a stated test), of which **{sum(r.verdict in ('higher', 'lower') for r in findings)}** show a "
+        "difference. "
         f"**{precomputed}** claims are read from shipped files (*precomputed*, with the command that made them)."
     )
     runs = load_paper_runs(find_root() if root is None else root)
@@ -435,15 +441,16 @@ def per_paper_summary(rows: Iterable[Row]) -> str:
     that reproduce, differ, or the chapters with no comparison at all (not tested)."""
     rows = list(rows)
     out = ["| paper | chapters | must-hold checks (hold) | comparisons: reproduce | differ | undecided | analogues "
-           "(agree) | chapters with no comparison |",
-           "|---|---|---|---|---|---|---|---|"]
+           "(agree) | findings (show a difference) | chapters with no comparison |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for paper, numbers in PAPERS.items():
-        checks, comps, analogues, _ = by_kind(r for r in rows if _chapter_number(r) in numbers)
+        checks, comps, analogues, _, findings = by_kind(r for r in rows if _chapter_number(r) in numbers)
         untested = [n for n in numbers if not any(_chapter_number(r) == n for r in comps)]
         out.append(f"| {paper} | {numbers.start}-{numbers.stop - 1} | {len(checks)} "
                    f"({sum(r.all_hold for r in checks)}) | {sum(r.verdict == 'reproduces' for r in comps)} | "
                    f"{sum(r.verdict == 'differs' for r in comps)} | {sum(r.verdict == 'undecided' for r in comps)} | "
                    f"{len(analogues)} ({sum(r.verdict == 'reproduces' for r in analogues)}) | "
+                   f"{len(findings)} ({sum(r.verdict in ('higher', 'lower') for r in findings)}) | "
                    f"{', '.join(map(str, untested)) if untested else 'none'} |")
     return "\n".join(out)
 
@@ -467,12 +474,14 @@ HEADLINES = {
     12: ("causal mask: order of collapse p (exponential: 1)",),
 }
 
-_MARKS = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?"}
+#: a verdict's mark in the tables (a finding's: the direction its test shows, or none shown)
+_MARKS = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?",
+          "higher": "↑", "lower": "↓", "not shown": "○"}
 
 
 def _tally(rows: list[Row]) -> str:
     """A chapter's claims in a few words: its comparisons by verdict, else its checks."""
-    _, comps, _, _ = by_kind(rows)
+    _, comps, *_ = by_kind(rows)
     if not comps:
         checks = [r for r in rows if r.kind == CHECK]
         return f"{sum(r.holds for r in checks)} of {len(checks)} checks hold"

@@ -13,13 +13,18 @@ from attnbook.claims.api import (
     NOT_MEASURED,
     REGISTRY,
     DIFFERS,
+    FINDING,
     GATE,
+    HIGHER,
+    LOWER,
+    NOT_SHOWN,
     REPRODUCES,
     UNDECIDED,
     Claim,
     ClaimFailed,
     check,
     compare,
+    finding,
     gate,
     not_available,
     when_available,
@@ -28,6 +33,6 @@ from attnbook.claims.bands import accept_claims_within_band, records_agree
 from attnbook.claims.render import html_table
 
 __all__ = ["ANALOGUE", "CHECK", "COMPARISON", "DEFAULT_REL_BAND", "MIMETYPE", "REGISTRY", "Claim", "ClaimFailed", "check",
-           "compare", "gate", "GATE", "not_available", "when_available", "NOT_AVAILABLE",
+           "compare", "finding", "gate", "GATE", "FINDING", "HIGHER", "LOWER", "NOT_SHOWN", "not_available", "when_available", "NOT_AVAILABLE",
            "NOT_MEASURED", "REPRODUCES", "DIFFERS", "UNDECIDED",
            "accept_claims_within_band", "records_agree", "html_table"]

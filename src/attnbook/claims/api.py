@@ -15,6 +15,9 @@ There are two kinds, each with its own job:
   verdict changes the compared output, so nbval fails at the preset of the committed outputs, and
   ``tests/test_book.py`` requires that every committed *differs* has a measured reason.
 
+Two more kinds sit beside them: a :func:`gate` (the evidence an analysis needs, recorded pass or fail) and a
+:func:`finding` (a difference between two arms of the book's own experiment, decided by a stated test).
+
 Each displayed claim carries a JSON record under the mimetype :data:`MIMETYPE`, so the reproduction page
 lists every claim of the book from the executed notebooks, with nothing typed in by hand.
 
@@ -48,8 +51,13 @@ ANALOGUE = "analogue"
 #: the evidence an analysis needs, recorded whether it passes or fails (:func:`gate`)
 GATE = "gate"
 
+#: a difference between two arms of the book's own experiment, decided by a stated test (:func:`finding`)
+FINDING = "finding"
+
 #: the verdicts of a comparison (:func:`compare`)
 REPRODUCES, DIFFERS, UNDECIDED = "reproduces", "differs", "undecided"
+#: the verdicts of a finding (:func:`finding`; *undecided* as a comparison's)
+HIGHER, LOWER, NOT_SHOWN = "higher", "lower", "not shown"
 
 #: the reason a comparison that differs gets when the caller measured none
 NOT_MEASURED = "reason not measured"
@@ -111,6 +119,8 @@ class Claim:
             reason = f"; differs: {NOT_MEASURED}" if self.reason == NOT_MEASURED else f"; differs because {self.reason}"
         elif self.kind == GATE and self.verdict == "fails":
             reason = f"; {self.reason}"
+        elif self.kind == FINDING and self.verdict == UNDECIDED:
+            reason = f"; undecided: {self.reason}"
         elif self.verdict == UNDECIDED:
             reason = "; undecided: the interval straddles the rule's threshold" + (
                 f" ({self.reason})" if self.reason else "")
@@ -414,6 +424,56 @@ def compare(
         holds=True,
         digits=digits,
     )
+    REGISTRY.append(claim)
+    return claim
+
+
+def finding(
+    name: str,
+    value: float,
+    *,
+    interval: Optional[Sequence[float]],
+    test: str,
+    level: float = 0.95,
+    band: Optional[float] = None,
+    precomputed: str = "",
+    chapter: str = "",
+    digits: int = 3,
+) -> Claim:
+    """A finding of the book's own experiment: ``value``, the difference of a statistic between two of its arms
+    (one arm minus the other, over their seeds), with its ``level`` confidence ``interval`` from a ``test``
+    stated before the result (say which, with its degrees of freedom). No paper printed the number, so there is
+    no paper value; the rule is the test's: *higher* when the whole interval lies above 0, *lower* when it lies
+    below, *not shown* when it contains 0 (a difference the seeds cannot tell from none: not evidence of no
+    difference), and *undecided* when ``interval`` is None (too few seeds for the test to have an interval).
+    Like a comparison's, the verdict is computed, never raised, and nbval compares it exactly; the reproduction
+    page counts findings apart from comparisons with a paper. ``band``, ``precomputed``: as in :func:`check`."""
+    if not name:
+        raise ValueError("a claim needs a name")
+    if not test:
+        raise ValueError(f"finding {name!r}: say which test makes the interval (test=...)")
+    value = _number(name, "value", value)
+    if not math.isfinite(value):
+        raise ValueError(f"finding {name!r}: the value must be finite, got {value!r}")
+    level = _number(name, "level", level)
+    if not 0 < level < 1:
+        raise ValueError(f"finding {name!r}: level is a confidence level in (0, 1), got {level}")
+    rule = (f"{test}: {100 * level:g}% interval of the difference above 0 (higher), below 0 (lower), or "
+            "containing 0 (not shown)")
+    rounded = None
+    if interval is None:
+        verdict, reason = UNDECIDED, "too few seeds for the test to give an interval"
+    else:
+        if len(interval) != 2:
+            raise ValueError(f"finding {name!r}: interval must be (lo, hi) or None, got {interval!r}")
+        lo, hi = (_number(name, "interval", x) for x in interval)
+        if not lo <= value <= hi:
+            raise ValueError(f"finding {name!r}: the interval ({lo}, {hi}) must contain the value {value}")
+        verdict = HIGHER if lo > 0 else LOWER if hi < 0 else NOT_SHOWN
+        reason, rounded = "", (_round(lo, digits), _round(hi, digits))
+    claim = Claim(name=name, value=_round(value, digits), condition=rule, kind=FINDING, verdict=verdict,
+                  reason=reason, interval=rounded, band=_band(name, value, band, digits), precomputed=precomputed,
+                  chapter=chapter, holds=True, digits=digits)
     REGISTRY.append(claim)
     return claim
 

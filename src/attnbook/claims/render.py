@@ -51,7 +51,8 @@ SHOWN = 3
 def result_summary(claims: Sequence) -> str:
     """A chapter's result in a few lines of Markdown, from the claims it made (the "Result" box at the top of
     each chapter, glued there by :func:`attnbook.claims.prose.glue_result`): each comparison with a paper and
-    its verdict, how many analogues agree, how many must-hold checks hold, which gates fail, and what a preset
+    its verdict, how many analogues agree, the book's own findings by verdict, how many must-hold checks hold,
+    which gates fail, and what a preset
     without a shipped file could not say. A claim made twice (a cell run again) counts once, as last made."""
     latest = {c.name: c for c in claims}
     by_kind: dict[str, list] = {}
@@ -84,6 +85,11 @@ def result_summary(claims: Sequence) -> str:
     if analogues:
         agree = sum(c.verdict == "reproduces" for c in analogues)
         tail.append(f"**On another model** (analogues): {agree} of {len(analogues)} agree with the paper.")
+    findings = by_kind.get("finding", [])
+    if findings:
+        said = {v: sum(c.verdict == v for c in findings) for v in ("higher", "lower", "not shown", "undecided")}
+        tail.append(f"**Findings of the book's own experiments** (a difference between two of its arms, by a stated "
+                    f"test): of {len(findings)}, " + ", ".join(f"{n} {v}" for v, n in said.items() if n) + ".")
     checks = by_kind.get("check", [])
     if checks:
         tail.append(f"**Must-hold checks**: {sum(c.holds for c in checks)} of {len(checks)} hold.")

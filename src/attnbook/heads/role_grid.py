@@ -11,6 +11,7 @@ time (another seed, wider heads, a quarter of the training verses). Two pieces o
 * :func:`setting_effect`, the rule that turns a role statistic measured in two cells of the grid (seeds at
   each setting) into *raises*, *lowers* or *within seed noise*: a two-sample t test over the seeds, its
   variance pooled over both cells;
+* :func:`setting_claim`, one such conclusion as a claim of the page (a finding, with its interval);
 * :func:`data_axis`, that rule applied along the data axis (all, half and a quarter of the verses): every
   pair of amounts with analysed models, and whether a statistic grows with data (every step between
   neighbouring amounts *raises*);
@@ -25,7 +26,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from attnbook.claims import Claim, gate
+from attnbook.claims import Claim, finding, gate
 from attnbook.core import runs
 from attnbook.stats import pooled_sd
 
@@ -84,7 +85,9 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
     ``says``: ``"raises"`` or ``"lowers"`` when ``p < level`` (the change's sign), ``"within seed noise"``
     otherwise, and ``"undecided"`` without a seed variance to test against (one seed per cell). With normal
     seed noise and no effect it says *raises* or *lowers* ``level`` of the time, whatever the seeds per cell
-    (the rule first committed, "the change exceeds the largest seed spread", did so 22% to 45% of the time)."""
+    (the rule first committed, "the change exceeds the largest seed spread", did so 22% to 45% of the time).
+    ``interval``: the ``1 - level`` confidence interval of ``change`` that the test inverts (it excludes 0
+    exactly when ``p < level``; None with one seed per cell); ``dof``: the test's degrees of freedom."""
     from scipy.stats import t as student_t
 
     cells = [np.asarray(list(map(float, c))) for c in (at_reference, at_setting)]
@@ -96,7 +99,8 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
     spreads = [float(c.max() - c.min()) for c in cells if c.size > 1]
     dof = cells[0].size + cells[1].size - 2
     out = {"change": change, "spread": max(spreads) if spreads else math.nan, "p": math.nan,
-           "says": "undecided", "n_seeds": (int(cells[0].size), int(cells[1].size))}
+           "says": "undecided", "n_seeds": (int(cells[0].size), int(cells[1].size)), "dof": dof,
+           "interval": None}
     if dof == 0:
         return out
     se = float(pooled_sd(cells)[0]) * math.sqrt(1 / cells[0].size + 1 / cells[1].size)
@@ -104,8 +108,25 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
         p = 0.0 if change else 1.0
     else:
         p = float(2 * student_t.sf(abs(change) / se, dof))
+    half = float(student_t.ppf(1 - level / 2, dof)) * se  # the interval the test inverts: p < level iff 0 is out
     says = ("raises" if change > 0 else "lowers") if p < level else "within seed noise"
-    return {**out, "p": p, "says": says}
+    return {**out, "p": p, "says": says, "interval": (change - half, change + half)}
+
+
+#: the test behind :func:`setting_claim`, as its claims state it
+SETTING_TEST = "Student's two-sample t test over seeds, variance pooled over both cells"
+
+
+def setting_claim(name: str, effect: Mapping, *, band: float, precomputed: str = "") -> Claim:
+    """One conclusion of the role grid as a claim (:func:`attnbook.claims.finding`): ``effect`` is what
+    :func:`setting_effect` returned for the two cells that ``name`` says it subtracts ("best neighbour share,
+    all the verses minus half"). Its 95% interval decides *higher*, *lower* or *not shown* as the rule's t test
+    does (with one seed per cell: *undecided*); the test's seeds and degrees of freedom are in its rule.
+    ``band``: how far a re-execution's difference may move (in the statistic's unit)."""
+    n_ref, n_setting = effect["n_seeds"]
+    test = f"{SETTING_TEST} ({n_ref} against {n_setting} seeds, {effect['dof']} degree(s) of freedom)"
+    return finding(name, effect["change"], interval=effect["interval"], test=test, band=band,
+                   precomputed=precomputed)
 
 
 def data_axis(levels: Mapping[str, Sequence[float]], level: float = 0.05) -> dict:
