@@ -89,6 +89,19 @@ def test_book_order_display_data_and_string_records(tmp_path):
     assert "2.5 (read off Fig. 1)" in reproduction.markdown_table(rows)
 
 
+def test_a_finding_shows_its_interval_mark_and_why_it_is_undecided(tmp_path):
+    up = claims.finding("wider minus narrower", 0.2, interval=(0.1, 0.3), test="t test (2 dof)")
+    flat = claims.finding("half minus quarter", 0.1, interval=(-0.2, 0.4), test="t test (2 dof)")
+    down = claims.finding("cost of pruning", -0.5, interval=(-0.9, -0.1), test="paired bootstrap")
+    one = claims.finding("one seed each", 0.3, interval=None, test="t test (0 dof)")
+    root = fake_book(tmp_path, {"01_a": [claim_output(c) for c in (up, flat, down, one)]})
+    table = reproduction.markdown_table(reproduction.collect(root)).splitlines()[2:]
+    assert "| finding | wider minus narrower | 0.2 [0.1, 0.3] |" in table[0] and "| ↑ higher |" in table[0]
+    assert "| 0.1 [-0.2, 0.4] |" in table[1] and "| ○ not shown |" in table[1]
+    assert "| ↓ lower |" in table[2]
+    assert "| 0.3 |" in table[3] and "? undecided: the test gives no interval (one seed per arm)" in table[3]
+
+
 def test_failing_record_is_reported_as_failing(tmp_path):
     bad = Claim(name="too big", value=10.0, condition="<= 1", holds=False, verdict="fails")
     good = claims.check("fine", 0.5, at_most=1)

@@ -93,6 +93,9 @@ def test_a_setting_claim_is_a_finding_with_the_tests_interval_and_degrees_of_fre
     assert (c.kind, c.verdict, c.precomputed, c.band) == ("finding", "higher", "cmd", 0.03)
     assert c.interval == pytest.approx(e["interval"], rel=0.01) and c.value == pytest.approx(e["change"], rel=0.01)
     assert "(3 against 2 seeds, 3 degree(s) of freedom)" in c.condition
+    assert "95% interval" in c.condition
+    at_90 = role_grid.setting_claim("x", role_grid.setting_effect([0.50, 0.52], [0.30], level=0.1), band=0.03)
+    assert "90% interval" in at_90.condition
     noisy = role_grid.setting_claim("x", role_grid.setting_effect([0.50, 0.52], [0.30]), band=0.03)
     assert noisy.verdict == "not shown"
     assert role_grid.setting_claim("x", role_grid.setting_effect([0.5], [0.3]), band=0.03).verdict == "undecided"

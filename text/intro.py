@@ -90,7 +90,7 @@ display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 # ## How to read it
 #
 # Every chapter is a notebook: prose and mathematics, then the smallest code that shows the step, then a
-# figure. Every result the prose states is a claim of one of two kinds, shown in a small table under the code:
+# figure. Every result the prose states is a claim, shown in a small table under the code; the two main kinds:
 #
 # * a **must-hold check** (`attnbook.check`): an identity, a step of a proof, a control, or a gate saying that a
 #   model is trained enough for the analysis that follows to mean anything. It raises if it does not hold in
@@ -105,9 +105,9 @@ display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 # A **gate** (`attnbook.gate`) records whether a model meets the evidence an analysis needs even when it does
 # not: the chapter then says what the failure means for the analyses that follow. A **finding**
 # (`attnbook.finding`) is a conclusion of the book's own experiment that no paper printed (wider heads against
-# narrower, all the verses against half): the difference between two arms with its interval over seeds from a
-# stated test, *higher* or *lower* when the interval excludes 0, *not shown* when it contains 0, *undecided*
-# with too few seeds for an interval.
+# narrower, all the verses against half): the difference between two arms with its interval from a stated
+# test (over seeds, or over test verses), *higher* or *lower* when the interval excludes 0, *not shown* when it
+# contains 0 (not evidence of no difference), *undecided* when the test gives no interval.
 #
 # Continuous integration executes every chapter, under two CPU code paths, and fails when a check fails, a
 # verdict flips, or a value leaves the band around its committed value. A claim read from a file the project

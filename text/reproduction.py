@@ -14,7 +14,7 @@ except ImportError:
 # %% [markdown]
 # # Reproduction
 #
-# Every result this book states is a claim of one of two kinds:
+# Every result this book states is a claim; the two main kinds:
 #
 # * a **must-hold check** (`attnbook.check`): an identity, a step of a proof, a control or baseline, or a live
 #   recomputation that must agree with a shipped file. It raises when it does not hold, so CI fails.
@@ -28,9 +28,10 @@ except ImportError:
 #
 # A **gate** (`attnbook.gate`) is recorded whether or not it passes: a failed gate stays in the table with
 # what it means for the analyses it guards. A **finding** (`attnbook.finding`) is a conclusion of the book's own
-# experiment that no paper printed: a difference between two of its arms with its interval over seeds from a
-# stated test, *higher* or *lower* when the interval excludes 0, *not shown* when it contains 0 (not evidence
-# of no difference), *undecided* with too few seeds; findings are counted apart from the comparisons.
+# experiment that no paper printed: a difference between two of its arms with its interval from a stated test
+# (over seeds, or over test verses), *higher* or *lower* when the interval excludes 0, *not shown* when it
+# contains 0 (not evidence of no difference), *undecided* when the test gives no interval; findings are counted
+# apart from the comparisons.
 #
 # **Rules and their data.** The rules on this page were written by authors who had seen the data they judge.
 # The history of each chapter (`git log -S "<claim name>"`) shows when each rule changed. Read those verdicts
@@ -97,7 +98,9 @@ except ImportError:
 #   that kept its tensors on the CPU of the GPU machine in that run. The mark "not reached" is for a run that
 #   stopped (time limit or error) before the claim, and "–" for a claim with no run recorded.
 # * **kind**, **condition or agreement rule** and **verdict**: a check's condition and whether it holds, or a
-#   comparison's rule and whether the book reproduces the paper under it.
+#   comparison's rule and whether the book reproduces the paper under it, or a finding's test and the
+#   direction its interval shows (↑ higher, ↓ lower, ○ not shown; a finding's value is followed by its
+#   interval).
 # * *precomputed*: the claim is read from a file the project ships, and the command that made that file is
 #   given; every other claim is computed in the reader's run.
 #

@@ -71,6 +71,8 @@ class Row:
     verdict: str = "holds"
     #: why a comparison differs, measured
     reason: str = ""
+    #: the claim's interval (lo, hi), or None; a finding's table cell shows it beside the value
+    interval: Optional[tuple] = None
     #: the command that made the shipped file the value is read from ("" when computed in the reader's run)
     precomputed: str = ""
 
@@ -286,6 +288,7 @@ def collect(root: Optional[PathLike] = None, executed: Optional[PathLike] = None
                     kind=str(rec.get("kind") or CHECK),
                     verdict=_verdict(rec),
                     reason=str(rec.get("reason") or ""),
+                    interval=tuple(rec["interval"]) if rec.get("interval") else None,
                     precomputed=str(rec.get("precomputed") or ""),
                 )
             )
@@ -362,9 +365,12 @@ def markdown_table(rows: Iterable[Row]) -> str:
         explained = r.verdict in ("differs", "undecided") or (r.kind == GATE and r.verdict == "fails")
         verdict = f"{mark} {r.verdict}" + (f": {r.reason}" if explained and r.reason else "")
         name = r.name + (f" *(precomputed: `{r.precomputed}`)*" if r.precomputed else "")
+        value = _num(r.value)
+        if r.kind == FINDING and r.interval is not None:  # a finding is its interval
+            value += f" [{_num(r.interval[0])}, {_num(r.interval[1])}]"
         out.append(
             "| " + " | ".join(
-                _cell(c) for c in (chapter, r.kind, name, _num(r.value), r.condition, paper, verdict, run)
+                _cell(c) for c in (chapter, r.kind, name, value, r.condition, paper, verdict, run)
             ) + " |"
         )
     return "\n".join(out)

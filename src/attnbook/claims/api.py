@@ -1,6 +1,6 @@
 """Checked claims: every sentence of the book that states a result is backed by one (Intro, "How to read").
 
-There are two kinds, each with its own job:
+There are two main kinds, each with its own job (and two more beside them, below):
 
 * :func:`check`, a **must-hold check**: an identity, a step of a proof, a control or baseline, the agreement
   of a live recomputation with a precomputed file, or a gate saying that a model is trained enough for an
@@ -441,11 +441,13 @@ def finding(
     digits: int = 3,
 ) -> Claim:
     """A finding of the book's own experiment: ``value``, the difference of a statistic between two of its arms
-    (one arm minus the other, over their seeds), with its ``level`` confidence ``interval`` from a ``test``
-    stated before the result (say which, with its degrees of freedom). No paper printed the number, so there is
-    no paper value; the rule is the test's: *higher* when the whole interval lies above 0, *lower* when it lies
-    below, *not shown* when it contains 0 (a difference the seeds cannot tell from none: not evidence of no
-    difference), and *undecided* when ``interval`` is None (too few seeds for the test to have an interval).
+    (one arm minus the other), with its ``level`` confidence ``interval`` from a ``test`` stated before the
+    result (say which, over what it resamples or averages, seeds or test verses, with its degrees of freedom).
+    No paper printed the number, so there is no paper value; the rule is the test's: *higher* when the whole
+    interval lies above 0, *lower* when it lies below, *not shown* when it contains 0 (a difference the noise
+    cannot tell from none: not evidence of no difference), and *undecided* when ``interval`` is None (the test
+    gives none: one seed per arm, say). A percentile bootstrap interval need not contain ``value``; it must
+    only be ordered, ``lo <= hi``.
     Like a comparison's, the verdict is computed, never raised, and nbval compares it exactly; the reproduction
     page counts findings apart from comparisons with a paper. ``band``, ``precomputed``: as in :func:`check`."""
     if not name:
@@ -462,13 +464,13 @@ def finding(
             "containing 0 (not shown)")
     rounded = None
     if interval is None:
-        verdict, reason = UNDECIDED, "too few seeds for the test to give an interval"
+        verdict, reason = UNDECIDED, "the test gives no interval (one seed per arm)"
     else:
         if len(interval) != 2:
             raise ValueError(f"finding {name!r}: interval must be (lo, hi) or None, got {interval!r}")
         lo, hi = (_number(name, "interval", x) for x in interval)
-        if not lo <= value <= hi:
-            raise ValueError(f"finding {name!r}: the interval ({lo}, {hi}) must contain the value {value}")
+        if not lo <= hi:
+            raise ValueError(f"finding {name!r}: the interval must be (lo, hi) with lo <= hi, got ({lo}, {hi})")
         verdict = HIGHER if lo > 0 else LOWER if hi < 0 else NOT_SHOWN
         reason, rounded = "", (_round(lo, digits), _round(hi, digits))
     claim = Claim(name=name, value=_round(value, digits), condition=rule, kind=FINDING, verdict=verdict,

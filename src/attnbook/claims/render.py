@@ -89,7 +89,9 @@ def result_summary(claims: Sequence) -> str:
     if findings:
         said = {v: sum(c.verdict == v for c in findings) for v in ("higher", "lower", "not shown", "undecided")}
         tail.append(f"**Findings of the book's own experiments** (a difference between two of its arms, by a stated "
-                    f"test): of {len(findings)}, " + ", ".join(f"{n} {v}" for v, n in said.items() if n) + ".")
+                    f"test): of {len(findings)}, " + ", ".join(f"{n} {v}" for v, n in said.items() if n) + "."
+                    + (" *Not shown*: the interval contains 0, a difference the noise cannot tell from none."
+                       if said["not shown"] else ""))
     checks = by_kind.get("check", [])
     if checks:
         tail.append(f"**Must-hold checks**: {sum(c.holds for c in checks)} of {len(checks)} hold.")

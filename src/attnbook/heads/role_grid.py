@@ -87,7 +87,8 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
     seed noise and no effect it says *raises* or *lowers* ``level`` of the time, whatever the seeds per cell
     (the rule first committed, "the change exceeds the largest seed spread", did so 22% to 45% of the time).
     ``interval``: the ``1 - level`` confidence interval of ``change`` that the test inverts (it excludes 0
-    exactly when ``p < level``; None with one seed per cell); ``dof``: the test's degrees of freedom."""
+    exactly when ``p < level``; None with one seed per cell), at the confidence ``level`` it returns (``1 -
+    level``); ``dof``: the test's degrees of freedom."""
     from scipy.stats import t as student_t
 
     cells = [np.asarray(list(map(float, c))) for c in (at_reference, at_setting)]
@@ -100,7 +101,7 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
     dof = cells[0].size + cells[1].size - 2
     out = {"change": change, "spread": max(spreads) if spreads else math.nan, "p": math.nan,
            "says": "undecided", "n_seeds": (int(cells[0].size), int(cells[1].size)), "dof": dof,
-           "interval": None}
+           "interval": None, "level": 1 - level}
     if dof == 0:
         return out
     se = float(pooled_sd(cells)[0]) * math.sqrt(1 / cells[0].size + 1 / cells[1].size)
@@ -120,13 +121,14 @@ SETTING_TEST = "Student's two-sample t test over seeds, variance pooled over bot
 def setting_claim(name: str, effect: Mapping, *, band: float, precomputed: str = "") -> Claim:
     """One conclusion of the role grid as a claim (:func:`attnbook.claims.finding`): ``effect`` is what
     :func:`setting_effect` returned for the two cells that ``name`` says it subtracts ("best neighbour share,
-    all the verses minus half"). Its 95% interval decides *higher*, *lower* or *not shown* as the rule's t test
-    does (with one seed per cell: *undecided*); the test's seeds and degrees of freedom are in its rule.
+    all the verses minus half"). Its interval (95% at the rule's level) decides *higher*, *lower* or *not
+    shown* as the rule's t test does (with one seed per cell: *undecided*); the test's seeds and degrees of
+    freedom are in its rule.
     ``band``: how far a re-execution's difference may move (in the statistic's unit)."""
     n_ref, n_setting = effect["n_seeds"]
     test = f"{SETTING_TEST} ({n_ref} against {n_setting} seeds, {effect['dof']} degree(s) of freedom)"
-    return finding(name, effect["change"], interval=effect["interval"], test=test, band=band,
-                   precomputed=precomputed)
+    return finding(name, effect["change"], interval=effect["interval"], test=test, level=effect["level"],
+                   band=band, precomputed=precomputed)
 
 
 def data_axis(levels: Mapping[str, Sequence[float]], level: float = 0.05) -> dict:
