@@ -307,7 +307,6 @@ def _translation(preset: str, **overrides) -> dict:
 
 #: why a cell of chapter 10's role grid is not shipped yet (:attr:`Run.pending`)
 _ON_A_GPU = "needs a GPU (about half an hour on one H200 at the step rates measured there; hours to days on this CPU)"
-_NOT_YET = "not shipped yet (a resumable training of one to two hours on one thread of this CPU)"
 
 
 def _role_grid_cell(variant: str, what: str, pending: str, minutes: Optional[float], **overrides) -> "Run":
@@ -363,10 +362,10 @@ RUNS: dict[str, Run] = {r.name: r for r in [
     _role_grid_cell("data50", "on a fixed half of the training verses", "", 106, data_fraction=0.5),
     _role_grid_cell("data50_seed1", "on a fixed half of the training verses, seed 1", "", 110,
                     data_fraction=0.5, seed=1),
-    # the role grid's cells not shipped yet (issue "Part III at the paper's width", item 3): the head
-    # count's second seed on this CPU, and width at 8 heads per layer (heads of 32 and 64 dimensions) on a GPU
-    _role_grid_cell("h4_seed1", "with 4 heads of 32 dimensions per layer, seed 1", _NOT_YET, 125, n_heads=4,
+    _role_grid_cell("h4_seed1", "with 4 heads of 32 dimensions per layer, seed 1", "", 106, n_heads=4,
                     seed=1),
+    # the role grid's cells not shipped yet (issue "Part III at the paper's width", item 3): width at 8 heads
+    # per layer (heads of 32 and 64 dimensions), on a GPU
     _role_grid_cell("d256", "at width 256 (8 heads of 32 dimensions, d_ff 1024)", _ON_A_GPU, None,
                     d_model=256, d_ff=1024),
     _role_grid_cell("d256_seed1", "at width 256 (8 heads of 32 dimensions, d_ff 1024), seed 1", _ON_A_GPU,
