@@ -150,7 +150,7 @@ def shipped(named):  # {run: name} -> {name: (model, meta, roles)}, those shippe
 
 wide = shipped({"translation_model_h4": "4 heads of width 32",  # shipped, and its
                 "translation_model_h4_seed1": "4 heads of width 32, seed 1"})  # seed 1
-model_h4, meta_h4, roles_h4 = wide["4 heads of width 32"]
+_, meta_h4, roles_h4 = wide["4 heads of width 32"]
 DATA = {"translation_model_data50": ("50%", "half of the verses"),
         "translation_model_data50_seed1": ("50%", "half of the verses, seed 1"),
         "translation_model_data25": ("25%", "a quarter of the verses"),
@@ -208,7 +208,6 @@ budget = {name: not gs[0].holds for name, gs in data_gates.items()}  # stopped b
 [g for gs in data_gates.values() for g in gs]
 
 # %% tags=["nbval-check-output", "hide-input"]
-best_h4 = hd.best_neighbour_share(roles_h4["enc_self"])
 NO_GATE_1 = "; gate 1 not measured (no constant-rate continuation of this seed)"
 shown = []  # the comparisons of the models that pass gates 2 and 3
 for name, (_, mt, r) in wide.items():

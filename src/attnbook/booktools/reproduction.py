@@ -31,7 +31,7 @@ from typing import Any, Iterable, Optional, Union
 import nbformat
 import yaml
 
-from attnbook.claims import ANALOGUE, CHECK, COMPARISON, FINDING, GATE, MIMETYPE
+from attnbook.claims import ANALOGUE, CHECK, COMPARISON, FINDING, GATE, HIGHER, LOWER, MIMETYPE
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
 PAGE = "book/reproduction"
@@ -385,6 +385,11 @@ def by_kind(rows: Iterable[Row]) -> tuple[list[Row], list[Row], list[Row], list[
             [r for r in rows if r.kind == GATE], [r for r in rows if r.kind == FINDING])
 
 
+def _showing(findings: list[Row]) -> int:
+    """How many findings show a difference (*higher* or *lower*)."""
+    return sum(r.verdict in (HIGHER, LOWER) for r in findings)
+
+
 def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     """One Markdown paragraph: how many claims, in how many chapters, how many hold, which GPU runs exist."""
     chapters = {r.notebook for r in rows}
@@ -407,7 +412,7 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
         f"{n(len(analogues), 'analogue')} (the same rule on another model than the paper's: "
         f"**{sum(r.verdict == 'reproduces' for r in analogues)}** agree with the paper, not counted as reproductions); "
         f"{n(len(findings), 'finding')} of the book's own experiments (a difference between two of its arms, decided "
-        f"by a stated test), of which **{sum(r.verdict in ('higher', 'lower') for r in findings)}** show a "
+        f"by a stated test), of which **{_showing(findings)}** show a "
         "difference. "
         f"**{precomputed}** claims are read from shipped files (*precomputed*, with the command that made them)."
     )
@@ -456,7 +461,7 @@ def per_paper_summary(rows: Iterable[Row]) -> str:
                    f"({sum(r.all_hold for r in checks)}) | {sum(r.verdict == 'reproduces' for r in comps)} | "
                    f"{sum(r.verdict == 'differs' for r in comps)} | {sum(r.verdict == 'undecided' for r in comps)} | "
                    f"{len(analogues)} ({sum(r.verdict == 'reproduces' for r in analogues)}) | "
-                   f"{len(findings)} ({sum(r.verdict in ('higher', 'lower') for r in findings)}) | "
+                   f"{len(findings)} ({_showing(findings)}) | "
                    f"{', '.join(map(str, untested)) if untested else 'none'} |")
     return "\n".join(out)
 

@@ -52,8 +52,7 @@ def result_summary(claims: Sequence) -> str:
     """A chapter's result in a few lines of Markdown, from the claims it made (the "Result" box at the top of
     each chapter, glued there by :func:`attnbook.claims.prose.glue_result`): each comparison with a paper and
     its verdict, how many analogues agree, the book's own findings by verdict, how many must-hold checks hold,
-    which gates fail, and what a preset
-    without a shipped file could not say. A claim made twice (a cell run again) counts once, as last made."""
+    which gates fail, and what a preset without a shipped file could not say. A claim made twice (a cell run again) counts once, as last made."""
     latest = {c.name: c for c in claims}
     by_kind: dict[str, list] = {}
     for c in latest.values():
