@@ -197,7 +197,9 @@ _PRUNING: dict[str, dict[str, Any]] = {
         settings=dict(
             preset="quick",
             gate_recipe="encoder_gates_converged",
-            lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads, as scratch_converged
+            # 3, 8 and 22 of 48 encoder heads, as scratch_converged, then 2 (lambda 0.2, added later): the
+            # paper's smallest encoder-only point, so that the like-with-like rule is not interpolated there
+            lambdas=[0.1, 0.05, 0.02, 0.2],
             seeds=[0],  # the batch order of the converged model's training and of the gate sweep's seed
             arms=["pruned_trained"],
             continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
