@@ -158,6 +158,37 @@ def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
         sweeps.scratch_versus_pruned(record, refs, pruned_arm={**trained_on, "n_eval": 3})
 
 
+def test_with_seeds_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana"]
+    worse = ["el dijo", "y fue la tarde"]
+    mask = {"enc_self": [[1.0, 0.0]]}
+    run = {"lam": 0.1, "kept": 1, "masks": mask}
+
+    def record(seeds, runs, complete=True, n_eval=2, recipe="encoder_gates_converged"):
+        return {"n_eval": n_eval, "complete": complete, "runs": runs,
+                "meta": {"run": "r", "settings": {"seeds": seeds, "gate_recipe": recipe}}}
+
+    base = record([0, 1], [
+        {**run, "arm": "scratch", "seed": 0, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
+        {**run, "arm": "scratch", "seed": 1, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
+        {**run, "arm": "pruned", "seed": None, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse}])
+    third = record([2], [{**run, "arm": "scratch", "seed": 2, "bleu_beam": {"bleu": 100.0},
+                          "hypotheses_beam": refs}], complete=False)
+    assert sweeps.with_seeds(base, runs.Missing("x", "quick", "not shipped")) == {
+        **base, "seeds": [0, 1], "added": []}
+    merged = sweeps.with_seeds(base, third)
+    assert merged["seeds"] == [0, 1, 2] and not merged["complete"] and len(base["runs"]) == 3
+    assert [r["seed"] for r in merged["added"]] == [2]
+    row, = sweeps.scratch_versus_pruned(merged, refs, n_bootstrap=20)
+    assert [s["seed"] for s in row["scratch"]] == [0, 1, 2] and row["across_seeds"]["n_seeds"] == 3
+    with pytest.raises(ValueError, match="evaluated on 3 verses"):
+        sweeps.with_seeds(base, {**third, "n_eval": 3})
+    with pytest.raises(ValueError, match="all_kinds"):
+        sweeps.with_seeds(base, record([2], third["runs"], recipe="all_kinds_gates_converged"))
+    with pytest.raises(ValueError, match="repeats"):
+        sweeps.with_seeds(base, record([1], base["runs"][1:2]))
+
+
 def test_across_seeds_envelopes_the_seeds_intervals():
     seeds = [{"delta": 1.0, "low": 0.4, "high": 1.5}, {"delta": -0.5, "low": -1.2, "high": 0.1}]
     assert stats.across_seeds(seeds) == {"n_seeds": 2, "delta": 0.25, "low": -1.2, "high": 1.5, "spread": 1.5}
@@ -191,6 +222,14 @@ def test_trained_on_gains_pairs_each_shape_with_its_short_fine_tuning_and_the_co
     assert ctrl["beyond_control"] is None and ctrl["cost"] is None and one["minutes"] == 2.0
     with pytest.raises(ValueError, match="evaluated on 3 and 2"):
         sweeps.trained_on_gains(trained_on, {**control, "n_eval": 2}, scratch, refs)
+    # a trained-on shape with no 300-step model in the scratch record: its cost, no gain
+    lone = {**common, "lam": 0.2, "kept": 3, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs}
+    rows = sweeps.trained_on_gains({**trained_on, "runs": trained_on["runs"] + [lone]}, control, scratch, refs,
+                                   n_bootstrap=50)
+    three = rows[2]
+    assert three["label"] == "3" and three["before"] is None and three["after"] == 100.0
+    assert three["gain"] is None and three["beyond_control"] is None
+    assert three["cost"]["delta"] == pytest.approx(two["cost"]["delta"])
 
 
 def test_kind_shares_orders_the_kinds_from_the_most_pruned():

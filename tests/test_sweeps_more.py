@@ -176,4 +176,7 @@ def test_trained_on_gains_table_marks_the_control_s_missing_contrasts():
     assert lines[2] == ("| 3 | 30.10 | 31.59 | +1.48 [+1.03, +1.91] | +1.48 [+1.03, +1.91] "
                         "| -0.74 [-1.21, -0.26] | 4200 (8.7) | stop_when | 59 (2) |")
     assert "| – | – |" in lines[3]
+    no_before = {**gains[0], "label": "2", "before": None, "gain": None, "beyond_control": None}
+    row = pruning_tables.trained_on_gains_table([no_before]).split("\n")[2]
+    assert row.startswith("| 2 | – | 31.59 | – | – | -0.74 [-1.21, -0.26] |")
     assert pruning_tables.paired_interval(None) == "–"

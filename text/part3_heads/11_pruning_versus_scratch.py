@@ -85,7 +85,8 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 # The recipe `scratch_converged` asks the same of the encoder shapes the gates of
 # `encoder_gates_converged` left (3, 8 and 22 of 48 heads). Each shape is trained from scratch with
 # [chapter 10](10_translation_model_and_head_roles.ipynb)'s own recipe, its mask fixed for the whole training,
-# with seeds 0 and 1. The pruned model of the same shape is rebuilt with the sweep's settings. Both arms are
+# with seeds 0 and 1; the run `scratch_converged_seed2` adds a third seed in a file of its own, shape by
+# shape, where it is shipped (the cell below says how many). The pruned model of the same shape is rebuilt with the sweep's settings. Both arms are
 # decoded with beam 4 on the same test verses, so the difference gets a paired bootstrap interval (Koehn's
 # test, as sacreBLEU's `--paired-bs` runs it; `stats.paired_bleu_difference`).
 #
@@ -106,16 +107,19 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 # How often can this rule say *reproduces* when the paper is right? A cell below simulates it with this
 # chapter's own noise (`stats.pooled_rule_power`): a seed-to-seed standard deviation of
 # {glue:text}`ch11_seed_sd:.2f` BLEU, pooled over {glue:text}`ch11_seed_dof` degrees of freedom. If the true gap
-# is the paper's (that of its smallest all-kinds shape, for every shape here), the rule says *reproduces* {glue:text}`ch11_rule_power:.0%` of the time with two seeds per
-# shape, and *undecided* {glue:text}`ch11_rule_undecided:.0%`. With three seeds per shape it would say
+# is the paper's (that of its smallest all-kinds shape, for every shape here), the rule says *reproduces* {glue:text}`ch11_rule_power:.0%` of the time with the seeds it has
+# ({glue:text}`ch11_rule_seeds` per shape), and *undecided* {glue:text}`ch11_rule_undecided:.0%`. With three seeds per shape it would say
 # *reproduces* {glue:text}`ch11_rule_power3:.0%` of the time. Each claim below states its power; the verdict a
 # faithful reproduction would most often get here is {glue:text}`ch11_rule_likeliest`.
 #
 
 # %%
-SCRATCH = "scratch_converged"
-scratch = sweeps.load(SCRATCH)  # precomputed, shape by shape
+SCRATCH, THIRD = "scratch_converged", "scratch_converged_seed2"
+third = runs.find(THIRD, "quick")  # the third seed's own file, where shipped
+scratch = sweeps.with_seeds(sweeps.load(SCRATCH), third)  # precomputed, by shape
 SCRATCH_CMD = runs.command(SCRATCH)
+n_planned = sum(len(runs.settings(n, "quick")["lambdas"])
+                * len(runs.settings(n, "quick")["seeds"]) for n in (SCRATCH, THIRD))
 scratch_rows = sweeps.scratch_versus_pruned(scratch, test_ref)
 rescored = max(  # BLEU recomputed here from the file's beam hypotheses
     abs(stats.bleu(r["hypotheses_beam"], test_ref[: scratch["n_eval"]])
@@ -123,9 +127,11 @@ rescored = max(  # BLEU recomputed here from the file's beam hypotheses
 trained = [r for r in scratch["runs"] if r["arm"] == "scratch"]
 n_trained = len(trained)
 display(Markdown(pruning_tables.scratch_table(scratch_rows, "pruned")))
-print(f"precomputed by {SCRATCH_CMD}: {n_trained} of 6 trainings finished "
-      f"(complete: {scratch['complete']}); unpruned beam "
+print(f"precomputed by {SCRATCH_CMD}: {n_trained} of {n_planned} trainings finished "
+      f"(seeds {scratch['seeds']}, complete: {scratch['complete']}); unpruned beam "
       f"{scratch['unpruned']['bleu_beam']:.2f}")
+print(f"the third seed: {len(scratch['added'])} trainings from {runs.command(THIRD)}"
+      if third else f"the third seed is not run yet: {runs.command(THIRD)}")
 print(f"of these, stopped early: {sum(r['stopped'] != 'steps' for r in trained)}; "
       f"kept averaged weights: {sum(r['averaged'] for r in trained)}")
 
@@ -142,12 +148,13 @@ gap_source = all_kinds.where + " (the smallest shape)"
 pooled = stats.pooled_seed_intervals(
     [[sd["delta"] for sd in r["scratch"]] for r in scratch_rows])[0]
 # how often the rule reproduces if the paper's gap is true: this chapter's own noise
-power = stats.pooled_rule_power(paper_gap, pooled["sd"], [2, 2, 2])
-power3 = stats.pooled_rule_power(paper_gap, pooled["sd"], [3, 3, 3])
+n_seeds = [len(r["scratch"]) for r in scratch_rows]  # the seeds each shape has
+power = stats.pooled_rule_power(paper_gap, pooled["sd"], n_seeds)
+power3 = stats.pooled_rule_power(paper_gap, pooled["sd"], [3] * len(n_seeds))
 print(f"seed-to-seed sd {pooled['sd']:.2f} BLEU ({pooled['dof']} degrees of freedom); "
       f"at the paper's gap {paper_gap:+.2f}, two seeds: "
       + ", ".join(f"{k} {power[k]:.2f}" for k in ("reproduces", "undecided", "differs"))
-      + f"; three seeds: reproduces {power3['reproduces']:.2f}")
+      + f" with {n_seeds} seeds; three seeds: reproduces {power3['reproduces']:.2f}")
 # the verses' and the seeds' parts of the noise (the like-with-like section uses them)
 noise = stats.seed_noise([r["scratch"] for r in scratch_rows])
 
@@ -162,6 +169,8 @@ glue("ch11_seed_sd", pooled["sd"])
 glue("ch11_seed_dof", pooled["dof"])
 glue("ch11_rule_power", power["reproduces"])
 glue("ch11_rule_power3", power3["reproduces"])
+glue("ch11_rule_seeds", str(n_seeds[0]) if len(set(n_seeds)) == 1 else
+     f"{prose.listing(n_seeds)} at {prose.listing([r['kept'] for r in scratch_rows])} heads")
 glue("ch11_rule_undecided", power["undecided"])
 glue("ch11_rule_likeliest", max(("reproduces", "undecided", "differs"), key=power.get))
 for t, (lo, hi) in minutes.items():  # minutes of one training from scratch
@@ -177,10 +186,10 @@ for n, r in sc.items():
         glue(f"ch11_sc_{n}_seed{sd['seed']}", sd["delta"]);
 
 # %% tags=["nbval-check-output", "hide-input"]
-sc_claims = sweeps.scratch_claims(scratch_rows, "pruned",
-                                f"{n_trained} of 6 trainings finished; a third "
-                                "seed per arm is not run (see the end of the page)",
-                                paper_gap, gap_source, SCRATCH_CMD)
+sc_claims = sweeps.scratch_claims(
+    scratch_rows, "pruned", f"{n_trained} of {n_planned} trainings from scratch "
+    "finished" + ("" if scratch["complete"] and third else "; the rest are not run yet "
+                  "(see the end of the page)"), paper_gap, gap_source, SCRATCH_CMD)
 [
     attnbook.check("share of rebuilt pruned models with the shipped sweep's masks",
         float(np.mean([r["matches_sweep"] for r in scratch_rows])), at_least=1.0,
@@ -258,7 +267,8 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 # trains it on, its mask fixed, with the from-scratch arm's recipe. The one change: the learning rate starts at
 # the gate sweep's fine-tuning rate with no warm-up (a continuation, not a restart). Each trained-on model is
 # decoded with beam 4 on the same test verses and paired with both seeds' from-scratch models. The rule is the
-# one stated above, with the trained-on model as the pruned arm.
+# one stated above, with the trained-on model as the pruned arm. The recipe also trains on a fourth shape, 2
+# heads, which has no from-scratch twin: it is there for the paper's 2-head point in the last comparison.
 #
 # Training on is also more training, and the converged model itself might gain from it. The recipe
 # `unpruned_converged` is the control: the unpruned model trained on in exactly the same way. Its gain is what
@@ -277,7 +287,8 @@ on_rows = sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=trained_on)
 refs_used = test_ref[: trained_on["n_eval"]]
 gains = sweeps.trained_on_gains(trained_on, control_record, scratch, test_ref)
 display(Markdown(pruning_tables.trained_on_gains_table(gains)))
-print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of 3 shapes, "
+n_shapes = len(trained_on["meta"]["settings"]["lambdas"])  # the recipe's shapes
+print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of {n_shapes} shapes, "
       f"complete: {trained_on['complete']}) and {CONTROL_CMD}; before: the pruned "
       f"models after the gates' 300 steps, the unpruned model as it converged; kept "
       f"averaged weights: "
@@ -331,7 +342,7 @@ def found(name, d, cmd):  # a difference between two arms, decided by its interv
     attnbook.check("gain beyond the control's = a pruned model's gain minus the "
         "control's (largest gap over the shapes, beam BLEU)", max(
             abs(g["beyond_control"]["delta"] - g["gain"]["delta"]
-                + control_gain["gain"]["delta"]) for g in pruned_gains),
+                + control_gain["gain"]["delta"]) for g in pruned_gains if g["gain"]),
         at_most=0.005, digits=3, precomputed=CONVERGED_CMD),
     *[found(f"{g['kept']} encoder heads trained on minus the unpruned model trained "
             "on alike: the cost of pruning (beam BLEU)", g["cost"], CONVERGED_CMD)
@@ -343,7 +354,8 @@ def found(name, d, cmd):  # a difference between two arms, decided by its interv
 # like. Each pruned model and the unpruned one are trained on in the same way and decoded with beam search,
 # as the paper decodes, on the same verses. They are made where the paper prints its curve: at 10 heads the
 # book's costs at 8 and 22 heads are interpolated, in one paired bootstrap over the three models'
-# translations; at 2 heads the book has no trained-on model (its shapes keep 3 to 22 heads). The rule is
+# translations; at 2 heads, at the book's own 2-head trained-on model. A head count outside the trained-on
+# shapes is not compared (the cell says which). The rule is
 # one-sided, as for a level the paper reports reaching (its BLEU with 10 heads; doing better is no failure),
 # with the previous page's margin of 0.5 BLEU: *reproduces* if the book's whole interval lies at or above the
 # paper's cost less the margin, *differs* if it lies wholly below, *undecided* otherwise. The claim states its
@@ -371,9 +383,9 @@ def why(d, level):  # measured: where the interval lies against the paper's leve
     lo, hi = d["between"]
     where = ("lies below" if d["high"] < level else "lies above" if d["low"] >= level
              else "reaches across")
-    return (f"{'at its' if lo == hi else 'linear between its'} {lo}- and {hi}-head "
-            f"trained-on models, the paired interval {bounds(d)} {where} the paper's "
-            f"level {level:+.2f}")
+    models = (f"at its {lo}-head trained-on model" if lo == hi else
+              f"linear between its {lo}- and {hi}-head trained-on models")
+    return f"{models}, the paired interval {bounds(d)} {where} the paper's level {level:+.2f}"
 
 
 def seed_sd_of(d):  # three independent trainings, weights (-1, w, 1 - w); their seed
@@ -398,15 +410,22 @@ def seed_sd_of(d):  # three independent trainings, weights (-1, w, 1 - w); their
 # %% tags=["remove-input"]
 for r in on_rows:  # scratch minus trained on, mean over seeds
     glue(f"ch11_on_mean_{r['kept']}", r["across_seeds"]["delta"])
-for gn in gains:  # the control is row 48
+for gn in gains:  # the control is row 48; a shape with no 300-step model has no gain
     n = gn["kept"] or 48
-    glue(f"ch11_gain_{n}", gn["gain"]["delta"])
-    glue(f"ch11_gain_low_{n}", gn["gain"]["low"])
-    glue(f"ch11_gain_high_{n}", gn["gain"]["high"])
-    if gn["kept"]:
+    if gn["gain"]:
+        glue(f"ch11_gain_{n}", gn["gain"]["delta"])
+        glue(f"ch11_gain_low_{n}", gn["gain"]["low"])
+        glue(f"ch11_gain_high_{n}", gn["gain"]["high"])
+    if gn["beyond_control"]:
         glue(f"ch11_beyond_{n}", gn["beyond_control"]["delta"])
-        glue(f"ch11_cost_{n}", -gn["cost"]["delta"])
 costs = [-gn["cost"]["delta"] for gn in pruned_gains]
+glue("ch11_costs_at", f"{prose.listing([f'{c:.2f}' for c in costs])} BLEU at "
+     f"{prose.listing([gn['kept'] for gn in pruned_gains])} heads")
+no_gain = [gn["kept"] for gn in pruned_gains if not gn["gain"]]
+glue("ch11_no_gain", f"The {prose.listing(no_gain)}-head model is not one of the "
+     "from-scratch shapes, so no 300-step translations of it are shipped: its gain is "
+     "not measured (a dash in the table); its cost is" if no_gain else "Every "
+     "trained-on shape is one of the from-scratch shapes")
 glue("ch11_cost_lo", min(costs))
 glue("ch11_cost_hi", max(costs))
 glue("ch11_control_before", control_gain["before"])
@@ -431,7 +450,7 @@ glue("ch11_on_flipped", f"At {prose.listing(flipped)} heads from scratch was ahe
      "over the seeds: there the short fine-tuning held the pruned arm back at least "
      "as much as the pruning did" if flipped else "At no shape does training on turn "
      "from scratch's average lead into a tie or a loss")
-ends = {k: [(g["kept"], g[k]["low"], g[k]["high"]) for g in pruned_gains]
+ends = {k: [(g["kept"], g[k]["low"], g[k]["high"]) for g in pruned_gains if g[k]]
         for k in ("gain", "beyond_control")}
 for k, tag in (("gain", "gain"), ("beyond_control", "beyond")):
     glue(f"ch11_{tag}_sides", prose.sides_in_words(
@@ -439,7 +458,7 @@ for k, tag in (("gain", "gain"), ("beyond_control", "beyond")):
 
 # %% tags=["remove-input"]
 # the run's words for the prose: the gains' pattern and what they cannot credit
-by_kept = sorted((g["kept"], g["gain"]["delta"]) for g in pruned_gains)
+by_kept = sorted((g["kept"], g["gain"]["delta"]) for g in pruned_gains if g["gain"])
 sizes = [abs(d) for _, d in by_kept]
 steady = all(a > b for a, b in zip(sizes, sizes[1:]))  # fewer heads, larger change
 sign = ("gain" if all(d > 0 for _, d in by_kept) else "lose" if all(d < 0 for _, d
@@ -464,6 +483,7 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # %% [markdown]
 # Trained on, the pruned models {glue:text}`ch11_gain_pattern` (the first table above): {glue:text}`ch11_gain_3:+.2f` BLEU at 3 heads, {glue:text}`ch11_gain_8:+.2f` at 8 and
 # {glue:text}`ch11_gain_22:+.2f` at 22. The paired interval of the gain {glue:text}`ch11_gain_sides`.
+# {glue:text}`ch11_no_gain`.
 #
 # On average over the seeds, from scratch minus the trained-on pruned model is {glue:text}`ch11_on_mean_3:+.2f`,
 # {glue:text}`ch11_on_mean_8:+.2f` and {glue:text}`ch11_on_mean_22:+.2f` BLEU at 3, 8 and 22 heads (the paper's, all three kinds pruned:
@@ -478,7 +498,7 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # {glue:text}`ch11_beyond_sides`.
 #
 # Two consequences follow. Pruning is not free: trained on equally, the pruned models are
-# {glue:text}`ch11_cost_3:.2f`, {glue:text}`ch11_cost_8:.2f` and {glue:text}`ch11_cost_22:.2f` BLEU below the unpruned model's
+# {glue:text}`ch11_costs_at` below the unpruned model's
 # {glue:text}`ch11_control_after:.2f`. {glue:text}`ch11_lead_vs_control`. {glue:text}`ch11_sc_stopped`. The paper's design shares
 # the confound of more training: its pruned models start from a
 # converged model as well. Every training's steps and minutes are in the first table; whether each kept its
@@ -492,8 +512,10 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # them. The first is noise on every arm: two seeds from scratch, one training on per shape, one control, and
 # pruned models from one gate seed (the [second page](11_pruning_the_translation_encoder.ipynb) measures how much the gate seed
 # moves the kept heads). A third seed per arm means about fifteen more hours on a CPU, or minutes per training
-# on a GPU. Add seeds to `scratch_converged`, `pruned_converged` and `unpruned_converged` in
-# `attnbook.core.runs` and rerun `python scripts/run.py <recipe>`, which keeps the runs already in the file.
+# on a GPU. The from-scratch arm's third seed is a named run, `python scripts/run.py scratch_converged_seed2`,
+# made a shape at a time in the background (resumable); this page adds each shape it ships. The trained-on
+# arm and the control need seeds added to `pruned_converged` and `unpruned_converged` in `attnbook.core.runs`
+# and `python scripts/run.py <recipe>`, which keeps the runs already in the file.
 # The second is a steadier stopping rule than greedy BLEU on 200 dev verses (dev loss, or 500 verses or
 # more). It means training every arm again, so it waits for the same run.
 #

@@ -48,11 +48,12 @@ def scratch_table(rows: Sequence[Mapping], arm: str = "pruned") -> str:
 def trained_on_gains_table(gains: Sequence[Mapping]) -> str:
     """One line per row of :func:`attnbook.heads.sweeps.trained_on_gains`: beam BLEU before and after training
     on, the gain, the gain beyond the control's and the difference to the control trained on (paired 95%
-    intervals), steps (epochs), how the training ended, and its minutes (threads)."""
+    intervals), steps (epochs), how the training ended, and its minutes (threads). What a row does not
+    measure (no model before training on, so no gain) is an en dash."""
     lines = ["| encoder heads | before | trained on | gain [95% interval] "
              "| gain beyond the control's [95%] | minus the control trained on [95%] "
              "| steps (epochs) | ended by | minutes (threads) |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {g['label']} | {g['before']:.2f} | {g['after']:.2f} "
+    lines += [f"| {g['label']} | {'–' if g['before'] is None else format(g['before'], '.2f')} | {g['after']:.2f} "
               f"| {paired_interval(g['gain'])} | {paired_interval(g['beyond_control'])} "
               f"| {paired_interval(g['cost'])} | {g['train_steps']} ({g['epochs']:.1f}) "
               f"| {g['stopped']} | {g['minutes']:.0f} ({g['threads']}) |" for g in gains]

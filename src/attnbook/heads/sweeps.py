@@ -32,6 +32,30 @@ def load(name: str, preset: str | None = "quick") -> dict:
     return runs.load(name, preset)
 
 
+def with_seeds(record: Mapping, *more: Mapping) -> dict:
+    """A from-scratch record (run ``scratch_converged``, chapter "Pruning heads") with the runs of ``more``
+    records of the same design added (``scratch_converged_seed2``: further seeds in a file of their own). A
+    :class:`attnbook.core.runs.Missing` (not shipped) adds nothing. Raises where a record was evaluated on other
+    verses or pruned by another gate recipe, or repeats a run (arm, lambda, seed). ``complete`` holds only if
+    every record is complete; ``seeds`` lists every seed, ``added`` the runs that came from ``more``."""
+    out = {**record, "runs": list(record["runs"]), "seeds": list(record["meta"]["settings"]["seeds"]), "added": []}
+    recipe = record["meta"]["settings"]["gate_recipe"]
+    for extra in (m for m in more if m):
+        settings = extra["meta"]["settings"]
+        if extra["n_eval"] != record["n_eval"] or settings["gate_recipe"] != recipe:
+            raise ValueError(f"run {extra['meta'].get('run')} was evaluated on {extra['n_eval']} verses with "
+                             f"{settings['gate_recipe']}'s masks; the record on {record['n_eval']} with {recipe}'s")
+        have = {(r["arm"], r["lam"], r["seed"]) for r in out["runs"]}
+        twice = [k for k in ((r["arm"], r["lam"], r["seed"]) for r in extra["runs"]) if k in have]
+        if twice:
+            raise ValueError(f"run {extra['meta'].get('run')} repeats {twice}")
+        out["runs"] += extra["runs"]
+        out["added"] += extra["runs"]
+        out["seeds"] += [s for s in settings["seeds"] if s not in out["seeds"]]
+        out["complete"] = out["complete"] and extra["complete"]
+    return out
+
+
 def kept_masks(run: Mapping) -> HeadMask:
     """The binary masks of a run: 1 for a head whose evaluation gate is open, 0 for a closed one (runs of a
     gate sweep store ``"gates"``, Michel runs ``"masks"``; a bare ``(layers, heads)`` list is kind ``""``)."""
@@ -338,21 +362,25 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
     bootstraps on the same verses (:mod:`attnbook.stats`): ``gain`` (after minus before), for a pruned shape
     ``beyond_control`` (its gain minus the control's, one bootstrap over the four models' translations: what
     adapting to the mask gives beyond more training) and ``cost`` (the trained-on pruned model minus the
-    trained-on unpruned one: what pruning costs when both are trained alike)."""
+    trained-on unpruned one: what pruning costs when both are trained alike). A trained-on shape that
+    ``scratch`` has no 300-step model of (2 heads) has ``before``, ``gain`` and ``beyond_control`` None: its
+    cost is measured, its gain is not."""
     refs = _shared_references(trained_on, control, references)
     ctrl = control["runs"][0]
     short = {r["lam"]: r for r in scratch["runs"] if r["arm"] == "pruned"}
     control_hyps = [ctrl["before"]["hypotheses_beam"], ctrl["hypotheses_beam"]]
-    arms = [(str(r["kept"]), r["kept"], short[r["lam"]], r) for r in sorted(trained_on["runs"], key=lambda r: r["kept"])]
+    arms = [(str(r["kept"]), r["kept"], short.get(r["lam"]), r)
+            for r in sorted(trained_on["runs"], key=lambda r: r["kept"])]
     arms.append(("48 (unpruned control)", None, ctrl["before"], ctrl))
     rows = []
     for label, kept, before, r in arms:
-        hyps = [before["hypotheses_beam"], r["hypotheses_beam"]]
+        hyps = None if before is None else [before["hypotheses_beam"], r["hypotheses_beam"]]
         rows.append({
-            "label": label, "kept": kept, "before": before["bleu_beam"]["bleu"], "after": r["bleu_beam"]["bleu"],
-            "gain": paired_bleu_difference(*hyps, refs, n_bootstrap),
-            "beyond_control": None if kept is None else paired_bleu_contrast(hyps + control_hyps, [-1, 1, 1, -1], refs,
-                                                                               n_bootstrap),
+            "label": label, "kept": kept, "before": None if before is None else before["bleu_beam"]["bleu"],
+            "after": r["bleu_beam"]["bleu"],
+            "gain": None if hyps is None else paired_bleu_difference(*hyps, refs, n_bootstrap),
+            "beyond_control": None if kept is None or hyps is None else paired_bleu_contrast(
+                hyps + control_hyps, [-1, 1, 1, -1], refs, n_bootstrap),
             "cost": None if kept is None else paired_bleu_difference(ctrl["hypotheses_beam"], r["hypotheses_beam"], refs,
                                                                      n_bootstrap),
             "train_steps": r["train_steps"], "epochs": r["epochs"], "stopped": r["stopped"],
