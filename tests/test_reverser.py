@@ -104,6 +104,18 @@ def test_late_loss_drop_and_update_ratio_read_the_judged_logs():
         rv.seed_accuracies({"name": "empty", "best_lr": 0.1, "runs": []})
 
 
+def test_the_plateau_gate_fails_while_an_arm_s_loss_still_falls():
+    flat = [2.0] * 10
+    falling = [2.0 - 0.1 * i for i in range(10)]
+    drops = {"flat": rv.late_loss_drop(_arm([flat])), "falling": rv.late_loss_drop(_arm([falling]))}
+    gate = rv.plateau_gate(drops, precomputed="cmd")
+    assert gate.verdict == "fails" and gate.value == pytest.approx(0.2) and gate.precomputed == "cmd"
+    assert rv.plateau_gate({"flat": drops["flat"]}).holds
+    assert rv.plateau_gate({"edge": rv.MAX_LATE_DROP}).holds
+    with pytest.raises(ValueError, match="at least one arm"):
+        rv.plateau_gate({})
+
+
 def test_learnable_residual_scales_start_at_alpha_and_move():
     x_eval = torch.randint(0, 5, (32, 4), generator=torch.Generator().manual_seed(2))
     r = rv.train_run(SIZE, optimizer="adam", scaled=True, temperature=1.0, lr=1e-2, seed=0, steps=20,

@@ -312,6 +312,43 @@ def test_gate_seed_agreement_compares_each_seed_with_the_main_run():
     assert out["always"] == 1  # head 0 only; the steps=4 run is not a gate seed
     with pytest.raises(ValueError, match="other gate seeds"):
         sweeps.gate_seed_agreement(sweep, defaults, 0.5)  # no main run at 0.5
+    # the gate: a mean overlap of 7/12 < 0.6 fails it; seeds that keep the main run's heads pass
+    failed = sweeps.seed_overlap_gate(out, 0.1, precomputed="cmd")
+    assert failed.verdict == "fails" and not failed.holds and failed.precomputed == "cmd"
+    assert failed.name == "lambda=0.1: mean overlap of gate seeds 1 and 2's kept heads with seed 0's"
+    agree = {**out, "mean": sweeps.MIN_KEPT_OVERLAP}
+    assert sweeps.seed_overlap_gate(agree, 0.1).holds
+
+
+def test_changes_at_paper_shapes_interpolates_the_book_never_the_paper():
+    runs_ = [{"n_kept": 40, "bleu_beam": 29.0}, {"n_kept": 20, "bleu_beam": 25.0}, {"n_kept": 80, "bleu_beam": 30.0}]
+    paper = [(60, 0.1), (30, -0.4), (12, -0.9), (144, 0.0)]  # of 120 heads: shares 0.5, 0.25, 0.1, 1.2
+    out = sweeps.changes_at_paper_shapes(runs_, 80, 30.0, paper, 120)
+    assert sorted(out) == [30, 60]  # 0.1 is below the book's smallest share (0.25), 1.2 above its largest
+    assert out[60]["book"] == pytest.approx(-1.0) and out[60]["between"] == (40, 40)  # at the 40-head run
+    assert out[30]["share"] == 0.25 and out[30]["book"] == pytest.approx(-5.0) and out[30]["paper"] == -0.4
+    mid = sweeps.changes_at_paper_shapes(runs_, 80, 30.0, [(45, 0.0)], 120)[45]  # share 0.375: 30 heads
+    assert mid["book"] == pytest.approx(-3.0) and mid["between"] == (20, 40)  # halfway between -5 and -1
+    assert mid["nearest"]["n_kept"] in (20, 40)
+    with pytest.raises(ValueError, match="no runs"):
+        sweeps.changes_at_paper_shapes([], 80, 30.0, paper, 120)
+
+
+def test_settling_and_initialisation_gates_fail_on_runs_still_moving_or_elsewhere():
+    from attnbook.heads import gates
+
+    def snap(step, las):
+        return {"step": step, "p_open": {"k": gates.prob_nonzero(torch.tensor([las])).tolist()}}
+
+    settled = sweeps.settling([snap(0, [0.0, 0.0]), snap(50, [1.0, -3.0]), snap(100, [1.1, -3.1])], window=50)
+    moving = sweeps.settling([snap(0, [0.0, 0.0]), snap(50, [1.0, 1.0]), snap(100, [1.0, -3.0])], window=50)
+    ok = sweeps.settling_gates(settled, "gates started open", 50)
+    assert [g.holds for g in ok] == [True, True]
+    assert ok[0].name == "gates started open: largest change of P(g != 0) over the last 50 steps"
+    still = sweeps.settling_gates(moving, "gates started open", 50)
+    assert [g.verdict for g in still] == ["fails", "fails"]  # P moved by > 0.1 and one decision changed
+    assert sweeps.init_overlap_gate(0.5, 0.1, "gates started open").verdict == "fails"
+    assert sweeps.init_overlap_gate(0.6, 0.1, "gates started open").holds
 
 
 def test_recovered_shares():

@@ -414,3 +414,16 @@ def test_probe_refitted_to_paths_reads_what_the_models_classifier_cannot():
     assert fitted.weight.shape == (2, 4) and not fitted.weight.requires_grad
     with pytest.raises(ValueError, match="disagree"):
         tasks.fit_probe(torch.randn(10, 4), torch.zeros(9, dtype=torch.long), 2)
+
+
+def test_the_trained_enough_gate_stops_the_chapter_below_its_level():
+    from attnbook.claims import ClaimFailed
+
+    ok = tasks.trained_enough_check("hull", 0.86 * 0.9, 0.9)
+    assert ok.holds and ok.name == "paths: full-model accuracy / ceiling, hull (trained-enough gate)"
+    with pytest.raises(ClaimFailed, match="memorization"):
+        tasks.trained_enough_check("memorization", 0.94, 1.0)
+    with pytest.raises(ValueError, match="no trained-enough level"):
+        tasks.trained_enough_check("circle", 1.0, 1.0)
+    with pytest.raises(ValueError, match="ceiling must be positive"):
+        tasks.trained_enough_check("sort", 1.0, 0.0)

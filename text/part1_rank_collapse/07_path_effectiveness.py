@@ -120,8 +120,7 @@ for name in TASKS:
 
 # %% tags=["nbval-check-output", "hide-input"]
 # the gate: every path analysis below needs a model that has learned its task, far
-# above chance / majority
-TRAINED_ENOUGH = {"sort": 0.95, "hull": 0.85, "memorization": 0.95}
+# above chance / majority (tasks.TRAINED_ENOUGH: the share of the ceiling it must reach)
 CHANCE = {name: setups[name]["chance"] for name in TASKS}
 CEILING = {name: setups[name]["ceiling"] for name in TASKS}
 
@@ -132,10 +131,7 @@ def short_of_level(name):
             f"{CEILING[name]:.3f} (the best this model can do on the task)")
 
 [
-    *[attnbook.check(
-        f"paths: full-model accuracy / ceiling, {name} (trained-enough gate)",
-        full[name] / CEILING[name], at_least=TRAINED_ENOUGH[name])
-      for name in TASKS],
+    *[tasks.trained_enough_check(name, full[name], CEILING[name]) for name in TASKS],
     *[attnbook.compare(f"paths: full-model accuracy, {name}", full[name],
                        paper=PAPER_FULL[name], reaches=0.05,
                        source="Fig. 4, the full model's reference line",

@@ -215,7 +215,7 @@ if sweep:
 
     def unfinished(*names):  # the plateau gate carried into a comparison's reason
         late = [f"{n} (late loss drop {late_drop[n]:.2f})" for n in names
-                if late_drop[n] > 0.05]
+                if late_drop[n] > rv.MAX_LATE_DROP]
         return "; still improving at its end: " + ", ".join(late) if late else ""
     # what each optimiser does with the gradients: the QK-to-V ratio of the first
     # logged step's update, against that of the gradients, on the unscaled model
@@ -235,11 +235,7 @@ attnbook.claims.when_available(sweep, lambda: [
         "last step)", live_gap, at_most=0.05, digits=2,
         # the live run trains on this CPU's code path; the shipped one on another
         band=0.05, precomputed=sweep["meta"]["command"]),
-    attnbook.gate(
-        "sweep: largest late drop of an arm's loss (mean over judged seeds, last tenth "
-        "against the tenth before 80% of training)", late_drop[slowest], at_most=0.05,
-        digits=2, guards="the comparisons of the sweep's arms (an arm still improving "
-        "would be judged before its end)", precomputed=sweep["meta"]["command"]),
+    rv.plateau_gate(late_drop, precomputed=sweep["meta"]["command"]),
     attnbook.check(
         "unscaled model, first logged step: QK/V ratio of the update, Adam over SGD",
         step_ratio["adam"] / step_ratio["sgd"], at_least=3, digits=1,

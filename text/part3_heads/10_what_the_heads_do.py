@@ -117,7 +117,8 @@ RISING = 0.01  # per 1000 steps: the rule, stated before the seed-1 run (data RE
 def trend(t):  # the late trend in words
     return (f"{t['change']:+.2f} over its {t['n']} snapshots from step "
             f"{t['from_step']:.0f}, slope {t['slope']:+.3f} per 1000 steps: "
-            + ("still rising" if t["slope"] > RISING else "it has stopped rising"))
+            + ("still rising" if t["slope"] > RISING else "not rising while the "
+               "learning rate decays to zero, which is no evidence of a plateau"))
 
 
 POSITIONAL, CRITERION = (VOITA["positional_head_criterion"].where,
@@ -181,8 +182,9 @@ for seed, t in late.items():  # the best neighbour share over the last 30% of tr
     glue(f"ch10_late_slope_{seed}", t["slope"])
     glue(f"ch10_late_n_{seed}", t["n"])
 glue("ch10_late_from", late[1]["from_step"])
-glue("ch10_late_says", "still rising" if late[1]["slope"] > RISING
-     else "has stopped rising");
+glue("ch10_late_says", "is still rising" if late[1]["slope"] > RISING
+     else "is not rising while the learning rate decays to zero (no evidence of a "
+     "plateau: the rate, not the model, may have stopped it)");
 
 # %% [markdown]
 # The best encoder head points at the previous token for {glue:text}`ch10_best_prev:.0%` of the tokens. That is a strong

@@ -265,23 +265,15 @@ print(f"gates started open, 900 steps: {open_long['n_kept']} heads kept; last 60
       f"{open_settle['overlap']:.2f}; overlap with the glorot run {open_same:.2f}")
 
 # %% tags=["nbval-check-output", "hide-input"]
-seed_claims = [attnbook.gate(
-    f"lambda={lam}: mean overlap of gate seeds 1 and 2's kept heads with seed 0's",
-    a["mean"], at_least=0.6, digits=2, precomputed=ENC_CMD,
-    guards="which heads the gates keep (it would depend on the gate seed)")
-    for lam, a in agree.items()]
-settled = [
-    attnbook.gate("gates started open, 900 steps: largest change of P(g != 0) over the "
-        "last 60 steps", open_settle["max_dp"], at_most=0.1, digits=2,
-        guards="comparing them with the glorot-initialised gates", precomputed=ENC_CMD),
-    attnbook.gate("gates started open, 900 steps: share of decisions unchanged over "
-        "the last 60 steps", open_settle["overlap"], at_least=1.0, digits=2,
-        guards="comparing them with the glorot-initialised gates", precomputed=ENC_CMD)]
-open_claim = [attnbook.gate(
-    "lambda=0.1: gates started open, settled, keep the glorot gates' heads (overlap)",
-    open_same, at_least=0.6, digits=2, precomputed=ENC_CMD,
-    guards="the statement that the kept heads do not hinge on the initialisation")
-    ] if all(g.holds for g in settled) else []
+# the gates' definitions and levels: sweeps.seed_overlap_gate, settling_gates and
+# init_overlap_gate (overlap at least 0.6; settled: |dP| <= 0.1, no decision changed)
+seed_claims = [sweeps.seed_overlap_gate(a, lam, precomputed=ENC_CMD)
+               for lam, a in agree.items()]
+settled = sweeps.settling_gates(open_settle, "gates started open, 900 steps", 60,
+                                precomputed=ENC_CMD)
+open_claim = [sweeps.init_overlap_gate(open_same, 0.1, "gates started open",
+                                       precomputed=ENC_CMD)
+              ] if all(g.holds for g in settled) else []
 seed_claims + settled + open_claim
 
 # %% tags=["remove-input"]
@@ -364,6 +356,18 @@ figs.encoder_bleu_curves(full_mt, gate_curve, beam_curve, no_ft, michel_curves,
                          paper_curve)
 plt.show()
 
+# %%
+# the cost of pruning measured like with like where the paper prints its curve: the
+# pruned and unpruned models both trained on to convergence (the chapter's last page)
+on, control = (sweeps.load(n) for n in ("pruned_converged", "unpruned_converged"))
+test_ref = [s for _, s in tr.load_pairs("test")]
+on_kept = [r["kept"] for r in on["runs"]]
+like = {n: {"heads": n, **sweeps.cost_at(n, on, control, test_ref)} for n in at
+        if min(on_kept) <= n <= max(on_kept)}
+for n, d in like.items():
+    print(f"{n} heads, trained on alike: cost {d['delta']:+.2f} BLEU "
+          f"[{d['low']:+.2f}, {d['high']:+.2f}] (beam 4)")
+
 
 # %% tags=["nbval-check-output", "hide-input"]
 def nearest_run(n):  # the book's run closest to n heads (for the reason)
@@ -378,7 +382,7 @@ def nearest_run(n):  # the book's run closest to n heads (for the reason)
         reason=lambda _, n=n: ("" if n in kept_counts else
                                f"(the nearest run, {nearest_run(n)} heads) ")
         + sweeps.encoder_reason(nearest_run(n), main_runs, full_mt["bleu_greedy"],
-                                no_ft, long_run, window=60))
+                                no_ft, long_run, window=60, trained_on=like.get(n)))
     for n in at
 ]
 

@@ -170,7 +170,8 @@ glue("ch11_seed_dof", pooled["dof"])
 glue("ch11_rule_power", power["reproduces"])
 glue("ch11_rule_power3", power3["reproduces"])
 glue("ch11_rule_seeds", str(n_seeds[0]) if len(set(n_seeds)) == 1 else
-     f"{prose.listing(n_seeds)} at {prose.listing([r['kept'] for r in scratch_rows])} heads")
+     f"{prose.listing(n_seeds)} at "
+     f"{prose.listing([r['kept'] for r in scratch_rows])} heads")
 glue("ch11_rule_undecided", power["undecided"])
 glue("ch11_rule_likeliest", max(("reproduces", "undecided", "differs"), key=power.get))
 for t, (lo, hi) in minutes.items():  # minutes of one training from scratch
@@ -288,7 +289,8 @@ refs_used = test_ref[: trained_on["n_eval"]]
 gains = sweeps.trained_on_gains(trained_on, control_record, scratch, test_ref)
 display(Markdown(pruning_tables.trained_on_gains_table(gains)))
 n_shapes = len(trained_on["meta"]["settings"]["lambdas"])  # the recipe's shapes
-print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of {n_shapes} shapes, "
+print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of {n_shapes} "
+      "shapes, "
       f"complete: {trained_on['complete']}) and {CONTROL_CMD}; before: the pruned "
       f"models after the gates' 300 steps, the unpruned model as it converged; kept "
       f"averaged weights: "
@@ -385,7 +387,8 @@ def why(d, level):  # measured: where the interval lies against the paper's leve
              else "reaches across")
     models = (f"at its {lo}-head trained-on model" if lo == hi else
               f"linear between its {lo}- and {hi}-head trained-on models")
-    return f"{models}, the paired interval {bounds(d)} {where} the paper's level {level:+.2f}"
+    return (f"{models}, the paired interval {bounds(d)} {where} the paper's level "
+            f"{level:+.2f}")
 
 
 def seed_sd_of(d):  # three independent trainings, weights (-1, w, 1 - w); their seed

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from attnbook.claims import Claim, compare, gate, not_available
+from attnbook.claims.prose import listing
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
@@ -140,6 +141,40 @@ def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
     return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in others]],
             "kept": [int(sum(int((m[k] != 0).sum()) for k in m)) for m in masks],
             "overlaps": overlaps, "mean": sum(overlaps) / len(overlaps), "always": always}
+
+
+#: the gates of chapter "Pruning heads" on which heads the gates keep: the least mean overlap (Jaccard) of other
+#: gate seeds' kept heads, or of a settled other initialisation's, with the main run's; a run is settled when over
+#: the last window no P(g != 0) moved by more than MAX_SETTLE_DP and no decision changed
+MIN_KEPT_OVERLAP = 0.6
+MAX_SETTLE_DP = 0.1
+
+
+def seed_overlap_gate(agreement: Mapping, lam: float, *, precomputed: str = "") -> Claim:
+    """The gate-seed gate (chapter "Pruning heads"): at ``lam``, the mean overlap of the other gate seeds' kept
+    heads with the main run's (:func:`gate_seed_agreement`'s ``mean``) is at least :data:`MIN_KEPT_OVERLAP`."""
+    return gate(f"lambda={lam}: mean overlap of gate seeds {listing(agreement['seeds'][1:])}'s kept heads with "
+                f"seed {agreement['seeds'][0]}'s", agreement["mean"], at_least=MIN_KEPT_OVERLAP, digits=2,
+                precomputed=precomputed, guards="which heads the gates keep (it would depend on the gate seed)")
+
+
+def settling_gates(settle: Mapping, run: str, window: int, *, precomputed: str = "") -> list[Claim]:
+    """Has a gate run settled? (chapter "Pruning heads"): from :func:`settling` over the last ``window`` steps
+    of ``run`` (its description), the largest change of P(g != 0) is at most :data:`MAX_SETTLE_DP` and every
+    decision is unchanged. They guard comparing the run's kept heads with another run's."""
+    guards = "comparing them with the glorot-initialised gates"
+    return [gate(f"{run}: largest change of P(g != 0) over the last {window} steps", settle["max_dp"],
+                 at_most=MAX_SETTLE_DP, digits=2, guards=guards, precomputed=precomputed),
+            gate(f"{run}: share of decisions unchanged over the last {window} steps", settle["overlap"],
+                 at_least=1.0, digits=2, guards=guards, precomputed=precomputed)]
+
+
+def init_overlap_gate(overlap: float, lam: float, run: str, *, precomputed: str = "") -> Claim:
+    """The initialisation gate (chapter "Pruning heads"): a settled run with another gate initialisation
+    (``run``) keeps the main run's heads, overlap (Jaccard) at least :data:`MIN_KEPT_OVERLAP`."""
+    return gate(f"lambda={lam}: {run}, settled, keep the glorot gates' heads (overlap)", overlap,
+                at_least=MIN_KEPT_OVERLAP, digits=2, precomputed=precomputed,
+                guards="the statement that the kept heads do not hinge on the initialisation")
 
 
 def not_nested(main: Mapping) -> int:
@@ -276,6 +311,31 @@ def changes_at_paper_shares(sweep_runs: Sequence[Mapping], n_total: int, full_bl
         share = r["n_kept"] / n_total
         if share >= lowest:
             out[r["n_kept"]] = (r, r[key] - full_bleu, bleu_at(share, paper_by_share))
+    return out
+
+
+def changes_at_paper_shapes(sweep_runs: Sequence[Mapping], n_total: int, full_bleu: float,
+                            paper_shapes: Sequence[tuple[int, float]], paper_total: int,
+                            key: str = "bleu_beam") -> dict:
+    """The book's BLEU change from its unpruned model at each shape the paper prints (chapter "Pruning heads",
+    Voita et al.'s Table 3 compared where the paper gives a number, never the paper interpolated):
+    ``paper_shapes`` holds ``(heads kept, BLEU change)`` of the paper's ``paper_total`` heads; the book's change
+    at the same share of its ``n_total`` heads is linear in the share between its two runs around it. Returns
+    ``{paper heads kept: {"share", "book", "paper", "between", "nearest"}}`` for the paper's shapes within the
+    book's runs (``between``: the heads kept by those two runs, ``nearest``: the run closest in share)."""
+    points = sorted((r["n_kept"] / n_total, r[key] - full_bleu, r) for r in sweep_runs)
+    if not points:
+        raise ValueError("no runs to compare")
+    out = {}
+    for kept, paper_change in paper_shapes:
+        share = kept / paper_total
+        if not points[0][0] <= share <= points[-1][0]:
+            continue
+        lo = max((p for p in points if p[0] <= share), key=lambda p: p[0])
+        hi = min((p for p in points if p[0] >= share), key=lambda p: p[0])
+        out[kept] = {"share": share, "book": bleu_at(share, [(x, y) for x, y, _ in points]),
+                     "paper": paper_change, "between": (lo[2]["n_kept"], hi[2]["n_kept"]),
+                     "nearest": min((lo, hi), key=lambda p: abs(p[0] - share))[2]}
     return out
 
 
@@ -539,13 +599,15 @@ def kind_share_comparison(by_kind: Mapping, paper: Mapping, paper_n: Mapping[str
 
 
 def encoder_reason(n: int, main: Mapping, full_bleu: float, no_ft: Sequence[tuple[int, float]],
-                   long_run: Mapping, window: int = 60) -> str:
+                   long_run: Mapping, window: int = 60, trained_on: Optional[Mapping] = None) -> str:
     """Why the encoder gates' BLEU change with ``n`` heads differs from the paper's, as measured (chapter
     "Pruning heads"): what the main run's masks (``main``: :func:`main_runs`) cost without fine-tuning
     (``no_ft``: ``(heads, BLEU)``; ``full_bleu``: the unpruned model's greedy BLEU), what its fine-tuning won
     back, how much of its kept set changed over the last ``window`` steps (:func:`settling`), and, when
     ``long_run`` (trained twice as long) keeps ``n`` heads too, its BLEU change; the head width, which the
-    book has not varied in a pruning run, is named as a reason not measured."""
+    book has not varied in a pruning run, is named as a reason not measured. ``trained_on``: the cost of
+    pruning to the paper's head count measured like with like (:func:`cost_at`: pruned and unpruned models both
+    trained on to convergence, beam 4), which measures how much of the gap the short fine-tuning makes."""
     run = next(r for r in main.values() if r["n_kept"] == n)
     cost = full_bleu - dict(no_ft).get(n, float("nan"))
     st = settling(run["snapshots"], window=window)
@@ -554,7 +616,10 @@ def encoder_reason(n: int, main: Mapping, full_bleu: float, no_ft: Sequence[tupl
             f"{window} steps {1 - st['overlap']:.0%} of the kept set still changed; the paper fine-tunes until "
             "the gates stop; head width (64 dimensions in the paper, 16 here): reason not measured"
             + (f"; {long_run['spec']['steps']} steps instead of {run['spec']['steps']} give "
-               f"{long_run['bleu_greedy'] - full_bleu:+.2f} with the same heads" if long_run["n_kept"] == n else ""))
+               f"{long_run['bleu_greedy'] - full_bleu:+.2f} with the same heads" if long_run["n_kept"] == n else "")
+            + ("" if trained_on is None else
+               f"; trained on to convergence alike (beam 4), pruning to {trained_on['heads']} heads costs "
+               f"{trained_on['delta']:+.2f} BLEU [{trained_on['low']:+.2f}, {trained_on['high']:+.2f}]"))
 
 
 def all_kinds_reason(run: Mapping, no_ft_bleu: float, full_bleu: float, paper_total: int, book_total: int) -> str:

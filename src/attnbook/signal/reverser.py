@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnbook.claims import Claim, gate
 from attnbook.signal import propagation as prop
 from attnbook.core.train import train
 from attnbook.core import runs
@@ -285,6 +286,22 @@ def late_loss_drop(arm: dict, window: float = 0.1) -> float:
 
         drops.append(mean_loss(0.8 - window, 0.8) - mean_loss(1 - window, 1.0))
     return sum(drops) / len(drops)
+
+
+#: the plateau gate's largest late loss drop (:func:`late_loss_drop`) of any arm of a sweep
+MAX_LATE_DROP = 0.05
+
+
+def plateau_gate(late_drops: Mapping[str, float], *, precomputed: str = "") -> Claim:
+    """The plateau gate of chapter "Training with SGD and Adam": the largest :func:`late_loss_drop` over a sweep's
+    arms (``late_drops``, by arm name) is at most :data:`MAX_LATE_DROP`. It guards the comparisons of the arms:
+    an arm whose loss still falls would be judged before its end. Recorded whether it passes or fails."""
+    if not late_drops:
+        raise ValueError("the plateau gate needs the late loss drop of at least one arm")
+    return gate("sweep: largest late drop of an arm's loss (mean over judged seeds, last tenth against the tenth "
+                "before 80% of training)", max(late_drops.values()), at_most=MAX_LATE_DROP, digits=2,
+                guards="the comparisons of the sweep's arms (an arm still improving would be judged before its end)",
+                precomputed=precomputed)
 
 
 def first_step_below(arm: dict, level: float) -> float:

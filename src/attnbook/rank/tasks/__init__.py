@@ -108,6 +108,25 @@ def _on_model_device(model, eval_data):
     return eval_data if param is None else to_device(tuple(eval_data), param.device)
 
 
+#: the trained-enough gate of chapter "Path effectiveness": the share of a task's ceiling (the best this model can
+#: do on it) that the full model must reach before its paths are analysed
+TRAINED_ENOUGH = {"sort": 0.95, "hull": 0.85, "memorization": 0.95}
+
+
+def trained_enough_check(name: str, accuracy: float, ceiling: float):
+    """The trained-enough gate of chapter "Path effectiveness" as a must-hold check (every path analysis of task
+    ``name`` needs a model that has learned it): the full model's ``accuracy`` over the task's ``ceiling`` is at
+    least :data:`TRAINED_ENOUGH`; a model short of it stops the chapter (:class:`attnbook.claims.ClaimFailed`)."""
+    from attnbook.claims import check
+
+    if name not in TRAINED_ENOUGH:
+        raise ValueError(f"no trained-enough level for task {name!r}; expected one of {sorted(TRAINED_ENOUGH)}")
+    if not ceiling > 0:
+        raise ValueError(f"task {name!r}: the ceiling must be positive, got {ceiling}")
+    return check(f"paths: full-model accuracy / ceiling, {name} (trained-enough gate)", accuracy / ceiling,
+                 at_least=TRAINED_ENOUGH[name])
+
+
 def full_accuracy(model, eval_data) -> float:
     """Token accuracy of the full model on ``eval_data = (inputs, labels, key_mask)`` (chapter "Path effectiveness").
     The data is moved to the model's device."""
