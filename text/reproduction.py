@@ -70,10 +70,10 @@ except ImportError:
 #   reproduced, one differed); the new comparison is *undecided*.
 #
 # * on 2026-12-06, with their data known: chapter 11's all-kinds pruning costs compared at the shapes the paper
-#   prints (the book's curve interpolated at the paper's shares; one-sided with a 0.5 BLEU margin) instead of
-#   two-sided at the book's shapes against the paper's changes interpolated there, values the paper never printed
-#   (all four differed); and Michel et al.'s prunable share made one-sided, a share reached (it reproduced
-#   within 0.1 either way).
+#   prints. The book's curve is interpolated at the paper's shares, and the rule is one-sided with a 0.5 BLEU
+#   margin. Before, the rule was two-sided, at the book's shapes, against values the paper never printed (the
+#   paper's changes interpolated there); all four differed. Michel et al.'s prunable share was made one-sided
+#   too, a share reached (it had reproduced within 0.1 either way).
 #
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
@@ -85,8 +85,8 @@ except ImportError:
 # second quarter-data model had failed it and both had failed gate 2 (under the old rule the half-data model
 # would not be analysed); and the head-count rule, a t test over seeds, was written after the first wider-head run and
 # before its second seed). Chapter 11 has the gate-seed and settled open-start gates
-# (`attnbook/data/pruning/README.md`), and its like-with-like comparison at 2 heads: the 2-head trained-on model
-# that decides it was added to its run (`0415c0b`) before it ran, under the rule already on the page. `git log` on those files shows each rule before its data.
+# (`attnbook/data/pruning/README.md`), and its like-with-like comparison at 2 heads. The 2-head trained-on
+# model that decides it was added to its run (`0415c0b`) before it ran, under the rule already on the page. `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
 # on it is typed in by hand: each claim a chapter displays carries a machine-readable record in the notebook's

@@ -107,7 +107,8 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 # How often can this rule say *reproduces* when the paper is right? A cell below simulates it with this
 # chapter's own noise (`stats.pooled_rule_power`): a seed-to-seed standard deviation of
 # {glue:text}`ch11_seed_sd:.2f` BLEU, pooled over {glue:text}`ch11_seed_dof` degrees of freedom. If the true gap
-# is the paper's (that of its smallest all-kinds shape, for every shape here), the rule says *reproduces* {glue:text}`ch11_rule_power:.0%` of the time with the seeds it has
+# is the paper's (that of its smallest all-kinds shape, for every shape here: the paper prints no from-scratch
+# result for encoder-only pruning, so this is the nearest number it gives), the rule says *reproduces* {glue:text}`ch11_rule_power:.0%` of the time with the seeds it has
 # ({glue:text}`ch11_rule_seeds` per shape), and *undecided* {glue:text}`ch11_rule_undecided:.0%`. With three seeds per shape it would say
 # *reproduces* {glue:text}`ch11_rule_power3:.0%` of the time. Each claim below states its power; the verdict a
 # faithful reproduction would most often get here is {glue:text}`ch11_rule_likeliest`.
