@@ -154,6 +154,13 @@ def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
     assert sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20)[0]["scratch"][0]["delta"] == 0
     row, = sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20, pruned_arm=trained_on)
     assert row["pruned_beam"] == 100.0 and row["scratch"][0]["delta"] < -50
+    # a trained-on shape with no from-scratch twin: a row with no seeds
+    lone = {**run, "lam": 0.2, "kept": 0, "arm": "pruned_trained", "seed": 0, "bleu_beam": {"bleu": 1.0},
+            "hypotheses_beam": worse}
+    rows = sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20,
+                                        pruned_arm={**trained_on, "runs": trained_on["runs"] + [lone]})
+    assert [(r["lam"], r["scratch"], r["across_seeds"]) for r in rows[:1]] == [(0.2, [], None)]
+    assert rows[1]["across_seeds"]["n_seeds"] == 1
     with pytest.raises(ValueError, match="pruned arm was evaluated on 3"):
         sweeps.scratch_versus_pruned(record, refs, pruned_arm={**trained_on, "n_eval": 3})
 
@@ -164,9 +171,10 @@ def test_with_seeds_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
     mask = {"enc_self": [[1.0, 0.0]]}
     run = {"lam": 0.1, "kept": 1, "masks": mask}
 
-    def record(seeds, runs, complete=True, n_eval=2, recipe="encoder_gates_converged"):
+    def record(seeds, runs, complete=True, n_eval=2, recipe="encoder_gates_converged", beam=4):
         return {"n_eval": n_eval, "complete": complete, "runs": runs,
-                "meta": {"run": "r", "settings": {"seeds": seeds, "gate_recipe": recipe}}}
+                "meta": {"run": "r", "settings": {"seeds": seeds, "gate_recipe": recipe, "beam": beam,
+                                                  "lambdas": [0.1], "arms": ["scratch"]}}}
 
     base = record([0, 1], [
         {**run, "arm": "scratch", "seed": 0, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
@@ -187,6 +195,8 @@ def test_with_seeds_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
         sweeps.with_seeds(base, record([2], third["runs"], recipe="all_kinds_gates_converged"))
     with pytest.raises(ValueError, match="repeats"):
         sweeps.with_seeds(base, record([1], base["runs"][1:2]))
+    with pytest.raises(ValueError, match="'beam': 1"):  # decoded otherwise: the runs would not pair
+        sweeps.with_seeds(base, record([2], third["runs"], beam=1))
 
 
 def test_across_seeds_envelopes_the_seeds_intervals():

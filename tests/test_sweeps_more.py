@@ -100,8 +100,8 @@ def test_encoder_reason_states_the_cost_the_recovery_and_the_settling():
         "reason not measured")
     like = {"heads": 10, "delta": -0.61, "low": -1.02, "high": -0.2}
     assert sweeps.encoder_reason(3, main, 30.0, [(8, 28.0), (3, 27.0)], long_run, trained_on=like).endswith(
-        "reason not measured; trained on to convergence alike (beam 4), pruning to 10 heads costs -0.61 BLEU "
-        "[-1.02, -0.20]")
+        "reason not measured; trained on to convergence alike (beam 4), pruning to 10 heads changes BLEU by "
+        "-0.61 [-1.02, -0.20]")
 
 
 def test_all_kinds_reason():

@@ -365,7 +365,7 @@ on_kept = [r["kept"] for r in on["runs"]]
 like = {n: {"heads": n, **sweeps.cost_at(n, on, control, test_ref)} for n in at
         if min(on_kept) <= n <= max(on_kept)}
 for n, d in like.items():
-    print(f"{n} heads, trained on alike: cost {d['delta']:+.2f} BLEU "
+    print(f"{n} heads, trained on alike: BLEU change {d['delta']:+.2f} "
           f"[{d['low']:+.2f}, {d['high']:+.2f}] (beam 4)")
 
 

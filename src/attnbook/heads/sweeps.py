@@ -38,14 +38,19 @@ def with_seeds(record: Mapping, *more: Mapping) -> dict:
     records of the same design added (``scratch_converged_seed2``: further seeds in a file of their own). A
     :class:`attnbook.core.runs.Missing` (not shipped) adds nothing. Raises where a record was evaluated on other
     verses or pruned by another gate recipe, or repeats a run (arm, lambda, seed). ``complete`` holds only if
-    every record is complete; ``seeds`` lists every seed, ``added`` the runs that came from ``more``."""
+    every record is complete; ``seeds`` lists every seed, ``added`` the runs that came from ``more``. Every
+    setting but the seeds, lambdas and arms (the gate recipe, preset, split, beam, length penalty) must be the
+    record's."""
     out = {**record, "runs": list(record["runs"]), "seeds": list(record["meta"]["settings"]["seeds"]), "added": []}
-    recipe = record["meta"]["settings"]["gate_recipe"]
+
+    def design(settings):  # what must match for the runs to pair
+        return {k: v for k, v in settings.items() if k not in ("seeds", "lambdas", "arms")}
+    base = design(record["meta"]["settings"])
     for extra in (m for m in more if m):
         settings = extra["meta"]["settings"]
-        if extra["n_eval"] != record["n_eval"] or settings["gate_recipe"] != recipe:
+        if extra["n_eval"] != record["n_eval"] or design(settings) != base:
             raise ValueError(f"run {extra['meta'].get('run')} was evaluated on {extra['n_eval']} verses with "
-                             f"{settings['gate_recipe']}'s masks; the record on {record['n_eval']} with {recipe}'s")
+                             f"settings {design(settings)}; the record on {record['n_eval']} with {base}")
         have = {(r["arm"], r["lam"], r["seed"]) for r in out["runs"]}
         twice = [k for k in ((r["arm"], r["lam"], r["seed"]) for r in extra["runs"]) if k in have]
         if twice:
@@ -618,8 +623,8 @@ def encoder_reason(n: int, main: Mapping, full_bleu: float, no_ft: Sequence[tupl
             + (f"; {long_run['spec']['steps']} steps instead of {run['spec']['steps']} give "
                f"{long_run['bleu_greedy'] - full_bleu:+.2f} with the same heads" if long_run["n_kept"] == n else "")
             + ("" if trained_on is None else
-               f"; trained on to convergence alike (beam 4), pruning to {trained_on['heads']} heads costs "
-               f"{trained_on['delta']:+.2f} BLEU [{trained_on['low']:+.2f}, {trained_on['high']:+.2f}]"))
+               f"; trained on to convergence alike (beam 4), pruning to {trained_on['heads']} heads changes BLEU "
+               f"by {trained_on['delta']:+.2f} [{trained_on['low']:+.2f}, {trained_on['high']:+.2f}]"))
 
 
 def all_kinds_reason(run: Mapping, no_ft_bleu: float, full_bleu: float, paper_total: int, book_total: int) -> str:
