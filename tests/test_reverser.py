@@ -98,6 +98,7 @@ def test_late_loss_drop_and_update_ratio_read_the_judged_logs():
     assert rv.update_ratio(arm) == pytest.approx(0.1) and rv.update_ratio(arm, step=30) == pytest.approx(0.3)
     assert rv.first_step_below(arm, 1.75) == math.inf  # the flat seed never gets there
     assert rv.first_step_below(_arm([falling, falling]), 1.75) == 40  # 1.7 at step 40
+    assert rv.steps_below(arm, 1.75) == [math.inf, 40]  # per seed, in the judged seeds' order
     with pytest.raises(ValueError, match="step 35"):
         rv.update_ratio(arm, step=35)
     with pytest.raises(ValueError, match="judged"):

@@ -129,3 +129,27 @@ def test_pooled_sd_pools_within_groups_and_batches_over_leading_axes():
     assert batched == pytest.approx([sd, 2.0])  # one pooled sd per row: (8 + 0) / 2 degrees of freedom
     with pytest.raises(ValueError, match="at least two seeds"):
         stats.pooled_sd([[1.0], [2.0]])
+
+
+def test_two_sample_t_is_the_pooled_t_test_and_its_interval_covers_at_its_level():
+    from scipy.stats import ttest_ind
+
+    a, b = [325.0, 450.0, 625.0], [75.0, 75.0, 75.0]
+    out = stats.two_sample_t(a, b)
+    assert out["change"] == pytest.approx(391.67, abs=0.01) and out["dof"] == 4 and out["n"] == (3, 3)
+    assert out["p"] == pytest.approx(ttest_ind(a, b).pvalue)  # scipy's pooled (equal-variance) t test
+    lo, hi = out["interval"]
+    assert lo > 0 and (lo + hi) / 2 == pytest.approx(out["change"])
+    assert stats.two_sample_t([1.0], [2.0])["interval"] is None  # no degree of freedom
+    assert stats.two_sample_t([2.0, 2.0], [1.0, 1.0])["p"] == 0.0  # no spread: any change is beyond it
+    with pytest.raises(ValueError, match="finite"):
+        stats.two_sample_t([1.0, float("inf")], [1.0, 2.0])
+    with pytest.raises(ValueError, match="at least one value"):
+        stats.two_sample_t([], [1.0])
+    # a known change of 100 with seed sd 60: the 90% interval covers it 90% of the time (a z quantile or one
+    # group's variance would not, at three seeds a group)
+    rng = np.random.default_rng(3)
+    covered = [lo <= 100 <= hi for lo, hi in
+               (stats.two_sample_t(rng.normal(400, 60, 3), rng.normal(300, 60, 3), level=0.9)["interval"]
+                for _ in range(4000))]
+    assert np.mean(covered) == pytest.approx(0.90, abs=0.015)

@@ -189,6 +189,38 @@ def pooled_sd(groups: Sequence) -> tuple:
     return np.sqrt(squares / dof), dof
 
 
+def two_sample_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict:
+    """``a``'s mean minus ``b``'s, by Student's two-sample t test with the seed variance pooled over both groups
+    (:func:`pooled_sd`, ``len(a) + len(b) - 2`` degrees of freedom): ``change``, ``p`` (two-sided), ``interval``
+    (the ``level`` confidence interval the test inverts: it excludes 0 exactly when ``p < 1 - level``), ``dof``
+    and ``n`` (the two group sizes). With no degree of freedom (one value per group) ``p`` is NaN and
+    ``interval`` None; with no spread at all, ``p`` is 0 for any change (1 for none) and the interval a point.
+    The rule of chapter 10's role grid (:func:`attnbook.heads.role_grid.setting_effect`) and of chapter 9's
+    speed findings."""
+    from scipy.stats import t as student_t
+
+    groups = [np.asarray(list(map(float, g))) for g in (a, b)]
+    if not all(g.size for g in groups):
+        raise ValueError(f"each group needs at least one value, got {groups[0].size} and {groups[1].size}")
+    if not all(np.isfinite(g).all() for g in groups):
+        raise ValueError(f"the values must be finite, got {[g.tolist() for g in groups]}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    change = float(groups[0].mean() - groups[1].mean())
+    dof = groups[0].size + groups[1].size - 2
+    out = {"change": change, "p": float("nan"), "interval": None, "dof": dof,
+           "n": (int(groups[0].size), int(groups[1].size))}
+    if dof == 0:
+        return out
+    se = float(pooled_sd(groups)[0]) * float(np.sqrt(1 / groups[0].size + 1 / groups[1].size))
+    if se == 0:  # groups without spread: any change is beyond their noise
+        p = 0.0 if change else 1.0
+    else:
+        p = float(2 * student_t.sf(abs(change) / se, dof))
+    half = float(student_t.ppf(1 - (1 - level) / 2, dof)) * se
+    return {**out, "p": p, "interval": (change - half, change + half)}
+
+
 def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0.95) -> list[dict]:
     """Seed-level intervals of each shape's mean difference over its training seeds (chapter "Pruning
     heads", the verdict of Voita et al.'s Table 3): ``per_shape`` holds, for each shape, one difference per

@@ -93,7 +93,7 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`; its seed 1,
 # `translation_model_h4_seed1`, is read when shipped). It asks whether fewer, wider
 # heads lift the book's neighbour heads towards the paper's line. It changes two things at once, the width of a
-# head and the number of heads, so it cannot tell them apart; the width cells (8 heads of 32 or 64, below) would. A second training of the shipped
+# head and the number of heads, so it cannot tell them apart; the width cells below, which keep the head count, would. A second training of the shipped
 # recipe with seed 1 (`python scripts/run.py translation_model_seed1`) shows how much of a head's share the seed
 # decides. Two more train the shipped recipe, with seeds 0 and 1, on a fixed quarter of the training verses
 # (`python scripts/run.py translation_model_data25`, `translation_model_data25_seed1`), and two more on a

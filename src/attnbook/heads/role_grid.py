@@ -28,7 +28,7 @@ import numpy as np
 
 from attnbook.claims import Claim, finding, gate
 from attnbook.core import runs
-from attnbook.stats import pooled_sd
+from attnbook.stats import two_sample_t
 
 #: the shipped model's run, the reference every cell of the grid changes one setting of
 REFERENCE = "translation_model"
@@ -89,29 +89,18 @@ def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], l
     ``interval``: the ``1 - level`` confidence interval of ``change`` that the test inverts (it excludes 0
     exactly when ``p < level``; None with one seed per cell), at the confidence ``level`` it returns (``1 -
     level``); ``dof``: the test's degrees of freedom."""
-    from scipy.stats import t as student_t
-
     cells = [np.asarray(list(map(float, c))) for c in (at_reference, at_setting)]
     if not all(c.size for c in cells):
         raise ValueError(f"each cell needs at least one seed's value, got {cells[0].size} and {cells[1].size}")
     if not all(np.isfinite(c).all() for c in cells):
         raise ValueError(f"role statistics must be finite, got {[c.tolist() for c in cells]}")
-    change = float(cells[0].mean() - cells[1].mean())
+    test = two_sample_t(*cells, level=1 - level)  # the interval it inverts: p < level iff 0 is out
     spreads = [float(c.max() - c.min()) for c in cells if c.size > 1]
-    dof = cells[0].size + cells[1].size - 2
-    out = {"change": change, "spread": max(spreads) if spreads else math.nan, "p": math.nan,
-           "says": "undecided", "n_seeds": (int(cells[0].size), int(cells[1].size)), "dof": dof,
-           "interval": None, "level": 1 - level}
-    if dof == 0:
-        return out
-    se = float(pooled_sd(cells)[0]) * math.sqrt(1 / cells[0].size + 1 / cells[1].size)
-    if se == 0:  # seeds that agree exactly: any change is beyond their noise
-        p = 0.0 if change else 1.0
-    else:
-        p = float(2 * student_t.sf(abs(change) / se, dof))
-    half = float(student_t.ppf(1 - level / 2, dof)) * se  # the interval the test inverts: p < level iff 0 is out
-    says = ("raises" if change > 0 else "lowers") if p < level else "within seed noise"
-    return {**out, "p": p, "says": says, "interval": (change - half, change + half)}
+    says = ("undecided" if test["interval"] is None else ("raises" if test["change"] > 0 else "lowers")
+            if test["p"] < level else "within seed noise")
+    return {"change": test["change"], "spread": max(spreads) if spreads else math.nan, "p": test["p"],
+            "says": says, "n_seeds": test["n"], "dof": test["dof"], "interval": test["interval"],
+            "level": 1 - level}
 
 
 #: the test behind :func:`setting_claim`, as its claims state it

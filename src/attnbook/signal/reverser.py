@@ -308,8 +308,15 @@ def first_step_below(arm: dict, level: float) -> float:
     """The mean over a sweep arm's judged seeds of the first logged step whose loss is below ``level``
     (``inf`` when a seed never gets there): how fast an arm trains, which its final accuracy cannot show
     (chapter "Unequal gradients")."""
-    steps = [next((e["step"] for e in r["log"] if e["loss"] < level), math.inf) for r in judged_runs(arm)]
+    steps = steps_below(arm, level)
     return sum(steps) / len(steps)
+
+
+def steps_below(arm: dict, level: float) -> list[float]:
+    """Each judged seed's first logged step whose loss is below ``level`` (``inf`` for a seed that never gets
+    there), in the judged seeds' order: the per-seed speeds behind :func:`first_step_below` and chapter
+    "Training with SGD and Adam"'s speed findings."""
+    return [next((e["step"] for e in r["log"] if e["loss"] < level), math.inf) for r in judged_runs(arm)]
 
 
 def update_ratio(arm: dict, seed: int = 0, step: int | None = None) -> float:
