@@ -165,7 +165,7 @@ def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
         sweeps.scratch_versus_pruned(record, refs, pruned_arm={**trained_on, "n_eval": 3})
 
 
-def test_with_seeds_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
+def test_merged_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
     refs = ["el señor dijo a moisés", "y fue la tarde y la mañana"]
     worse = ["el dijo", "y fue la tarde"]
     mask = {"enc_self": [[1.0, 0.0]]}
@@ -182,21 +182,21 @@ def test_with_seeds_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
         {**run, "arm": "pruned", "seed": None, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse}])
     third = record([2], [{**run, "arm": "scratch", "seed": 2, "bleu_beam": {"bleu": 100.0},
                           "hypotheses_beam": refs}], complete=False)
-    assert sweeps.with_seeds(base, runs.Missing("x", "quick", "not shipped")) == {
+    assert sweeps.merged(base, runs.Missing("x", "quick", "not shipped")) == {
         **base, "seeds": [0, 1], "added": []}
-    merged = sweeps.with_seeds(base, third)
+    merged = sweeps.merged(base, third)
     assert merged["seeds"] == [0, 1, 2] and not merged["complete"] and len(base["runs"]) == 3
     assert [r["seed"] for r in merged["added"]] == [2]
     row, = sweeps.scratch_versus_pruned(merged, refs, n_bootstrap=20)
     assert [s["seed"] for s in row["scratch"]] == [0, 1, 2] and row["across_seeds"]["n_seeds"] == 3
     with pytest.raises(ValueError, match="evaluated on 3 verses"):
-        sweeps.with_seeds(base, {**third, "n_eval": 3})
+        sweeps.merged(base, {**third, "n_eval": 3})
     with pytest.raises(ValueError, match="all_kinds"):
-        sweeps.with_seeds(base, record([2], third["runs"], recipe="all_kinds_gates_converged"))
+        sweeps.merged(base, record([2], third["runs"], recipe="all_kinds_gates_converged"))
     with pytest.raises(ValueError, match="repeats"):
-        sweeps.with_seeds(base, record([1], base["runs"][1:2]))
+        sweeps.merged(base, record([1], base["runs"][1:2]))
     with pytest.raises(ValueError, match="'beam': 1"):  # decoded otherwise: the runs would not pair
-        sweeps.with_seeds(base, record([2], third["runs"], beam=1))
+        sweeps.merged(base, record([2], third["runs"], beam=1))
 
 
 def test_across_seeds_envelopes_the_seeds_intervals():

@@ -359,7 +359,9 @@ plt.show()
 # %%
 # the cost of pruning measured like with like where the paper prints its curve: the
 # pruned and unpruned models both trained on to convergence (the chapter's last page)
-on, control = (sweeps.load(n) for n in ("pruned_converged", "unpruned_converged"))
+on = sweeps.merged(sweeps.load("pruned_converged"),  # with the 2-head model, where shipped
+                   runs.find("pruned_converged_2heads", "quick"))
+control = sweeps.load("unpruned_converged")
 test_ref = [s for _, s in tr.load_pairs("test")]
 on_kept = [r["kept"] for r in on["runs"]]
 like = {n: {"heads": n, **sweeps.cost_at(n, on, control, test_ref)} for n in at

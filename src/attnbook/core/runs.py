@@ -191,7 +191,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
         what="the third seed of scratch_converged's from-scratch arm (issue 'Verdicts a referee would sign': "
         "three seeds per arm), its own file so that the shipped two seeds stay as they are: each pruned shape of "
         "encoder_gates_converged trained from scratch with seed 2, otherwise exactly as scratch_converged; the "
-        "chapter adds its runs to scratch_converged's (sweeps.with_seeds), shape by shape, so a partial file "
+        "chapter adds its runs to scratch_converged's (sweeps.merged), shape by shape, so a partial file "
         "counts for the shapes it holds. Its rule is the page's, committed before it ran",
         settings=dict(
             preset="quick",
@@ -219,9 +219,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
         settings=dict(
             preset="quick",
             gate_recipe="encoder_gates_converged",
-            # 3, 8 and 22 of 48 encoder heads, as scratch_converged, then 2 (lambda 0.2, added later): the
-            # paper's smallest encoder-only point, so that the like-with-like rule is not interpolated there
-            lambdas=[0.1, 0.05, 0.02, 0.2],
+            lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads, as scratch_converged
             seeds=[0],  # the batch order of the converged model's training and of the gate sweep's seed
             arms=["pruned_trained"],
             continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
@@ -229,6 +227,27 @@ _PRUNING: dict[str, dict[str, Any]] = {
             beam=4,
             length_penalty=0.6,
         ),
+    ),
+    "pruned_converged_2heads": dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        what="pruned_converged at one more shape, 2 of 48 encoder heads (lambda 0.2), in a file of its own: the "
+        "paper's smallest encoder-only point, so that chapter 11's like-with-like rule compares it at a trained-on "
+        "model of that shape instead of not at all (the shape was added, commit 0415c0b, before it ran); the "
+        "chapter adds its run to pruned_converged's (sweeps.merged). It has no from-scratch twin",
+        settings=dict(
+            preset="quick",
+            gate_recipe="encoder_gates_converged",
+            lambdas=[0.2],  # 2 of 48 encoder heads
+            seeds=[0],  # as pruned_converged
+            arms=["pruned_trained"],
+            continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
+            eval_split="test",
+            beam=4,
+            length_penalty=0.6,
+        ),
+        minutes=90,
+        pending="a CPU training in progress (about 90 minutes on one thread; resumable: rerun the command)",
     ),
     "unpruned_converged": dict(
         script="scripts/sweep_gates.py",

@@ -33,13 +33,14 @@ def load(name: str, preset: str | None = "quick") -> dict:
     return runs.load(name, preset)
 
 
-def with_seeds(record: Mapping, *more: Mapping) -> dict:
-    """A from-scratch record (run ``scratch_converged``, chapter "Pruning heads") with the runs of ``more``
-    records of the same design added (``scratch_converged_seed2``: further seeds in a file of their own). A
+def merged(record: Mapping, *more: Mapping) -> dict:
+    """A record of chapter "Pruning heads" (a from-scratch run, ``scratch_converged``, or a trained-on one,
+    ``pruned_converged``) with the runs of ``more`` records of the same design added: further seeds
+    (``scratch_converged_seed2``) or further shapes (``pruned_converged_2heads``) in files of their own. A
     :class:`attnbook.core.runs.Missing` (not shipped) adds nothing. Raises where a record was evaluated on other
-    verses or pruned by another gate recipe, or repeats a run (arm, lambda, seed). ``complete`` holds only if
-    every record is complete; ``seeds`` lists every seed, ``added`` the runs that came from ``more``. Every
-    setting but the seeds, lambdas and arms (the gate recipe, preset, split, beam, length penalty) must be the
+    verses or with other settings, or repeats a run (arm, lambda, seed). ``complete`` holds only if every
+    record is complete; ``seeds`` lists every seed, ``added`` the runs that came from ``more``. Every setting
+    but the seeds, lambdas and arms (the gate recipe, preset, split, beam, length penalty) must be the
     record's."""
     out = {**record, "runs": list(record["runs"]), "seeds": list(record["meta"]["settings"]["seeds"]), "added": []}
 
