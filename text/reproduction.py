@@ -85,8 +85,9 @@ except ImportError:
 # second quarter-data model had failed it and both had failed gate 2 (under the old rule the half-data model
 # would not be analysed); and the head-count rule, a t test over seeds, was written after the first wider-head run and
 # before its second seed). Chapter 11 has the gate-seed and settled open-start gates
-# (`attnbook/data/pruning/README.md`), and its like-with-like comparison at 2 heads. The 2-head trained-on
-# model that decides it was added to its run (`0415c0b`) before it ran, under the rule already on the page. `git log` on those files shows each rule before its data.
+# (`attnbook/data/pruning/README.md`), and its like-with-like comparison at 2 heads, made once the run
+# `pruned_converged_2heads` is shipped. That shape was added (`0415c0b`) before it ran, under the rule already on
+# the page. `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
 # on it is typed in by hand: each claim a chapter displays carries a machine-readable record in the notebook's

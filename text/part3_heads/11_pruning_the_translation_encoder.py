@@ -359,7 +359,8 @@ plt.show()
 # %%
 # the cost of pruning measured like with like where the paper prints its curve: the
 # pruned and unpruned models both trained on to convergence (the chapter's last page)
-on = sweeps.merged(sweeps.load("pruned_converged"),  # with the 2-head model, where shipped
+# with the 2-head model, where shipped
+on = sweeps.merged(sweeps.load("pruned_converged"),
                    runs.find("pruned_converged_2heads", "quick"))
 control = sweeps.load("unpruned_converged")
 test_ref = [s for _, s in tr.load_pairs("test")]

@@ -294,7 +294,8 @@ on_rows = sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=trained_on)
 refs_used = test_ref[: trained_on["n_eval"]]
 gains = sweeps.trained_on_gains(trained_on, control_record, scratch, test_ref)
 display(Markdown(pruning_tables.trained_on_gains_table(gains)))
-n_shapes = sum(len(runs.settings(n, "quick")["lambdas"]) for n in (CONVERGED, TWO_HEADS))
+n_shapes = sum(len(runs.settings(n, "quick")["lambdas"])
+               for n in (CONVERGED, TWO_HEADS))
 print(f"precomputed by {CONVERGED_CMD} ({len(trained_on['runs'])} of {n_shapes} "
       "shapes, "
       f"complete: {trained_on['complete']}) and {CONTROL_CMD}; before: the pruned "
