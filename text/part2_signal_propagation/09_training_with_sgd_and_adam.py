@@ -48,6 +48,7 @@ import torch
 from IPython.display import Markdown, display
 
 import attnbook
+from attnbook import stats
 from attnbook.claims import papers
 from attnbook.claims.prose import glue
 from attnbook.signal import reverser as rv
@@ -318,8 +319,6 @@ for key, value in found.items():
 # faster beyond the seeds' noise.
 
 # %% tags=["nbval-check-output", "hide-input"]
-from attnbook import stats
-
 SPEED_TEST = ("Student's two-sample t over the judged seeds (variance pooled over "
               "both arms) of the first logged step with loss below 0.5")
 
@@ -391,8 +390,6 @@ reverser_figures.cosine_during_training(by_depth, learned)
 plt.show()
 
 # %% tags=["nbval-check-output", "hide-input"]
-from attnbook import stats
-
 # the claim on three seeds, each with a 10% warm-up (fairseq warms Adam up on post-LN)
 gaps16 = rv.unscaled_cosine_gap(size, 16, range(3), lr=sizes["adam_lr"],
                                 steps=sizes["steps"], warmup=sizes["steps"] // 10,
