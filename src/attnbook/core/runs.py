@@ -247,7 +247,6 @@ _PRUNING: dict[str, dict[str, Any]] = {
             length_penalty=0.6,
         ),
         minutes=90,
-        pending="a CPU training in progress (about 90 minutes on one thread; resumable: rerun the command)",
     ),
     "unpruned_converged": dict(
         script="scripts/sweep_gates.py",
