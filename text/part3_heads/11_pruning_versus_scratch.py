@@ -290,6 +290,9 @@ trained_on = sweeps.merged(sweeps.load(CONVERGED), runs.find(TWO_HEADS, "quick")
 control_record = sweeps.load(CONTROL)  # precomputed: unpruned, trained on alike
 control = control_record["runs"][0]
 CONVERGED_CMD, CONTROL_CMD = runs.command(CONVERGED), runs.command(CONTROL)
+# which run made each trained-on shape (the 2-head model has its own)
+made_by = {r["kept"]: runs.command(TWO_HEADS) if r in trained_on["added"]
+           else CONVERGED_CMD for r in trained_on["runs"]}
 on_rows = sweeps.scratch_versus_pruned(scratch, test_ref, pruned_arm=trained_on)
 refs_used = test_ref[: trained_on["n_eval"]]
 gains = sweeps.trained_on_gains(trained_on, control_record, scratch, test_ref)
@@ -355,7 +358,7 @@ def found(name, d, cmd):  # a difference between two arms, decided by its interv
                 + control_gain["gain"]["delta"]) for g in pruned_gains if g["gain"]),
         at_most=0.005, digits=3, precomputed=CONVERGED_CMD),
     *[found(f"{g['kept']} encoder heads trained on minus the unpruned model trained "
-            "on alike: the cost of pruning (beam BLEU)", g["cost"], CONVERGED_CMD)
+            "on alike: the cost of pruning (beam BLEU)", g["cost"], made_by[g["kept"]])
       for g in pruned_gains],
 ]
 
@@ -414,7 +417,7 @@ def seed_sd_of(d):  # three independent trainings, weights (-1, w, 1 - w); their
         reason=lambda _, d=d, lv=bleu - paper_full - MARGIN: why(d, lv),
         power=stats.reaches_power(bleu - paper_full, bleu - paper_full - MARGIN,
                                   (d["high"] - d["low"]) / 3.92, seed_sd_of(d)),
-        precomputed=CONVERGED_CMD)
+        precomputed=" and ".join(sorted({made_by[k] for k in d["between"]})))
     for n, (d, bleu) in at_paper.items()
 ]
 
