@@ -119,6 +119,19 @@ def _gate1_control(model: str, which: str) -> dict:
     )
 
 
+#: the settings of pruned_converged, which pruned_converged_2heads repeats at one more lambda
+_PRUNED_CONVERGED = dict(
+    preset="quick",
+    gate_recipe="encoder_gates_converged",
+    lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads, as scratch_converged
+    seeds=[0],  # the batch order of the converged model's training and of the gate sweep's seed
+    arms=["pruned_trained"],
+    continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
+    eval_split="test",
+    beam=4,
+    length_penalty=0.6,
+)
+
 _PRUNING: dict[str, dict[str, Any]] = {
     "minilm_gates": dict(
         script="scripts/sweep_gates.py",
@@ -216,17 +229,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
         "early stopping and checkpoint averaging) except that the learning rate starts at the gate sweep's "
         "fine-tuning rate with no warm-up (a continuation, not a restart) and decays on the same cosine; test "
         "BLEU greedy and beam 4 with the beam hypotheses, to pair with scratch_converged's",
-        settings=dict(
-            preset="quick",
-            gate_recipe="encoder_gates_converged",
-            lambdas=[0.1, 0.05, 0.02],  # 3, 8 and 22 of 48 encoder heads, as scratch_converged
-            seeds=[0],  # the batch order of the converged model's training and of the gate sweep's seed
-            arms=["pruned_trained"],
-            continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
-            eval_split="test",
-            beam=4,
-            length_penalty=0.6,
-        ),
+        settings=_PRUNED_CONVERGED,
     ),
     "pruned_converged_2heads": dict(
         script="scripts/sweep_gates.py",
@@ -235,17 +238,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
         "paper's smallest encoder-only point, so that chapter 11's like-with-like rule compares it at a trained-on "
         "model of that shape instead of not at all (the shape was added, commit 0415c0b, before it ran); the "
         "chapter adds its run to pruned_converged's (sweeps.merged). It has no from-scratch twin",
-        settings=dict(
-            preset="quick",
-            gate_recipe="encoder_gates_converged",
-            lambdas=[0.2],  # 2 of 48 encoder heads
-            seeds=[0],  # as pruned_converged
-            arms=["pruned_trained"],
-            continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
-            eval_split="test",
-            beam=4,
-            length_penalty=0.6,
-        ),
+        settings=dict(_PRUNED_CONVERGED, lambdas=[0.2]),  # 2 of 48 encoder heads
         minutes=90,
     ),
     "unpruned_converged": dict(
