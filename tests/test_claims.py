@@ -325,3 +325,15 @@ def test_a_malformed_finding_is_refused():
         claims.finding("d", 0.2, interval=(0.1, 0.3), test="t", level=95)
     with pytest.raises(ValueError, match="finite"):
         claims.finding("d", float("nan"), interval=None, test="t")
+
+
+def test_above_chance_names_its_floor_in_the_rule():
+    c = claims.compare("hull", 0.63, paper=1, above_chance=(0.587, 0.06), chance_name="the majority line",
+                       source="Fig. 4", reason="measured")
+    assert c.condition.startswith("above the majority line (0.587)") and c.verdict == "undecided"
+    assert claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01), source="s").condition.startswith(
+        "above chance (0.1)")
+    hidden = claims.compare("y", 0.4, paper=1, above_chance=(0.1, 0.0123), p_in_rule=False, source="s")
+    assert "0.01" not in hidden.condition and "printed with its test" in hidden.condition
+    with pytest.raises(ValueError, match="chance_name"):
+        claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01), chance_name="", source="s")

