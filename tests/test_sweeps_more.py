@@ -127,7 +127,7 @@ def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
     assert len(claims) == 3  # the shape without runs from scratch has no claim
     first, second, third = (dataclasses.asdict(c) for c in claims)
     sd = (0.145 / 2) ** 0.5
-    assert first["name"] == "scratch minus pruned, 3 encoder heads, mean over seeds [0, 1] (BLEU, beam 4)"
+    assert first["name"] == "scratch minus pruned, 3 encoder heads, mean over its seeds (BLEU, beam 4)"
     assert first["verdict"] == "differs" and first["reason"] == (
         f"+2.00 BLEU over 2 seed(s), spread 0.50; the seeds' 95% t interval (seed sd {sd:.2f} pooled over 3 "
         f"shapes, 2 degrees of freedom) runs from {2.0 - 4.3027 * sd / 2 ** 0.5:+.2f} to "
