@@ -128,6 +128,21 @@ def test_learnable_residual_scales_start_at_alpha_and_move():
     assert not any("alpha" in n for n, _ in fixed.named_parameters())
 
 
+def test_a_larger_learning_rate_for_the_scales_alone_moves_them_further():
+    """Adam moves a weight by about its learning rate per step: ten times the scales' rate moves them about ten
+    times as far, while the other weights' rate stays (the first logged step's update of W_Q, W_K is the same)."""
+    x_eval = torch.randint(0, 5, (32, 4), generator=torch.Generator().manual_seed(2))
+    kw = dict(optimizer="adam", scaled=False, temperature=1.0, lr=1e-3, seed=0, steps=5, x_eval=x_eval,
+              log_every=1, learnable_alpha=True)
+    moved = {k: max(abs(a - 1.0) for a in rv.train_run(SIZE, alpha_lr_scale=k, **kw)["log"][-1]["alphas"])
+             for k in (1.0, 10.0)}
+    assert 6 < moved[10.0] / moved[1.0] < 14
+    first = {k: rv.train_run(SIZE, alpha_lr_scale=k, **kw)["log"][1]["qk_update"] for k in (1.0, 10.0)}
+    assert first[10.0] == pytest.approx(first[1.0], rel=1e-2)  # not all weights sped up
+    with pytest.raises(ValueError, match="learnable_alpha"):
+        rv.train_run(SIZE, alpha_lr_scale=10.0, **{**kw, "learnable_alpha": False})
+
+
 def test_the_chapter_s_figures_draw_from_runs():
     import matplotlib
 

@@ -445,3 +445,24 @@ def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap()
     assert between["low"] <= between["delta"] <= between["high"]
     with pytest.raises(ValueError, match="outside the trained-on shapes"):
         sweeps.cost_at(1, trained_on, control, refs)
+
+
+def test_same_heads_replicates_and_the_gate_noise_finding():
+    defaults = {"lr": 1.0, "steps": 2}
+
+    def run(gates, bleu, **spec):
+        return {"spec": {**defaults, "lam": 0.1, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates),
+                "bleu_beam": bleu}
+    sweep = {"meta": {"settings": {"seed": 0}},
+             "runs": [run([1, 1, 0, 0], 30.0), run([1, 1, 0, 0], 29.8, seed=1), run([1, 0, 1, 0], 31.0, seed=2),
+                      run([1, 1, 0, 0], 35.0, steps=4)]}
+    rep = sweeps.same_heads_replicates(sweep, defaults, 0.1)
+    # seed 2 keeps other heads (another architecture) and the steps=4 run is no gate seed: both left out
+    assert rep == {"seeds": [0, 1], "bleu_beam": [30.0, 29.8], "kept": 2}
+    row = {"kept": 2, "scratch": [{"bleu_beam": 31.0}, {"bleu_beam": 30.4}, {"bleu_beam": 30.7}]}
+    c = sweeps.gate_noise_finding(row, rep, precomputed="cmd")
+    t = stats.two_sample_t([31.0, 30.4, 30.7], [30.0, 29.8])
+    assert c.value == pytest.approx(0.8) and c.interval == pytest.approx(t["interval"], abs=0.01)
+    assert c.verdict == "higher" and "gate seeds 0 and 1" in c.condition and "3 degrees of freedom" in c.condition
+    with pytest.raises(ValueError, match="heads"):
+        sweeps.gate_noise_finding({**row, "kept": 3}, rep)

@@ -83,6 +83,9 @@ except ImportError:
 #   the refitted hull probe is tested on the short paths like the other tasks, no longer on the best of all
 #   six lengths, whose p fell on either side of 0.05 from one CPU to another.
 #
+# * also then: chapter 5's order of convergence measured on pretrained MiniLM counted as an analogue (the
+#   theorem's order 3 was compared there as if on the paper's model); its verdict is unchanged.
+#
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate

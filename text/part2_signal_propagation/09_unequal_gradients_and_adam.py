@@ -197,6 +197,7 @@ local = {
 }
 print({k: round(v, 2) for k, v in local.items()})
 glue("ch09_ln_slope", local["LN"])
+glue("ch09_n_tokens", n)
 
 
 # %% tags=["hide-input"]
@@ -229,8 +230,8 @@ glue("ch09_ln_slope_trend", "rises" if min(steps_n) > 0 else "falls" if max(step
     attnbook.check("sequence length: largest |simulation / formula - 1|", length_dev,
                    at_most=0.25),
     attnbook.check(
-        "random W_Q, s from 0.8 to 1 (LayerNorm scale): local slope of |dS/dW_Q|^2 "
-        "(not yet bent below 6)", local["LN"], at_least=5.7, digits=2),
+        "random W_Q, s from 0.8 to 1 (LayerNorm scale), at this page's n: local slope "
+        "of |dS/dW_Q|^2 (not yet bent below 6)", local["LN"], at_least=5.7, digits=2),
     attnbook.check(
         "random W_Q, s from 2.8 to 4: local slope of |dS/dW_Q|^2 (the s^6 law bends)",
         local["far"], at_most=5.5),
@@ -240,10 +241,10 @@ glue("ch09_ln_slope_trend", "rises" if min(steps_n) > 0 else "falls" if max(step
 # In the input scale the powers 6 and 2 hold by construction where attention is uniform (at $W_Q = 0$ the two
 # norms are homogeneous in $X$), so they are unit tests of the library, not claims here. The checks above test
 # what could fail: the width powers 3 and 1, the length dependence, and the input-scale law where nothing
-# forces it. With real random queries the query norm
-# still grows at least like $s^6$ at LayerNorm scale ($s = 1$, where $\|x_i\|^2 \approx d$): with
+# forces it. With real random queries and this page's
+# {glue:text}`ch09_n_tokens` tokens the query norm still grows about like $s^6$ at LayerNorm scale ($s = 1$, where $\|x_i\|^2 \approx d$): with
 # $\sigma^2 = 1/d$ the scores are then of order one and attention has not sharpened yet. Its local slope there
-# is {glue:text}`ch09_ln_slope:.1f` at this preset's sizes, not exactly 6 (the check asks only that the law has not bent below 6). It depends on the number of tokens ({glue:text}`ch09_ln_slope_n`, for fresh tokens of the same cosine, printed above): it {glue:text}`ch09_ln_slope_trend` with $n$, so the exponent read at one length is not a constant of the law. Past it the scores, which grow like $s^2$,
+# is {glue:text}`ch09_ln_slope:.1f` at this preset's sizes, not exactly 6 (the check asks only that the law has not bent below 6 at this $n$). It depends on the number of tokens ({glue:text}`ch09_ln_slope_n`, for fresh tokens of the same cosine, printed above): it {glue:text}`ch09_ln_slope_trend` with $n$, so the exponent read at one length is not a constant of the law. Past it the scores, which grow like $s^2$,
 # sharpen attention and the law bends (the dotted curves of {numref}`fig-ch09-1`, top): the local slope of
 # the query norm falls clearly below 6 between $s = 2.8$ and $4$ (the last check), and the value norm grows
 # faster than $s^2$ for a while, because $AX$ moves away from the mean token towards single tokens.

@@ -209,7 +209,7 @@ budget = {name: not gs[0].holds for name, gs in data_gates.items()}  # stopped b
 [g for gs in data_gates.values() for g in gs]
 
 # %% tags=["nbval-check-output", "hide-input"]
-NO_GATE_1 = "; gate 1 not measured (no constant-rate continuation of this seed)"
+NO_GATE_1 = "; gate 1 not measured (no constant-rate continuation of this model)"
 shown = []  # the comparisons of the models that pass gates 2 and 3
 for name, (_, mt, r) in wide.items():
     best = hd.best_neighbour_share(r["enc_self"])
@@ -219,8 +219,10 @@ for name, (_, mt, r) in wide.items():
             paper=CRITERION, same_side_of=CRITERION - 1e-9, digits=2, band=0.03,
             source=POSITIONAL,
             reason=f"heads twice as wide give a best neighbour share of {best:.2f} "
-            f"(8 heads of width 16: {best_s0:.2f})" + (sweeps.not_converged_note(
-                more_h4) if name == "4 heads of width 32" else NO_GATE_1),
+            f"(8 heads of width 16: {best_s0:.2f}); why: reason not measured (the "
+            "head-count finding below tests the change over seeds)"
+            + (sweeps.not_converged_note(more_h4) if name == "4 heads of width 32"
+               else NO_GATE_1),
             precomputed=mt["command"]))
 if passed["seed 1"]:
     shown.append(attnbook.compare(
@@ -349,7 +351,8 @@ data_claims = [attnbook.compare(
     f"{best_s1:.2f}, seeds 0 and 1); all minus {a}: "
     f"{IN_WORDS[steps[f'all - {a}']['says']]} "
     f"({steps[f'all - {a}']['change']:+.2f}, t test p = "
-    f"{steps[f'all - {a}']['p']:.2f})" + late(mt) + (STOPPED if budget[name] else ""),
+    f"{steps[f'all - {a}']['p']:.2f})" + late(mt) + (STOPPED if budget[name] else "")
+    + NO_GATE_1,
     precomputed=mt["command"])
  for name, (a, _, mt, _) in data_models.items() if name in analysed]
 data_claims or None  # none when no data model is analysed

@@ -258,7 +258,7 @@ attnbook.compare(
     source=SYNTAX,
     reason="for no relation does the best head beat the most-frequent-offset baseline "
     f"by {POINTS} points (largest gain {mt_gain:+.1f}); MiniLM's heads do, on the same "
-    "verses and parses" + UNCONVERGED,
+    "verses and parses; why: reason not measured" + UNCONVERGED,
 )
 
 # %% [markdown]

@@ -18,13 +18,13 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from attnbook.claims import Claim, compare, gate, not_available
+from attnbook.claims import Claim, compare, finding, gate, not_available
 from attnbook.claims.prose import listing
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
 from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_difference, pooled_rule_power,
-                            pooled_seed_intervals)
+                            pooled_seed_intervals, two_sample_t)
 
 
 def load(name: str, preset: str | None = "quick") -> dict:
@@ -129,24 +129,61 @@ def settling_rows(sweep: Mapping, main: Mapping, window: int) -> list[dict]:
              "same_as_main": jaccard(kept_masks(r), kept_masks(main[r["spec"]["lam"]]))} for r in sweep["runs"]]
 
 
-def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
-    """Does the gate seed decide which heads survive? (chapter "Pruning heads"): at ``lam``, the main run
-    (gate seed of the recipe) and the runs that vary only the gate seed (a variant's ``seed``: the initial log
-    alpha and the gate noise). Returns the ``seeds`` (the main run's first), heads ``kept`` by each, the
-    :func:`jaccard` ``overlaps`` of the other seeds' kept heads with the main run's and their ``mean``, and
-    ``always``, the heads every seed keeps. Raises if the sweep has no other seed at ``lam``."""
+def _gate_seed_runs(sweep: Mapping, defaults: Mapping, lam: float) -> list[Mapping]:
+    """The main run at ``lam`` and the runs that vary only its gate seed, in seed order (main first)."""
     main = main_runs(sweep, defaults).get(lam)
     others = sorted((r for r in sweep["runs"] if set(r["spec"]) == set(defaults) | {"lam", "seed"}
                      and r["spec"] == {**defaults, "lam": lam, "seed": r["spec"]["seed"]}),
                     key=lambda r: r["spec"]["seed"])
     if main is None or not others:
         raise ValueError(f"the sweep has no main run and other gate seeds at lambda={lam}")
+    return [main, *others]
+
+
+def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
+    """Does the gate seed decide which heads survive? (chapter "Pruning heads"): at ``lam``, the main run
+    (gate seed of the recipe) and the runs that vary only the gate seed (a variant's ``seed``: the initial log
+    alpha and the gate noise). Returns the ``seeds`` (the main run's first), heads ``kept`` by each, the
+    :func:`jaccard` ``overlaps`` of the other seeds' kept heads with the main run's and their ``mean``, and
+    ``always``, the heads every seed keeps. Raises if the sweep has no other seed at ``lam``."""
+    main, *others = _gate_seed_runs(sweep, defaults, lam)
     masks = [kept_masks(r) for r in [main, *others]]
     overlaps = [jaccard(m, masks[0]) for m in masks[1:]]
     always = sum(int(torch.stack([m[k] != 0 for m in masks]).all(0).sum()) for k in masks[0])
     return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in others]],
             "kept": [int(sum(int((m[k] != 0).sum()) for k in m)) for m in masks],
             "overlaps": overlaps, "mean": sum(overlaps) / len(overlaps), "always": always}
+
+
+def same_heads_replicates(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
+    """The pruned arm over gate seeds (chapter "Pruning heads", pruned versus scratch): at ``lam``, the main run
+    and those of its gate-seed runs (:func:`gate_seed_agreement`) that keep exactly its heads, so that every one
+    is the same pruned architecture as the from-scratch arm's. Returns their ``seeds`` (the main run's first),
+    ``bleu_beam`` and the heads ``kept``."""
+    main, *others = _gate_seed_runs(sweep, defaults, lam)
+    mask = kept_masks(main)
+    same = [main, *(r for r in others if jaccard(kept_masks(r), mask) == 1.0)]
+    return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in same[1:]]],
+            "bleu_beam": [float(r["bleu_beam"]) for r in same], "kept": int(main["n_kept"])}
+
+
+def gate_noise_finding(row: Mapping, replicates: Mapping, *, precomputed: str = "") -> Claim:
+    """Scratch minus pruned with noise on both arms (chapter "Pruning heads"; issue "Verdicts a referee would
+    sign": the gate-noise seed among the pruned arm's seeds): ``row`` is a row of :func:`scratch_versus_pruned`
+    (its from-scratch seeds' beam BLEU), ``replicates`` the pruned arm over gate seeds that keep the same heads
+    (:func:`same_heads_replicates`, the 300-step pruned models). A finding: the difference of the two arms'
+    mean beam BLEU by Student's two-sample t test, the variance pooled over both arms
+    (:func:`attnbook.stats.two_sample_t`, 95%)."""
+    if row["kept"] != replicates["kept"]:
+        raise ValueError(f"the row has {row['kept']} heads, the gate seeds' runs {replicates['kept']}")
+    scratch = [s["bleu_beam"] for s in row["scratch"]]
+    t = two_sample_t(scratch, replicates["bleu_beam"])
+    return finding(
+        f"scratch minus pruned (300 steps), {row['kept']} encoder heads, both arms over seeds: the pruned arm "
+        "over the gate seeds that keep the same heads (BLEU, beam 4)", t["change"], interval=t["interval"],
+        test=f"Student's two-sample t over seeds, the variance pooled over both arms ({len(scratch)} seeds "
+        f"from scratch, gate seeds {listing(replicates['seeds'])} pruned, {t['dof']} degrees of freedom)",
+        digits=3, precomputed=precomputed)
 
 
 #: the gates of chapter "Pruning heads" on which heads the gates keep: the least mean overlap (Jaccard) of other

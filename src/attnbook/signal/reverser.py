@@ -191,16 +191,20 @@ def balancing_temperature(size: ReverserSize, scaled: bool, grid=(0.1, 0.15, 0.2
 
 def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: float, lr: float, seed: int,
               steps: int, x_eval: torch.Tensor, log_every: int = 25, device=None,
-              learnable_alpha: bool = False, warmup: int = 0) -> dict:
+              learnable_alpha: bool = False, warmup: int = 0, alpha_lr_scale: float = 1.0) -> dict:
     """Train one :class:`Reverser` (chapter "Unequal gradients"): ``optimizer`` ``"sgd"`` (momentum 0.9) or
     ``"adam"``, constant learning rate after a linear warm-up over ``warmup`` steps (none by default), no
     clipping. Returns the final loss and accuracy on ``x_eval`` and a log every ``log_every`` steps of the
     loss, the query/key and value gradient norms (:func:`gradient_norms`), the sizes of that step's updates
     (:func:`update_norms`) and the mean cosine between the output tokens of ``x_eval``, and the loss of
     every step (``losses``). With ``learnable_alpha`` each block's residual scale is trained too and the
-    log holds their values (``alphas``)."""
+    log holds their values (``alphas``); ``alpha_lr_scale`` multiplies the scales' learning rate alone (Adam
+    moves a weight by about its learning rate per step, so this sets how far the scales can travel)."""
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
+    if alpha_lr_scale != 1.0 and not (learnable_alpha and alpha_lr_scale > 0):
+        raise ValueError(f"alpha_lr_scale must be positive and goes with learnable_alpha=True, got "
+                         f"{alpha_lr_scale!r} with learnable_alpha={learnable_alpha}")
     torch.manual_seed(seed)
     model = Reverser(size, scaled, temperature, learnable_alpha)
     log: list = []
@@ -224,8 +228,10 @@ def train_run(size: ReverserSize, *, optimizer: str, scaled: bool, temperature: 
         if logged(step + 1):
             before["weights"] = attention_weights(m)
 
+    scales = {f"stack.blocks.{i}.alpha": alpha_lr_scale for i in range(size.depth)}
     hist = train(model, batches(size), logged_loss, steps=steps, optimizer=optimizer, lr=lr, warmup=warmup,
-                 schedule="constant", clip=None, seed=seed, progress=False, device=device, step_fn=step_fn)
+                 schedule="constant", clip=None, seed=seed, progress=False, device=device, step_fn=step_fn,
+                 lr_scale=scales if alpha_lr_scale != 1.0 else None)
     losses = torch.stack(losses).cpu().tolist()
     final = losses[-1]
     return {"loss": final if math.isfinite(final) else float("nan"), "acc": accuracy(model, x_eval.to(
