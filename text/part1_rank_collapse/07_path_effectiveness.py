@@ -181,7 +181,7 @@ plt.show()
 # %% [markdown]
 # The paper prints no number for its short paths. Its Fig. 4 shows three things, each checked here as a qualitative statement decided by a stated test: short paths lie above chance (for the hull, above the majority line), accuracy falls towards chance as the paths grow longer, and 20 paths beat 5. "Short" is the better of lengths 1 and 2, "long" the longest path (all six layers); accuracies are with 20 paths unless stated.
 #
-# The rule for "above chance", stated before the result: a one-sided t test over the sampled path sets of the best short length (`tasks.path_above_floor`; its p is doubled because the better of two lengths is chosen after looking). The statement reproduces when the accuracy is above chance with p < 0.05. At length 1 the figure's curves sit well above those lines, at levels that can only be read by eye (the claims' notes give them). A reading by eye is not a printed number, so no rule tests those levels.
+# The rule for "above chance", stated before the result: a one-sided t test over the sampled path sets of the best short length (`tasks.path_above_floor`; its p is doubled because the better of two lengths is chosen after looking). The statement reproduces when the accuracy is above chance with p < 0.05. At length 1 the figure's curves sit well above those lines, at levels that can only be read by eye (the paper column below gives them). A reading by eye is not a printed number, so no rule tests those levels.
 
 # %%
 from attnbook.stats import bootstrap_mean_difference
