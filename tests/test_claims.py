@@ -333,7 +333,13 @@ def test_above_chance_names_its_floor_in_the_rule():
     assert c.condition.startswith("above the majority line (0.587)") and c.verdict == "undecided"
     assert claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01), source="s").condition.startswith(
         "above chance (0.1)")
-    hidden = claims.compare("y", 0.4, paper=1, above_chance=(0.1, 0.0123), p_in_rule=False, source="s")
-    assert "0.01" not in hidden.condition and "printed with its test" in hidden.condition
+    hidden = claims.compare("y", 0.4, paper=1, above_chance=(0.1234, 0.0123), test_in_rule=False, source="s")
+    assert "0.01" not in hidden.condition and "0.12" not in hidden.condition and "printed" in hidden.condition
+    # the verdict still uses p and the floor
+    assert hidden.verdict == "reproduces"
+    assert claims.compare("y", 0.4, paper=1, above_chance=(0.1, 0.2), test_in_rule=False, source="s",
+                          reason="measured").verdict == "undecided"
+    assert claims.compare("y", 0.4, paper=1, above_chance=(0.5, 0.01), test_in_rule=False, source="s",
+                          reason="measured").verdict == "differs"
     with pytest.raises(ValueError, match="chance_name"):
         claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01), chance_name="", source="s")

@@ -461,8 +461,9 @@ def test_same_heads_replicates_and_the_gate_noise_finding():
     assert rep == {"seeds": [0, 1], "bleu_beam": [30.0, 29.8], "kept": 2}
     row = {"kept": 2, "scratch": [{"bleu_beam": 31.0}, {"bleu_beam": 30.4}, {"bleu_beam": 30.7}]}
     c = sweeps.gate_noise_finding(row, rep, precomputed="cmd")
-    t = stats.two_sample_t([31.0, 30.4, 30.7], [30.0, 29.8])
+    t = stats.welch_t([31.0, 30.4, 30.7], [30.0, 29.8])
     assert c.value == pytest.approx(0.8) and c.interval == pytest.approx(t["interval"], abs=0.01)
-    assert c.verdict == "higher" and "gate seeds 0 and 1" in c.condition and "3 degrees of freedom" in c.condition
+    assert c.verdict == "higher" and "gate seeds 0 and 1" in c.condition and "Welch" in c.condition
+    assert f"{t['dof']:.1f} degrees of freedom" in c.condition
     with pytest.raises(ValueError, match="heads"):
         sweeps.gate_noise_finding({**row, "kept": 3}, rep)

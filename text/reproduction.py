@@ -78,17 +78,22 @@ except ImportError:
 # * later that day, with their data known: chapter 7's short paths judged by what Fig. 4 shows, not by levels
 #   read off it by eye. The accuracy of the best short path is tested against chance (the majority line, or a
 #   refitted probe's own accuracy at length 0) by a one-sided t test over the sampled path sets. Before, the
-#   rule asked it to reach the level read by eye less 0.15; the memorization share of the full model's gain,
-#   compared with a share computed from those readings (both *differed*), is now reported without a rule;
-#   the refitted hull probe is tested on the short paths like the other tasks, no longer on the best of all
-#   six lengths, whose p fell on either side of 0.05 from one CPU to another.
+#   rule asked it to reach the level read by eye less 0.15 (sorting and memorization reached it, with either
+#   readout), and the refitted hull probe's best length to clear the majority line by 0.01 (it did). The
+#   memorization share of the full model's gain, compared with a share computed from those readings (both
+#   *differed*), is now reported without a rule, and the fall with length on memorization is decided by an
+#   interval over path sets instead of the sign of a mean. A first version of the new rule tested the hull
+#   probe's best of all six lengths, whose p fell on either side of 0.05 from one CPU to another; the probe is
+#   now tested on the short lengths like the other tasks, and the `quick` preset samples as many path sets
+#   as the `paper` preset (five instead of three).
 #
 # * also then: chapter 5's order of convergence measured on pretrained MiniLM counted as an analogue (the
 #   theorem's order 3 was compared there as if on the paper's model); its verdict is unchanged.
 #
 # * also then: chapter 11's encoder-only costs of the 300-step gates counted as analogues. The paper trains its
 #   gates to convergence; the like-with-like comparison at the same head counts, whose models are trained on
-#   to convergence, is the reproduction, so the paper's points are no longer judged twice.
+#   to convergence, is the reproduction, so the paper's points are no longer judged twice. Both had been
+#   *differs*, so chapter 11 counts two fewer.
 #
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of

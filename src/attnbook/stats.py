@@ -221,6 +221,35 @@ def two_sample_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) ->
     return {**out, "p": p, "interval": (change - half, change + half)}
 
 
+def welch_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict:
+    """``a``'s mean minus ``b``'s by Welch's t test: each group keeps its own variance, the degrees of freedom by
+    Welch and Satterthwaite (chapter "Pruning heads": two arms whose seed noise differs, such as training from
+    scratch and a gate seed). Returns ``change``, ``p`` (two-sided), ``interval`` (the ``level`` interval),
+    ``dof`` and ``n``. Each group needs two values at least; with no spread in either, ``p`` is 0 for any change
+    (1 for none) and the interval a point."""
+    from scipy.stats import t as student_t
+
+    groups = [np.asarray(list(map(float, g))) for g in (a, b)]
+    if min(g.size for g in groups) < 2:
+        raise ValueError(f"Welch's test needs two values a group at least, got {groups[0].size} and "
+                         f"{groups[1].size}")
+    if not all(np.isfinite(g).all() for g in groups):
+        raise ValueError(f"the values must be finite, got {[g.tolist() for g in groups]}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    change = float(groups[0].mean() - groups[1].mean())
+    parts = [float(g.var(ddof=1)) / g.size for g in groups]
+    se = float(np.sqrt(sum(parts)))
+    n = (int(groups[0].size), int(groups[1].size))
+    if se == 0:
+        return {"change": change, "p": 0.0 if change else 1.0, "interval": (change, change),
+                "dof": float(sum(n) - 2), "n": n}
+    dof = sum(parts) ** 2 / sum(v ** 2 / (g.size - 1) for v, g in zip(parts, groups))
+    half = float(student_t.ppf(1 - (1 - level) / 2, dof)) * se
+    return {"change": change, "p": float(2 * student_t.sf(abs(change) / se, dof)),
+            "interval": (change - half, change + half), "dof": float(dof), "n": n}
+
+
 def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0.95) -> list[dict]:
     """Seed-level intervals of each shape's mean difference over its training seeds (chapter "Pruning
     heads", the verdict of Voita et al.'s Table 3): ``per_shape`` holds, for each shape, one difference per

@@ -226,7 +226,7 @@ FLOOR_NAME = {"sort": "chance", "hull": "the majority line", "memorization": "ch
         f"{FLOOR_NAME[name]} (one-sided t over path sets)", r["value"],
         paper=SHORT.value, above_chance=(CHANCE[name], r["p"]),
         chance_name=FLOOR_NAME[name],
-        p_in_rule=False, digits=2, source=SHORT.where,
+        test_in_rule=False, digits=2, source=SHORT.where,
         reason=why_not(CHANCE[name], FLOOR_NAME[name]))
       for name, r in tests["model's classifier"].items()],
     attnbook.compare("paths: sort, longest path (k=6, 20 paths) minus chance",
@@ -249,13 +249,14 @@ FLOOR_NAME = {"sort": "chance", "hull": "the majority line", "memorization": "ch
         "paths: hull, best path of any length (k=1..6, 20 paths), accuracy above the "
         "majority line (one-sided t over path sets)", any_length["value"],
         paper=SHORT.value, above_chance=(MAJORITY, any_length["p"]),
-        chance_name="the majority line", p_in_rule=False, digits=2, source=SHORT.where,
+        chance_name="the majority line", test_in_rule=False, digits=2,
+        source=SHORT.where,
         reason=why_not(MAJORITY, "the majority line")),
     *[attnbook.compare(
         f"paths, refitted probe: {name}, best short path (k=1,2, 20 paths), accuracy "
         "above the probe at length 0 (one-sided t over path sets)", r["value"],
         paper=SHORT.value, above_chance=(PROBE_FLOOR[name], r["p"]),
-        chance_name="the probe at length 0", p_in_rule=False, digits=2,
+        chance_name="the probe at length 0", test_in_rule=False, digits=2,
         source=SHORT.where, reason=why_not(PROBE_FLOOR[name], "the probe at length 0"))
       for name, r in tests["refitted probe"].items()],
 ]

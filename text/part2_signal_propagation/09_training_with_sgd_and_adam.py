@@ -224,7 +224,7 @@ if sweep:
         if late_drop[lagging] <= rv.MAX_LATE_DROP or mean(reference) < 0.995:
             return ""
         return (f"; tau = 1 already reaches accuracy {mean(reference):.2f}, so more "
-                "training of the lagging arm could at best tie: the verdict stands")
+                "training of the lagging arm could at best tie, never put it ahead")
     # what each optimiser does with the gradients: the QK-to-V ratio of the first
     # logged step's update, against that of the gradients, on the unscaled model
     first = {opt: rv.best_log(arm[f"{opt}, alpha=1, tau=1"])[0]
@@ -460,10 +460,11 @@ glue("ch09_boost_hi", max(end))
 glue("ch09_boost_below", f"{below} of 16")
 glue("ch09_boost_acc", boosted["acc"])
 trains = boosted["acc"] > 0.9
+glue("ch09_boost_cos", boosted["log"][-1]["cosine"])  # output tokens, at the end
 glue("ch09_boost_says", "given the room, training brings scales down and the stack "
      "trains" if trains and below else "the stack trains, with no scale as small as "
-     "1/sqrt(16)" if trains else "even with the room to move, the stack stays in its "
-     "collapse in these steps");
+     "1/sqrt(16)" if trains else "even with the room to move, the stack does not "
+     "learn the task in these steps");
 
 # %% [markdown]
 # Without scaling, the deeper the stack, the longer its tokens stay collapsed in training
@@ -482,7 +483,7 @@ glue("ch09_boost_says", "given the room, training brings scales down and the sta
 # {glue:text}`ch09_alpha_boost:.0f` times larger (`alpha_lr_scale`): in the same steps they can now travel about
 # {glue:text}`ch09_boost_reach:.1f`. Started at 1, they end between {glue:text}`ch09_boost_lo:.2f` and
 # {glue:text}`ch09_boost_hi:.2f` ({glue:text}`ch09_boost_below` of them below $1/\sqrt{16}$), and the stack reaches
-# accuracy {glue:text}`ch09_boost_acc:.2f` (seed 0): {glue:text}`ch09_boost_says`.
+# accuracy {glue:text}`ch09_boost_acc:.2f` (seed 0), its output tokens at cosine {glue:text}`ch09_boost_cos:.2f`: {glue:text}`ch09_boost_says`.
 
 # %% [markdown]
 # ## Summary

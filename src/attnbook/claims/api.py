@@ -278,7 +278,7 @@ def compare(
     lower_is_better: bool = False,
     above_chance: Optional[Sequence[float]] = None,
     chance_name: str = "chance",
-    p_in_rule: bool = True,
+    test_in_rule: bool = True,
     reason: str | Callable[[float], str] = "",
     band: Optional[float] = None,
     precomputed: str = "",
@@ -307,8 +307,9 @@ def compare(
       the test in the claim); reproduces when ``value`` is above chance with ``p < 0.05``, differs when it is
       not above chance, and is *undecided* when it is above chance but ``p >= 0.05`` (``chance_name`` names the
       floor in the rule's text where it is not chance: "the majority line", "the probe at length 0";
-      ``p_in_rule=False`` leaves ``p``'s digits out of the rule's text, for a ``p`` from a model trained in the
-      reader's run, whose digits differ between CPUs while the verdict does not: print it beside the claim);
+      ``test_in_rule=False`` leaves the test's numbers (``chance`` and ``p``) out of the rule's text, for a test
+      on a model trained in the reader's run, whose digits differ between CPUs while the verdict does not:
+      print them beside the claim);
     * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
       threshold, differs when it lies wholly on the other side, and is *undecided* when it straddles the
       threshold: a direction counts only when the seeds decide it (for example a delay, or a gain, that the
@@ -374,8 +375,8 @@ def compare(
             raise ValueError(f"claim {name!r}: p must be in [0, 1], got {p}")
         if not chance_name:
             raise ValueError(f"claim {name!r}: chance_name names the floor, got {chance_name!r}")
-        rule = f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 " + (
-            f"(here p = {p:.1g})" if p_in_rule else "(p printed with its test)")
+        rule = (f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.1g})"
+                if test_in_rule else f"above {chance_name} with one-sided p < 0.05 (both printed with the test)")
         agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
     elif reaches is not None:
         margin = _number(name, "reaches", reaches)

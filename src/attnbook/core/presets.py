@@ -133,7 +133,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
                       steps=250),
             memorization=dict(d_model=64, n_heads=2, depth=6, n_sentences=200, max_len=24,
                               n_train=200, n_eval=200, steps=150),
-            n_paths=(5, 20), repeats=3, lr=2e-3, batch=128, probe_train=1000),
+            n_paths=(5, 20), repeats=5, lr=2e-3, batch=128, probe_train=1000),
         "paper": dict(
             sort=dict(d_model=48, n_heads=2, depth=6, length=8, vocab=10, n_train=1000, n_eval=200,
                       steps=1000),

@@ -24,7 +24,7 @@ from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
 from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_difference, pooled_rule_power,
-                            pooled_seed_intervals, two_sample_t)
+                            pooled_seed_intervals, welch_t)
 
 
 def load(name: str, preset: str | None = "quick") -> dict:
@@ -171,19 +171,20 @@ def gate_noise_finding(row: Mapping, replicates: Mapping, *, precomputed: str = 
     """Scratch minus pruned with noise on both arms (chapter "Pruning heads"; issue "Verdicts a referee would
     sign": the gate-noise seed among the pruned arm's seeds): ``row`` is a row of :func:`scratch_versus_pruned`
     (its from-scratch seeds' beam BLEU), ``replicates`` the pruned arm over gate seeds that keep the same heads
-    (:func:`same_heads_replicates`, the 300-step pruned models). A finding: the difference of the two arms'
-    mean beam BLEU by Student's two-sample t test, the variance pooled over both arms
-    (:func:`attnbook.stats.two_sample_t`, 95%)."""
+    (:func:`same_heads_replicates`, the 300-step pruned models, all from the one converged model). A finding:
+    the difference of the two arms' mean beam BLEU by Welch's t test, each arm keeping its own variance (the
+    seeds of a training from scratch move BLEU far more than the gate seeds do; :func:`attnbook.stats.welch_t`,
+    95%)."""
     if row["kept"] != replicates["kept"]:
         raise ValueError(f"the row has {row['kept']} heads, the gate seeds' runs {replicates['kept']}")
     scratch = [s["bleu_beam"] for s in row["scratch"]]
-    t = two_sample_t(scratch, replicates["bleu_beam"])
+    t = welch_t(scratch, replicates["bleu_beam"])
     return finding(
         f"scratch minus pruned (300 steps), {row['kept']} encoder heads, both arms over seeds: the pruned arm "
         "over the gate seeds that keep the same heads (BLEU, beam 4)", t["change"], interval=t["interval"],
-        test=f"Student's two-sample t over seeds, the variance pooled over both arms ({len(scratch)} seeds "
-        f"from scratch, gate seeds {listing(replicates['seeds'])} pruned, {t['dof']} degrees of freedom)",
-        digits=3, precomputed=precomputed)
+        test=f"Welch's t over seeds, each arm its own variance ({len(scratch)} seeds from scratch, gate "
+        f"seeds {listing(replicates['seeds'])} of the one converged model pruned, {t['dof']:.1f} degrees of "
+        "freedom)", digits=3, precomputed=precomputed)
 
 
 #: the gates of chapter "Pruning heads" on which heads the gates keep: the least mean overlap (Jaccard) of other
