@@ -439,6 +439,19 @@ glue("ch09_alpha_s_hi", max(alphas[True]));
 glue("ch09_scale_reach", sizes["adam_lr"] * sizes["steps"])
 glue("ch09_scale_need", 1 - 1 / math.sqrt(16));
 
+# %% [markdown]
+# Without scaling, the deeper the stack, the longer its tokens stay collapsed in training
+# ({numref}`fig-ch09-5`): at depth 4 the cosine falls below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_d4_step:.0f`, at depth 8 only by step {glue:text}`ch09_d8_step:.0f`,
+# and at depth 16 not within the {glue:text}`ch09_steps:d` steps: that model does not learn (accuracy {glue:text}`ch09_d16_acc:.2f`). With
+# $\alpha = 1/\sqrt L$ every depth's cosine is below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_scaled_step:.0f`.
+#
+# The learnable scales barely move in that time:
+# started at 1 they stay between {glue:text}`ch09_alpha1_lo:.2f` and {glue:text}`ch09_alpha1_hi:.2f` and the depth-16 stack stays collapsed; started at $1/\sqrt L$
+# they drift to {glue:text}`ch09_alpha_s_lo:.2f`-{glue:text}`ch09_alpha_s_hi:.2f` and it trains. That does not show that training cannot find small residual
+# scales: Adam moves a weight by about its learning rate per step ({cite:t}`kingma2015adam`, Sec. 2.1), so
+# in {glue:text}`ch09_steps:d` steps at this rate a scale can travel about {glue:text}`ch09_scale_reach:.1f`, while from 1 to $1/\sqrt{16}$ is {glue:text}`ch09_scale_need:.2f`. That run
+# is too short to tell.
+
 # %% tags=["hide-input"]
 # the depth-16 stack, its residual scales started at 1 and trained ALPHA_BOOST times
 # faster than every other weight (Adam: about lr * ALPHA_BOOST per step for the scales)
@@ -467,18 +480,6 @@ glue("ch09_boost_says", "given the room, training brings scales down and the sta
      "learn the task in these steps");
 
 # %% [markdown]
-# Without scaling, the deeper the stack, the longer its tokens stay collapsed in training
-# ({numref}`fig-ch09-5`): at depth 4 the cosine falls below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_d4_step:.0f`, at depth 8 only by step {glue:text}`ch09_d8_step:.0f`,
-# and at depth 16 not within the {glue:text}`ch09_steps:d` steps: that model does not learn (accuracy {glue:text}`ch09_d16_acc:.2f`). With
-# $\alpha = 1/\sqrt L$ every depth's cosine is below {glue:text}`ch09_cos_low:.1f` by step {glue:text}`ch09_scaled_step:.0f`.
-#
-# The learnable scales barely move in that time:
-# started at 1 they stay between {glue:text}`ch09_alpha1_lo:.2f` and {glue:text}`ch09_alpha1_hi:.2f` and the depth-16 stack stays collapsed; started at $1/\sqrt L$
-# they drift to {glue:text}`ch09_alpha_s_lo:.2f`-{glue:text}`ch09_alpha_s_hi:.2f` and it trains. That does not show that training cannot find small residual
-# scales: Adam moves a weight by about its learning rate per step ({cite:t}`kingma2015adam`, Sec. 2.1), so
-# in {glue:text}`ch09_steps:d` steps at this rate a scale can travel about {glue:text}`ch09_scale_reach:.1f`, while from 1 to $1/\sqrt{16}$ is {glue:text}`ch09_scale_need:.2f`. That run
-# is too short to tell.
-#
 # So the cell above gives the scales alone a learning rate
 # {glue:text}`ch09_alpha_boost:.0f` times larger (`alpha_lr_scale`): in the same steps they can now travel about
 # {glue:text}`ch09_boost_reach:.1f`. Started at 1, they end between {glue:text}`ch09_boost_lo:.2f` and
