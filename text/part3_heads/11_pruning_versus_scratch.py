@@ -131,7 +131,8 @@ display(Markdown(pruning_tables.scratch_table(scratch_rows, "pruned")))
 print(f"precomputed by {SCRATCH_CMD}: {n_trained} of {n_planned} trainings finished "
       f"(seeds {scratch['seeds']}, complete: {scratch['complete']}); unpruned beam "
       f"{scratch['unpruned']['bleu_beam']:.2f}")
-print(f"the third seed: {len(scratch['added'])} trainings from {runs.command(THIRD)}"
+added = len(scratch["added"])  # trainings of the third seed, shipped
+print(f"the third seed: {added} training{'s' * (added != 1)} from {runs.command(THIRD)}"
       if third else f"the third seed is not run yet: {runs.command(THIRD)}")
 print(f"of these, stopped early: {sum(r['stopped'] != 'steps' for r in trained)}; "
       f"kept averaged weights: {sum(r['averaged'] for r in trained)}")
