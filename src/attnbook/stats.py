@@ -189,6 +189,20 @@ def pooled_sd(groups: Sequence) -> tuple:
     return np.sqrt(squares / dof), dof
 
 
+def _two_groups(a: Sequence[float], b: Sequence[float], level: float, least: int, test: str) -> list:
+    """The two groups of :func:`two_sample_t` and :func:`welch_t` as float arrays, checked: at least ``least``
+    finite values each, and a confidence ``level`` in (0, 1)."""
+    groups = [np.asarray(list(map(float, g))) for g in (a, b)]
+    if min(g.size for g in groups) < least:
+        raise ValueError(f"{test} needs at least {('one value', 'two values')[least - 1]}, got "
+                         f"{groups[0].size} and {groups[1].size}")
+    if not all(np.isfinite(g).all() for g in groups):
+        raise ValueError(f"the values must be finite, got {[g.tolist() for g in groups]}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    return groups
+
+
 def two_sample_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict:
     """``a``'s mean minus ``b``'s, by Student's two-sample t test with the seed variance pooled over both groups
     (:func:`pooled_sd`, ``len(a) + len(b) - 2`` degrees of freedom): ``change``, ``p`` (two-sided), ``interval``
@@ -199,13 +213,7 @@ def two_sample_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) ->
     speed findings."""
     from scipy.stats import t as student_t
 
-    groups = [np.asarray(list(map(float, g))) for g in (a, b)]
-    if not all(g.size for g in groups):
-        raise ValueError(f"each group needs at least one value, got {groups[0].size} and {groups[1].size}")
-    if not all(np.isfinite(g).all() for g in groups):
-        raise ValueError(f"the values must be finite, got {[g.tolist() for g in groups]}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+    groups = _two_groups(a, b, level, least=1, test="each group")
     change = float(groups[0].mean() - groups[1].mean())
     dof = groups[0].size + groups[1].size - 2
     out = {"change": change, "p": float("nan"), "interval": None, "dof": dof,
@@ -229,14 +237,7 @@ def welch_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict
     (1 for none) and the interval a point."""
     from scipy.stats import t as student_t
 
-    groups = [np.asarray(list(map(float, g))) for g in (a, b)]
-    if min(g.size for g in groups) < 2:
-        raise ValueError(f"Welch's test needs two values a group at least, got {groups[0].size} and "
-                         f"{groups[1].size}")
-    if not all(np.isfinite(g).all() for g in groups):
-        raise ValueError(f"the values must be finite, got {[g.tolist() for g in groups]}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must be in (0, 1), got {level}")
+    groups = _two_groups(a, b, level, least=2, test="Welch's test: each group")
     change = float(groups[0].mean() - groups[1].mean())
     parts = [float(g.var(ddof=1)) / g.size for g in groups]
     se = float(np.sqrt(sum(parts)))

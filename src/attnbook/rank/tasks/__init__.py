@@ -21,8 +21,8 @@ from attnbook.rank.tasks import circle, hull, memorization, sort
 from attnbook.rank.tasks.path_model import PathSAN
 
 __all__ = ["PathSAN", "best_short", "circle", "fit_probe", "gain_share", "hull", "memorization", "more_paths_gain",
-           "path_above_floor", "path_accuracy_by_length", "path_probe_accuracy", "path_probe_accuracy_by_length", "path_task", "sort",
-           "token_accuracy"]
+           "path_above_floor", "path_accuracy_by_length", "path_probe_accuracy", "path_probe_accuracy_by_length",
+           "path_task", "sort", "token_accuracy"]
 
 
 def token_accuracy(logits, labels, ignore_index: int = -100) -> float:
