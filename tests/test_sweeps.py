@@ -126,6 +126,7 @@ def test_scratch_versus_pruned_pairs_each_seed_with_its_shapes_pruned_model():
     ]}
     rows = sweeps.scratch_versus_pruned(record, refs + ["unused"], n_bootstrap=50)
     assert [r["lam"] for r in rows] == [0.1] and [s["seed"] for s in rows[0]["scratch"]] == [0, 1]
+    assert rows[0]["n_eval"] == 3
     same, better = rows[0]["scratch"]
     assert same["delta"] == 0 and same["low"] == same["high"] == 0
     assert better["delta"] > 50 and better["p_not_better"] == 0
@@ -453,13 +454,13 @@ def test_same_heads_replicates_and_the_gate_noise_finding():
     def run(gates, bleu, **spec):
         return {"spec": {**defaults, "lam": 0.1, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates),
                 "bleu_beam": bleu}
-    sweep = {"meta": {"settings": {"seed": 0}},
+    sweep = {"meta": {"settings": {"seed": 0}}, "n_eval": 40,
              "runs": [run([1, 1, 0, 0], 30.0), run([1, 1, 0, 0], 29.8, seed=1), run([1, 0, 1, 0], 31.0, seed=2),
                       run([1, 1, 0, 0], 35.0, steps=4)]}
     rep = sweeps.same_heads_replicates(sweep, defaults, 0.1)
     # seed 2 keeps other heads (another architecture) and the steps=4 run is no gate seed: both left out
-    assert rep == {"seeds": [0, 1], "bleu_beam": [30.0, 29.8], "kept": 2}
-    row = {"kept": 2, "scratch": [{"bleu_beam": 31.0}, {"bleu_beam": 30.4}, {"bleu_beam": 30.7}]}
+    assert rep == {"seeds": [0, 1], "bleu_beam": [30.0, 29.8], "kept": 2, "n_eval": 40}
+    row = {"kept": 2, "n_eval": 40, "scratch": [{"bleu_beam": 31.0}, {"bleu_beam": 30.4}, {"bleu_beam": 30.7}]}
     c = sweeps.gate_noise_finding(row, rep, precomputed="cmd")
     t = stats.welch_t([31.0, 30.4, 30.7], [30.0, 29.8])
     assert c.value == pytest.approx(0.8) and c.interval == pytest.approx(t["interval"], abs=0.01)
@@ -467,3 +468,13 @@ def test_same_heads_replicates_and_the_gate_noise_finding():
     assert f"{t['dof']:.1f} degrees of freedom" in c.condition
     with pytest.raises(ValueError, match="heads"):
         sweeps.gate_noise_finding({**row, "kept": 3}, rep)
+    with pytest.raises(ValueError, match="same verses"):
+        sweeps.gate_noise_finding({**row, "n_eval": 200}, rep)
+
+
+def test_main_settings_are_the_recorded_settings_the_variants_change():
+    settings = {"lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300, "seed": 0, "beam": 4}
+    assert sweeps.main_settings({"meta": {"settings": settings}}) == {
+        "lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300}
+    with pytest.raises(ValueError, match="lack"):
+        sweeps.main_settings({"meta": {"settings": {"lr": 1.0}}})

@@ -73,8 +73,7 @@ enc_sweep, all_sweep, michel_mt = (sweeps.load(n) for n in (ENC, ALL, MICHEL))
 ENC_CMD, ALL_CMD, MICHEL_CMD = (runs.command(n) for n in (ENC, ALL, MICHEL))
 full_mt = enc_sweep["unpruned"]
 test_ref = [s for _, s in tr.load_pairs("test")]
-s = enc_sweep["meta"]["settings"]
-defaults = {k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}
+defaults = sweeps.main_settings(enc_sweep)  # the main runs' settings but lambda
 main_runs = sweeps.main_runs(enc_sweep, defaults)
 gate_curve = [(48, full_mt["bleu_greedy"])] + [(r["n_kept"], r["bleu_greedy"])
                                                for r in main_runs.values()]

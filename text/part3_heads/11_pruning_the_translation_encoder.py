@@ -176,7 +176,7 @@ print(f"P(g != 0) after {hist['snapshots'][1]['step']} steps: "
 # runs three times the steps.
 
 # %%
-defaults = {k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}
+defaults = sweeps.main_settings(enc_sweep)  # the main runs' settings but lambda
 main_runs = sweeps.main_runs(enc_sweep, defaults)
 settle = sweeps.settling_rows(enc_sweep, main_runs, window=60)
 print("precomputed gate sweep, one line per run:")

@@ -210,8 +210,7 @@ sc_claims = sweeps.scratch_claims(
 
 # %% tags=["nbval-check-output", "hide-input"]
 # the pruned arm over the gate seeds that keep the main run's heads (300-step models)
-settings = enc_sweep["meta"]["settings"]
-defaults = {k: settings[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}
+defaults = sweeps.main_settings(enc_sweep)
 gate_seeded = {r["spec"]["lam"] for r in enc_sweep["runs"] if "seed" in r["spec"]}
 row_at = {r["lam"]: r for r in scratch_rows if r["scratch"]}
 replicates = {lam: sweeps.same_heads_replicates(enc_sweep, defaults, lam)

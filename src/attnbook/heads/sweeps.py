@@ -115,6 +115,21 @@ def settling(snapshots: Sequence[Mapping], window: int) -> dict:
     return {"max_dp": gate_drift(snapshots, window), "overlap": overlap}
 
 
+#: the settings of a gate sweep that its main runs share but for lambda (its variants change one of them)
+MAIN_SETTINGS = ("lr", "gate_lr", "init_log_alpha", "steps")
+
+
+def main_settings(sweep: Mapping) -> dict:
+    """The settings of a gate sweep's main runs but for lambda (chapter "Pruning heads"), read from the sweep's
+    recorded settings: the ``defaults`` of :func:`main_runs`, :func:`gate_seed_agreement` and
+    :func:`same_heads_replicates`."""
+    settings = sweep["meta"]["settings"]
+    missing = [k for k in MAIN_SETTINGS if k not in settings]
+    if missing:
+        raise ValueError(f"the sweep's settings lack {missing}; a gate sweep records {list(MAIN_SETTINGS)}")
+    return {k: settings[k] for k in MAIN_SETTINGS}
+
+
 def main_runs(sweep: Mapping, defaults: Mapping) -> dict:
     """The main runs of a gate sweep by lambda (chapter "Pruning heads"): those whose settings are ``defaults``
     but for lambda (the other runs vary one setting to check a shortcut)."""
@@ -159,12 +174,13 @@ def same_heads_replicates(sweep: Mapping, defaults: Mapping, lam: float) -> dict
     """The pruned arm over gate seeds (chapter "Pruning heads", pruned versus scratch): at ``lam``, the main run
     and those of its gate-seed runs (:func:`gate_seed_agreement`) that keep exactly its heads, so that every one
     is the same pruned architecture as the from-scratch arm's. Returns their ``seeds`` (the main run's first),
-    ``bleu_beam`` and the heads ``kept``."""
+    ``bleu_beam``, the heads ``kept`` and ``n_eval``, the test verses they were scored on."""
     main, *others = _gate_seed_runs(sweep, defaults, lam)
     mask = kept_masks(main)
     same = [main, *(r for r in others if jaccard(kept_masks(r), mask) == 1.0)]
     return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in same[1:]]],
-            "bleu_beam": [float(r["bleu_beam"]) for r in same], "kept": int(main["n_kept"])}
+            "bleu_beam": [float(r["bleu_beam"]) for r in same], "kept": int(main["n_kept"]),
+            "n_eval": sweep["n_eval"]}
 
 
 def gate_noise_finding(row: Mapping, replicates: Mapping, *, precomputed: str = "") -> Claim:
@@ -177,6 +193,9 @@ def gate_noise_finding(row: Mapping, replicates: Mapping, *, precomputed: str = 
     95%)."""
     if row["kept"] != replicates["kept"]:
         raise ValueError(f"the row has {row['kept']} heads, the gate seeds' runs {replicates['kept']}")
+    if row["n_eval"] != replicates["n_eval"]:
+        raise ValueError(f"the from-scratch arm was scored on {row['n_eval']} test verses, the gate seeds' runs "
+                         f"on {replicates['n_eval']}: the arms must be scored on the same verses")
     scratch = [s["bleu_beam"] for s in row["scratch"]]
     t = welch_t(scratch, replicates["bleu_beam"])
     return finding(
@@ -413,7 +432,7 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
                           pruned_arm: Optional[Mapping] = None) -> list[dict]:
     """The rows of chapter "Pruning heads"'s pruned-versus-scratch comparison (Voita et al. Table 3) from
     the result of recipe ``scratch_converged``: one row per pruned shape that has a pruned arm, with
-    ``lam``, ``kept``, the pruned model's beam BLEU and, per seed trained from scratch, its beam BLEU and
+    ``lam``, ``kept``, ``n_eval`` (the verses scored), the pruned model's beam BLEU and, per seed trained from scratch, its beam BLEU and
     the paired bootstrap difference scratch minus pruned on the same ``references``
     (:func:`attnbook.stats.paired_bleu_difference`). The hypotheses must be the file's, for
     the first ``record["n_eval"]`` references. With ``pruned_arm`` (the result of recipe
@@ -439,7 +458,7 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
             diff = paired_bleu_difference(p["hypotheses_beam"], s["hypotheses_beam"], refs,
                                           n_bootstrap=n_bootstrap)
             seeds.append({"seed": s["seed"], "bleu_beam": s["bleu_beam"]["bleu"], **diff})
-        rows.append({"lam": lam, "kept": p["kept"], "pruned_beam": p["bleu_beam"]["bleu"],
+        rows.append({"lam": lam, "kept": p["kept"], "n_eval": record["n_eval"], "pruned_beam": p["bleu_beam"]["bleu"],
                      "matches_sweep": p.get("matches_sweep"), "scratch": seeds,
                      "across_seeds": across_seeds(seeds) if seeds else None})
     return rows
