@@ -244,8 +244,19 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
                 "bleu_beam": _bleu_interval(beam, refs),
                 "hypotheses_beam": beam}
 
-    def sweep_masks(lam) -> dict:
+    def pruned_spec(lam, gate_seed=None) -> dict:
+        """The gate sweep's run at ``lam`` with gate seed ``gate_seed`` (None or the sweep's seed: its main run;
+        another: the variant that changes only the gate seed), to rebuild and look up."""
         spec = _gate_spec(gate_settings, lam)
+        if gate_seed is not None and gate_seed != gate_settings["seed"]:
+            spec = {**spec, "seed": gate_seed}
+        if not any(r["spec"] == spec for r in sweep["runs"]):
+            raise ValueError(f"the gate sweep {s['gate_recipe']} has no run {spec}: a pruned model of gate seed "
+                             f"{gate_seed} at lambda {lam} needs that run in the sweep first")
+        return spec
+
+    def sweep_masks(lam, gate_seed=None) -> dict:
+        spec = pruned_spec(lam, gate_seed)
         return sweeps.kept_masks(next(r for r in sweep["runs"] if r["spec"] == spec))
 
     previous = json.loads(out.read_text()) if out.exists() and not smoke else {}
@@ -316,10 +327,17 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
             model = tr.model_from_preset(q).to(DEVICE)
             finished = converge(model, q, masks, f"lam{lam}_seed{seed}", entry)
         else:  # the pruned model, rebuilt with the gate recipe's settings
-            masks = sweep_masks(lam)
+            # a trained-on seed is also its gate seed (the gates' initial log alpha and noise): seed 0 the sweep's
+            # main run, seed s its variant with gate seed s; the 300-step pruned arm is the main run's
+            gate_seed = seed if arm == "pruned_trained" else None
+            masks = sweep_masks(lam, gate_seed)
             if base is None:
                 base = converged_model()
-            model, gates, _ = _train_gates(base, _gate_stream(base, gs), gs, _gate_spec(gs, lam))
+            spec = pruned_spec(lam, gate_seed)
+            if smoke:
+                spec = {**spec, "steps": gs["steps"]}
+            entry["gate_seed"] = spec.get("seed", gate_settings["seed"])
+            model, gates, _ = _train_gates(base, _gate_stream(base, gs), gs, spec)
             rebuilt = head_masks.binary(gates())
             entry["matches_sweep"] = all(bool(torch.equal(rebuilt[k], masks[k])) for k in masks)
             masks = rebuilt

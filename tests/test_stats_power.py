@@ -171,3 +171,48 @@ def test_welch_t_keeps_each_arm_s_variance_and_covers_at_its_level():
     covered = [lo <= 1 <= hi for lo, hi in (stats.welch_t(rng.normal(1, 0.8, 3), rng.normal(0, 0.1, 4))["interval"]
                                             for _ in range(4000))]
     assert np.mean(covered) == pytest.approx(0.945, abs=0.015)
+
+
+def test_two_arm_intervals_put_both_arms_noise_in_and_cover_at_their_level():
+    # by hand: arm a 3 seeds at one shape and 2 at another, arm b 3 seeds at the first shape and 1 at the second
+    a, b = [[31.0, 30.0, 32.0], [29.0, 30.0]], [[30.0, 30.2, 29.8], [30.5]]
+    out = stats.two_arm_seed_intervals(a, b)
+    sd_a = np.sqrt((2.0 + 0.5) / 3)  # pooled over (3 - 1) + (2 - 1) degrees of freedom
+    sd_b = np.sqrt(0.08 / 2)  # the second shape's one seed adds no degree of freedom
+    assert out[0]["sd_a"] == pytest.approx(sd_a) and out[0]["sd_b"] == pytest.approx(sd_b)
+    assert out[1]["mean"] == pytest.approx(29.5 - 30.5) and (out[1]["n_a"], out[1]["n_b"]) == (2, 1)
+    va, vb = sd_a ** 2 / 3, sd_b ** 2 / 3
+    assert out[0]["dof"] == pytest.approx((va + vb) ** 2 / (va ** 2 / 3 + vb ** 2 / 2))
+    from scipy.stats import t as student_t
+    half = student_t.ppf(0.975, out[0]["dof"]) * np.sqrt(va + vb)
+    assert (out[0]["low"], out[0]["high"]) == pytest.approx((1.0 - half, 1.0 + half))
+    # the second shape's one seed of arm b still carries arm b's noise, measured at the first shape
+    se1 = np.sqrt(sd_a ** 2 / 2 + sd_b ** 2 / 1)
+    assert out[1]["high"] - out[1]["low"] == pytest.approx(2 * student_t.ppf(0.975, out[1]["dof"]) * se1)
+    with pytest.raises(ValueError, match="one seed at every shape"):
+        stats.two_arm_seed_intervals(a, [[30.0], [30.5]])
+    # coverage on simulated arms whose noise differs (sd 0.8 and 0.15), 3 and 2 seeds at three shapes
+    rng = np.random.default_rng(1)
+    covered = []
+    for _ in range(3000):
+        sim_a = [rng.normal(1.0, 0.8, 3) for _ in range(3)]
+        sim_b = [rng.normal(0.0, 0.15, n) for n in (3, 1, 1)]
+        first = stats.two_arm_seed_intervals(sim_a, sim_b)[0]
+        covered.append(first["low"] <= 1.0 <= first["high"])
+    assert np.mean(covered) == pytest.approx(0.95, abs=0.015)
+
+
+def test_two_arm_rule_power_matches_the_rule_applied_to_simulated_experiments():
+    power = stats.two_arm_rule_power(-0.5, 0.5, 0.3, [3, 3, 3], [3, 1, 1], n_sim=4000)
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(2000):
+        sim_a = [rng.normal(-0.5, 0.5, 3) for _ in range(3)]
+        sim_b = [rng.normal(0.0, 0.3, n) for n in (3, 1, 1)]
+        hits += stats.two_arm_seed_intervals(sim_a, sim_b)[0]["high"] <= 0
+    assert power["reproduces"] == pytest.approx(hits / 2000, abs=0.03)
+    assert sum(power[k] for k in ("reproduces", "undecided", "differs")) == pytest.approx(1)
+    flipped = stats.two_arm_rule_power(0.5, 0.5, 0.3, [3, 3, 3], [3, 1, 1], n_sim=4000)
+    assert flipped["reproduces"] == pytest.approx(power["reproduces"], abs=0.02)
+    with pytest.raises(ValueError, match="two or more in each arm"):
+        stats.two_arm_rule_power(-0.5, 0.5, 0.3, [3], [1])

@@ -164,6 +164,16 @@ def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
     assert rows[1]["across_seeds"]["n_seeds"] == 1
     with pytest.raises(ValueError, match="pruned arm was evaluated on 3"):
         sweeps.scratch_versus_pruned(record, refs, pruned_arm={**trained_on, "n_eval": 3})
+    # further seeds of the trained-on arm: listed, the first seed's model stays the paired one
+    more = {**run, "arm": "pruned_trained", "bleu_beam": {"bleu": 40.0}, "hypotheses_beam": worse}
+    seeded = {**trained_on, "runs": [{**more, "seed": 2}] + trained_on["runs"] + [{**more, "seed": 1}]}
+    row, = sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20, pruned_arm=seeded)
+    assert row["pruned_beam"] == 100.0 and row["scratch"][0]["delta"] < -50
+    assert row["pruned_seeds"] == [{"seed": 0, "bleu_beam": 100.0}, {"seed": 1, "bleu_beam": 40.0},
+                                   {"seed": 2, "bleu_beam": 40.0}]
+    other = {**seeded, "runs": seeded["runs"] + [{**more, "seed": 3, "masks": {"enc_self": [[0.0, 1.0]]}}]}
+    with pytest.raises(ValueError, match="keep different heads"):
+        sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20, pruned_arm=other)
 
 
 def test_merged_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
@@ -218,11 +228,16 @@ def test_trained_on_gains_pairs_each_shape_with_its_short_fine_tuning_and_the_co
         {"arm": "pruned", "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse},
         {"arm": "pruned", "lam": 0.05, "kept": 2, "bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse},
         {"arm": "scratch", "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 9.0}, "hypotheses_beam": refs}]}
-    trained_on = {"n_eval": 3, "runs": [  # the 2-head model reaches the references, the 1-head one half of them
-        {**common, "lam": 0.05, "kept": 2, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs},
-        {**common, "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 50.0}, "hypotheses_beam": half}]}
-    control = {"n_eval": 3, "runs": [{**common, "bleu_beam": {"bleu": 50.0}, "hypotheses_beam": half,
-                                      "before": {"bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse}}]}
+    seed0 = {"meta": {"settings": {"seeds": [0]}}}
+    trained_on = {**seed0, "n_eval": 3, "runs": [  # the 2-head model reaches the references, the 1-head one half
+        {**common, "seed": 0, "lam": 0.05, "kept": 2, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs},
+        {**common, "seed": 0, "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 50.0}, "hypotheses_beam": half},
+        # a further seed (merged from its own file): the seed-level rule's, not paired here
+        {**common, "seed": 1, "lam": 0.1, "kept": 1, "bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse}]}
+    control = {**seed0, "n_eval": 3, "runs": [
+        {**common, "seed": 0, "bleu_beam": {"bleu": 50.0}, "hypotheses_beam": half, "lam": None,
+         "before": {"bleu_beam": {"bleu": 1.0}, "hypotheses_beam": worse}}]}
+    control["runs"].insert(0, {**control["runs"][0], "seed": 1, "hypotheses_beam": refs})  # a further seed
     rows = sweeps.trained_on_gains(trained_on, control, scratch, refs, n_bootstrap=50)
     assert [r["label"] for r in rows] == ["1", "2", "48 (unpruned control)"]
     one, two, ctrl = rows
@@ -234,7 +249,7 @@ def test_trained_on_gains_pairs_each_shape_with_its_short_fine_tuning_and_the_co
     with pytest.raises(ValueError, match="evaluated on 3 and 2"):
         sweeps.trained_on_gains(trained_on, {**control, "n_eval": 2}, scratch, refs)
     # a trained-on shape with no 300-step model in the scratch record: its cost, no gain
-    lone = {**common, "lam": 0.2, "kept": 3, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs}
+    lone = {**common, "seed": 0, "lam": 0.2, "kept": 3, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs}
     rows = sweeps.trained_on_gains({**trained_on, "runs": trained_on["runs"] + [lone]}, control, scratch, refs,
                                    n_bootstrap=50)
     three = rows[2]
@@ -435,8 +450,13 @@ def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap()
     refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
     worse = ["el dijo", "y fue la tarde", "en el principio dios"]
     half = [refs[0], worse[1], worse[2]]
-    trained_on = {"n_eval": 3, "runs": [{"kept": 2, "hypotheses_beam": worse}, {"kept": 6, "hypotheses_beam": half}]}
-    control = {"n_eval": 3, "runs": [{"hypotheses_beam": refs}]}
+    seed0 = {"meta": {"settings": {"seeds": [0]}}}
+    trained_on = {**seed0, "n_eval": 3, "runs": [
+        {"seed": 0, "lam": 0.1, "kept": 2, "hypotheses_beam": worse},
+        {"seed": 2, "lam": 0.1, "kept": 2, "hypotheses_beam": refs},  # a further seed: not paired here
+        {"seed": 0, "lam": 0.05, "kept": 6, "hypotheses_beam": half}]}
+    control = {**seed0, "n_eval": 3, "runs": [{"seed": 1, "lam": None, "hypotheses_beam": worse},
+                                              {"seed": 0, "lam": None, "hypotheses_beam": refs}]}
     cost = {k: stats.bleu(h, refs) - stats.bleu(refs, refs) for k, h in ((2, worse), (6, half))}
     at_run = sweeps.cost_at(6, trained_on, control, refs, n_bootstrap=50)
     assert at_run["delta"] == pytest.approx(cost[6]) and at_run["between"] == (6, 6)
@@ -446,6 +466,9 @@ def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap()
     assert between["low"] <= between["delta"] <= between["high"]
     with pytest.raises(ValueError, match="outside the trained-on shapes"):
         sweeps.cost_at(1, trained_on, control, refs)
+    twice = {**trained_on, "runs": trained_on["runs"] + [{"seed": 0, "lam": 0.1, "kept": 2}]}
+    with pytest.raises(ValueError, match="more than one run of a shape"):
+        sweeps.cost_at(2, twice, control, refs)
 
 
 def test_same_heads_replicates_and_the_gate_noise_finding():

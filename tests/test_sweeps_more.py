@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 import torch
 
+from attnbook import stats
 from attnbook.heads import importance, pruning_tables, sweeps
 
 
@@ -145,6 +146,30 @@ def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
     assert pruned_better.reason == ("-0.60 BLEU over 1 seed(s); one seed: its paired 95% interval over verses "
                                     "runs from -1.00 to -0.10: the pruned model is the better beyond the seeds' "
                                     "noise; done")
+
+
+def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():
+    def row(kept, scratch, pruned):
+        seeds = [{"seed": i, "bleu_beam": b, "delta": b - pruned[0], "low": -9.0, "high": 9.0}
+                 for i, b in enumerate(scratch)]
+        return {"kept": kept, "pruned_beam": pruned[0], "scratch": seeds,
+                "pruned_seeds": [{"seed": i, "bleu_beam": b} for i, b in enumerate(pruned)],
+                "across_seeds": stats.across_seeds(seeds)}
+    rows = [row(3, [30.0, 31.0, 30.5], [31.5, 31.0, 31.2]), row(8, [30.2, 30.8], [31.4])]
+    claims = sweeps.scratch_claims(rows, "trained-on pruned", "done", -0.5, "Table 3", "cmd")
+    expect = stats.two_arm_seed_intervals([[30.0, 31.0, 30.5], [30.2, 30.8]], [[31.5, 31.0, 31.2], [31.4]])
+    for c, e in zip(claims, expect):
+        assert c.value == pytest.approx(e["mean"], abs=0.005)  # compare() rounds to its digits
+        assert c.interval == pytest.approx((e["low"], e["high"]), abs=0.05)  # to 2 significant digits
+    assert claims[0].value == pytest.approx(30.5 - (31.5 + 31.0 + 31.2) / 3, abs=0.005)  # the arms' means
+    assert "3 trained-on pruned seed(s)" in claims[0].reason and "1 trained-on pruned seed(s)" in claims[1].reason
+    assert "each pooled over 2 shapes" in claims[0].reason
+    power = float(claims[0].condition.split("power: ")[1].split(" ")[0])
+    assert power == pytest.approx(stats.two_arm_rule_power(-0.5, expect[0]["sd_a"], expect[0]["sd_b"], [3, 2],
+                                                           [3, 1])["reproduces"], abs=0.01)
+    # one pruned seed everywhere: the pruned arm is held fixed (the pooled rule), as before
+    fixed = sweeps.scratch_claims([row(3, [30.0, 31.0, 30.5], [31.5])], "pruned", "done", -0.5, "Table 3", "")
+    assert "seed sd" in fixed[0].reason and "each pooled" not in fixed[0].reason
 
 
 def test_michel_fine_tuned_table():

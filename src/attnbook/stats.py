@@ -9,6 +9,8 @@
 * :func:`across_seeds`: one shape's paired differences over seeds, their mean, envelope and spread.
 * :func:`pooled_sd`, :func:`pooled_seed_intervals`, :func:`pooled_rule_power`: the seed-to-seed sd pooled over
   groups of seeds, t intervals over training seeds with it, and how often that rule decides each way at a paper's effect size.
+* :func:`two_arm_seed_intervals`, :func:`two_arm_rule_power`: the same with seed noise on both arms (each arm's
+  sd pooled over shapes, Welch-Satterthwaite degrees of freedom), and that rule's power.
 * :func:`reaches_power`: how often a one-sided interval rule (a level the paper reports reaching) reproduces
   at the paper's value.
 * :func:`seed_noise`, :func:`envelope_rule_power`: the noise of a seed comparison measured from those
@@ -275,6 +277,79 @@ def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0
     return [{"mean": float(d.mean()), "low": float(d.mean() - q * sd / d.size ** 0.5),
              "high": float(d.mean() + q * sd / d.size ** 0.5), "n_seeds": int(d.size), "sd": sd, "dof": dof}
             for d in shapes]
+
+
+def _two_arm_interval(diff, sd_a, dof_a, n_a, sd_b, dof_b, n_b, level: float):
+    """``diff`` +- Student t half-width with each arm's variance of its mean (``sd**2 / n``) and the degrees of
+    freedom by Welch and Satterthwaite from each arm's own ``dof`` (arrays broadcast: the simulations of
+    :func:`two_arm_rule_power` batch over them). Returns ``(low, high, dof)``."""
+    from scipy.stats import t as student_t
+
+    va, vb = np.square(sd_a) / n_a, np.square(sd_b) / n_b
+    var = va + vb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dof = np.where(var > 0, var ** 2 / (va ** 2 / dof_a + vb ** 2 / dof_b), float(dof_a + dof_b))
+    half = student_t.ppf(0.5 + level / 2, dof) * np.sqrt(var)
+    return diff - half, diff + half, dof
+
+
+def two_arm_seed_intervals(arm_a: Sequence[Sequence[float]], arm_b: Sequence[Sequence[float]],
+                           level: float = 0.95) -> list[dict]:
+    """Seed-level intervals of each shape's difference of two arms' mean results, noise on both arms
+    (chapter "Pruning heads", Voita et al.'s Table 3 with seeds on the pruned arm too; issue "Verdicts a
+    referee would sign"): ``arm_a[i]`` and ``arm_b[i]`` hold shape ``i``'s results, one per training seed (beam
+    BLEU from scratch, and of the pruned models). Each arm's seed-to-seed sd is pooled over the shapes
+    (:func:`pooled_sd`, its own degrees of freedom), so a shape where an arm has one seed still gets that arm's
+    noise, measured at the other shapes. The shape's difference ``mean(a) - mean(b)`` gets a Student t interval
+    with standard error ``sqrt(sd_a**2 / n_a + sd_b**2 / n_b)`` and Welch-Satterthwaite degrees of freedom
+    (the arms' noise differs: :func:`welch_t`'s reasoning, with variances pooled over shapes). The test verses
+    are held fixed, as in :func:`pooled_seed_intervals`. Returns per shape ``{"mean", "low", "high", "n_a",
+    "n_b", "sd_a", "sd_b", "dof"}``."""
+    if not 0 < level < 1:
+        raise ValueError(f"level is a probability in (0, 1), got {level}")
+    a = [np.asarray(x, dtype=float) for x in arm_a]
+    b = [np.asarray(x, dtype=float) for x in arm_b]
+    if not a or len(a) != len(b) or any(x.size == 0 for x in a + b):
+        raise ValueError(f"need both arms' seeds for every shape, got {[x.size for x in a]} and "
+                         f"{[x.size for x in b]} seeds")
+    for arm, name in ((a, "first"), (b, "second")):
+        if sum(x.size - 1 for x in arm) == 0:
+            raise ValueError(f"the {name} arm has one seed at every shape: its seed-to-seed noise is not "
+                             "measured, so a two-arm interval cannot be formed (pooled_seed_intervals holds "
+                             "that arm fixed instead)")
+    (sd_a, dof_a), (sd_b, dof_b) = pooled_sd(a), pooled_sd(b)
+    out = []
+    for xa, xb in zip(a, b):
+        diff = float(xa.mean() - xb.mean())
+        low, high, dof = _two_arm_interval(diff, sd_a, dof_a, xa.size, sd_b, dof_b, xb.size, level)
+        out.append({"mean": diff, "low": float(low), "high": float(high), "n_a": int(xa.size),
+                    "n_b": int(xb.size), "sd_a": float(sd_a), "sd_b": float(sd_b), "dof": float(dof)})
+    return out
+
+
+def two_arm_rule_power(effect: float, sd_a: float, sd_b: float, seeds_a: Sequence[int], seeds_b: Sequence[int],
+                       *, threshold: float = 0.0, level: float = 0.95, n_sim: int = 20000, seed: int = 0) -> dict:
+    """How often the two-arm rule (:func:`two_arm_seed_intervals`) decides each way when every shape's true
+    difference is the paper's ``effect`` (chapter "Pruning heads": the rule's power, printed with its
+    verdict): arm a's seeds are ``N(effect, sd_a)``, arm b's ``N(0, sd_b)``, with ``seeds_a`` and ``seeds_b``
+    seeds per shape, and the first shape's interval decides. Returns the shares ``reproduces`` (the interval
+    wholly on ``effect``'s side of ``threshold``), ``differs`` and ``undecided``."""
+    na, nb = [int(n) for n in seeds_a], [int(n) for n in seeds_b]
+    if not na or len(na) != len(nb) or min(na + nb) < 1 or sum(n - 1 for n in na) == 0 \
+            or sum(n - 1 for n in nb) == 0 or not (sd_a > 0 and sd_b > 0) or effect == threshold:
+        raise ValueError(f"need seeds in every shape of both arms, a shape with two or more in each arm, sds > 0 "
+                         f"and an effect off the threshold, got seeds {na} and {nb}, sds {sd_a}, {sd_b}, "
+                         f"effect={effect}")
+    rng = np.random.default_rng(seed)
+    draws_a = [effect + sd_a * rng.standard_normal((n_sim, n)) for n in na]
+    draws_b = [sd_b * rng.standard_normal((n_sim, n)) for n in nb]
+    (sa, da), (sb, db) = pooled_sd(draws_a), pooled_sd(draws_b)
+    diff = draws_a[0].mean(1) - draws_b[0].mean(1)
+    low, high, _ = _two_arm_interval(diff, sa, da, na[0], sb, db, nb[0], level)
+    above, below = low > threshold, high <= threshold
+    same, other = (above, below) if effect > threshold else (below, above)
+    return {"reproduces": float(same.mean()), "differs": float(other.mean()),
+            "undecided": float(1 - same.mean() - other.mean()), "n_sim": n_sim}
 
 
 def pooled_rule_power(effect: float, seed_sd: float, seeds_per_shape: Sequence[int], *,

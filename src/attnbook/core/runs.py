@@ -132,6 +132,19 @@ _PRUNED_CONVERGED = dict(
     length_penalty=0.6,
 )
 
+#: the settings of unpruned_converged, which unpruned_converged_seeds repeats with further seeds
+_UNPRUNED_CONVERGED = dict(
+    preset="quick",
+    gate_recipe="encoder_gates_converged",  # the checkpoint and the mask layout
+    lambdas=[],
+    seeds=[0],  # the batch order of pruned_converged's trainings
+    arms=["unpruned_trained"],
+    continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
+    eval_split="test",
+    beam=4,
+    length_penalty=0.6,
+)
+
 _PRUNING: dict[str, dict[str, Any]] = {
     "minilm_gates": dict(
         script="scripts/sweep_gates.py",
@@ -249,17 +262,37 @@ _PRUNING: dict[str, dict[str, Any]] = {
         "sweep's fine-tuning rate with no warm-up, dev evaluations, early stopping and checkpoint averaging), "
         "to tell what training on gains from more training alone from what it gains by adapting to a mask; "
         "test BLEU greedy and beam 4 with the beam hypotheses before and after",
-        settings=dict(
-            preset="quick",
-            gate_recipe="encoder_gates_converged",  # the checkpoint and the mask layout
-            lambdas=[],
-            seeds=[0],  # the batch order of pruned_converged's trainings
-            arms=["unpruned_trained"],
-            continue_training=dict(lr=_GATES_CONVERGED["lr"], warmup=0),
-            eval_split="test",
-            beam=4,
-            length_penalty=0.6,
-        ),
+        settings=_UNPRUNED_CONVERGED,
+    ),
+    "pruned_converged_seeds": dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        what="seeds 1 and 2 of pruned_converged's trained-on pruned arm at 3 of 48 encoder heads (issue 'Verdicts "
+        "a referee would sign': noise on every arm, the gate-noise seed among the pruned arm's seeds), in a file "
+        "of its own: seed s rebuilds the pruned model from the gate sweep's run with gate seed s (its gates' "
+        "initial log alpha and noise; encoder_gates_converged runs gate seeds 1 and 2 at lambda 0.1, and both "
+        "keep the main run's 3 heads) and trains it on with batch order s, otherwise exactly as "
+        "pruned_converged. The chapter adds its runs to pruned_converged's (sweeps.merged), seed by seed, so a "
+        "partial file counts for the seeds it holds; its rule (sweeps.scratch_claims, two arms) was committed "
+        "before it ran",
+        settings=dict(_PRUNED_CONVERGED, lambdas=[0.1], seeds=[1, 2]),  # 3 of 48 encoder heads
+        # about 1 to 2 hours a seed on one thread (pruned_converged: 59 minutes on two)
+        minutes=240,
+        pending="a CPU training not yet made (two trainings of 1 to 2 hours each on one thread; resumable: rerun "
+        "the command), or minutes on a GPU",
+    ),
+    "unpruned_converged_seeds": dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        what="seeds 1 and 2 of unpruned_converged, the control of the trained-on arm: the converged model, every "
+        "head kept, trained on with batch order 1 and 2, otherwise exactly as unpruned_converged; in a file of "
+        "its own, merged with unpruned_converged's run by the chapter (sweeps.merged). Run after "
+        "pruned_converged_seeds",
+        settings=dict(_UNPRUNED_CONVERGED, seeds=[1, 2]),
+        # about 1.5 hours a seed on one thread (unpruned_converged_seed1: 95 minutes)
+        minutes=200,
+        pending="a CPU training not yet made (two trainings of about 1.5 hours each on one thread, after "
+        "pruned_converged_seeds; resumable: rerun the command), or minutes on a GPU",
     ),
     "unpruned_converged_h4": _gate1_control("translation_model_h4", "the model with 4 heads of 32 dimensions"),
     "unpruned_converged_seed1": _gate1_control("translation_model_seed1", "the second seed of the shipped recipe"),

@@ -24,7 +24,7 @@ from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
 from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_difference, pooled_rule_power,
-                            pooled_seed_intervals, welch_t)
+                            pooled_seed_intervals, two_arm_rule_power, two_arm_seed_intervals, welch_t)
 
 
 def load(name: str, preset: str | None = "quick") -> dict:
@@ -436,20 +436,30 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
     the paired bootstrap difference scratch minus pruned on the same ``references``
     (:func:`attnbook.stats.paired_bleu_difference`). The hypotheses must be the file's, for
     the first ``record["n_eval"]`` references. With ``pruned_arm`` (the result of recipe
-    ``pruned_converged``), its pruned models trained on to convergence (arm ``"pruned_trained"``) take the
-    place of the record's pruned models."""
+    ``pruned_converged``, merged with its further seeds), its pruned models trained on to convergence (arm
+    ``"pruned_trained"``) take the place of the record's pruned models: the first seed's model is the one each
+    from-scratch seed is paired with, and ``pruned_seeds`` lists every seed's ``seed`` and ``bleu_beam`` (one
+    entry for the 300-step pruned model), for the two-arm rule of :func:`scratch_claims`. Every pruned seed
+    must keep the from-scratch arm's heads."""
     refs = list(references)[: record["n_eval"]]
     if len(refs) != record["n_eval"]:
         raise ValueError(f"the record was evaluated on {record['n_eval']} references, got {len(refs)}")
     if pruned_arm is None:
-        pruned = {r["lam"]: r for r in record["runs"] if r["arm"] == "pruned"}
+        source = [r for r in record["runs"] if r["arm"] == "pruned"]
     elif pruned_arm["n_eval"] != record["n_eval"]:
         raise ValueError(f"the pruned arm was evaluated on {pruned_arm['n_eval']} references, "
                          f"the record on {record['n_eval']}")
     else:
-        pruned = {r["lam"]: r for r in pruned_arm["runs"] if r["arm"] == "pruned_trained"}
+        source = [r for r in pruned_arm["runs"] if r["arm"] == "pruned_trained"]
+    pruned: dict = {}  # lambda -> its pruned models, the first seed first
+    for r in sorted(source, key=lambda r: -1 if r["seed"] is None else r["seed"]):
+        pruned.setdefault(r["lam"], []).append(r)
     rows = []
-    for lam, p in sorted(pruned.items(), key=lambda kv: -kv[0]):
+    for lam, models in sorted(pruned.items(), key=lambda kv: -kv[0]):
+        p = models[0]
+        if any(m["kept"] != p["kept"] or m["masks"] != p["masks"] for m in models[1:]):
+            raise ValueError(f"lambda {lam}: the pruned models of seeds {[m['seed'] for m in models]} keep "
+                             "different heads; the seed-level rule needs one architecture per shape")
         seeds = []
         for s in sorted((r for r in record["runs"] if r["arm"] == "scratch" and r["lam"] == lam),
                         key=lambda r: r["seed"]):
@@ -459,11 +469,25 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
                                           n_bootstrap=n_bootstrap)
             seeds.append({"seed": s["seed"], "bleu_beam": s["bleu_beam"]["bleu"], **diff})
         rows.append({"lam": lam, "kept": p["kept"], "n_eval": record["n_eval"], "pruned_beam": p["bleu_beam"]["bleu"],
+                     "pruned_seeds": [{"seed": m["seed"], "bleu_beam": m["bleu_beam"]["bleu"]} for m in models],
                      "matches_sweep": p.get("matches_sweep"), "scratch": seeds,
                      "across_seeds": across_seeds(seeds) if seeds else None})
     return rows
 
 
+
+
+def first_seed_runs(record: Mapping) -> list[dict]:
+    """The runs of a trained-on record (``pruned_converged`` or ``unpruned_converged``, merged with files of
+    further seeds) made with its first seed, the recipe's own (chapter "Pruning heads"): one per shape, the
+    models :func:`trained_on_gains` and :func:`cost_at` pair; the other seeds enter the seed-level rule of
+    :func:`scratch_claims`. Raises where the first seed has two runs of one shape."""
+    first = record["meta"]["settings"]["seeds"][0]
+    out = [r for r in record["runs"] if r["seed"] == first]
+    shapes = [r["lam"] for r in out]
+    if len(set(shapes)) != len(shapes):
+        raise ValueError(f"seed {first} has more than one run of a shape: {shapes}")
+    return out
 
 
 def _shared_references(trained_on: Mapping, control: Mapping, references: Sequence[str]) -> list[str]:
@@ -487,13 +511,14 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
     adapting to the mask gives beyond more training) and ``cost`` (the trained-on pruned model minus the
     trained-on unpruned one: what pruning costs when both are trained alike). A trained-on shape that
     ``scratch`` has no 300-step model of (2 heads) has ``before``, ``gain`` and ``beyond_control`` None: its
-    cost is measured, its gain is not."""
+    cost is measured, its gain is not. Each arm is its first seed's runs (:func:`first_seed_runs`), the seed
+    that the 300-step pruned models were made with."""
     refs = _shared_references(trained_on, control, references)
-    ctrl = control["runs"][0]
+    ctrl = first_seed_runs(control)[0]
     short = {r["lam"]: r for r in scratch["runs"] if r["arm"] == "pruned"}
     control_hyps = [ctrl["before"]["hypotheses_beam"], ctrl["hypotheses_beam"]]
     arms = [(str(r["kept"]), r["kept"], short.get(r["lam"]), r)
-            for r in sorted(trained_on["runs"], key=lambda r: r["kept"])]
+            for r in sorted(first_seed_runs(trained_on), key=lambda r: r["kept"])]
     arms.append(("48 (unpruned control)", None, ctrl["before"], ctrl))
     rows = []
     for label, kept, before, r in arms:
@@ -520,15 +545,16 @@ def cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Seq
     ``w * cost(k_lo) + (1 - w) * cost(k_hi)``, as one paired bootstrap over the three models' translations
     (:func:`attnbook.stats.paired_bleu_contrast`), so that the paper's printed head counts are compared
     without interpolating the paper. Returns ``delta``, ``low``, ``high``, ``between`` (the shapes used) and
-    ``weight`` (``w``); outside the shapes run it raises."""
+    ``weight`` (``w``); outside the shapes run it raises. Each arm is its first seed's runs
+    (:func:`first_seed_runs`)."""
     refs = _shared_references(trained_on, control, references)
-    shapes = {r["kept"]: r for r in trained_on["runs"]}
+    shapes = {r["kept"]: r for r in first_seed_runs(trained_on)}
     lo = max((k for k in shapes if k <= n_heads), default=None)
     hi = min((k for k in shapes if k >= n_heads), default=None)
     if lo is None or hi is None:
         raise ValueError(f"{n_heads} heads is outside the trained-on shapes {sorted(shapes)}")
     w = 1.0 if hi == lo else (hi - n_heads) / (hi - lo)
-    ctrl = control["runs"][0]["hypotheses_beam"]
+    ctrl = first_seed_runs(control)[0]["hypotheses_beam"]
     out = paired_bleu_contrast([ctrl, shapes[lo]["hypotheses_beam"], shapes[hi]["hypotheses_beam"]],
                                [-1.0, w, 1.0 - w], refs, n_bootstrap)
     return {**out, "between": (lo, hi), "weight": w}
@@ -704,21 +730,40 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
     seed-to-seed variance pooled over the shapes (:func:`attnbook.stats.pooled_seed_intervals`), with the
     rule's power at the paper's effect from that variance (:func:`attnbook.stats.pooled_rule_power`). With
     one seed per shape the seeds' noise is not measured: the seed's paired 95% interval over verses decides
-    and no power is given. ``done`` says how much of the recipe finished."""
+    and no power is given. Where the ``arm`` has two or more seeds at a shape (``pruned_seeds``), both arms'
+    noise enters: scratch's mean minus the arm's mean, each arm's seed sd pooled over the shapes, Welch's
+    degrees of freedom (:func:`attnbook.stats.two_arm_seed_intervals`, its power
+    :func:`attnbook.stats.two_arm_rule_power`), at every shape. ``done`` says how much of the recipe
+    finished."""
     shaped = [row for row in rows if row["scratch"]]
     deltas = [[s["delta"] for s in row["scratch"]] for row in shaped]
-    pooled = (pooled_seed_intervals(deltas) if any(len(d) > 1 for d in deltas)
-              else [None] * len(shaped))
+    scratch_bleu = [[s["bleu_beam"] for s in row["scratch"]] for row in shaped]
+    arm_bleu = [[p["bleu_beam"] for p in row.get("pruned_seeds") or [{"bleu_beam": row["pruned_beam"]}]]
+                for row in shaped]
+    two_arm = any(len(b) > 1 for b in arm_bleu) and any(len(d) > 1 for d in deltas)
+    pooled = (two_arm_seed_intervals(scratch_bleu, arm_bleu) if two_arm
+              else pooled_seed_intervals(deltas) if any(len(d) > 1 for d in deltas) else [None] * len(shaped))
     out = []
-    counts = [len(d) for d in deltas]
+    counts, arm_counts = [len(d) for d in deltas], [len(b) for b in arm_bleu]
+
+    def first(i, xs):  # shape i's count first, then the other shapes' (the power simulates shape i)
+        return [xs[i]] + xs[:i] + xs[i + 1:]
     for i, (row, p) in enumerate(zip(shaped, pooled)):
         a = row["across_seeds"]
         if p is None:  # one seed per shape: the verses' interval of that seed
             low, high, power = a["low"], a["high"], None
             how = f"one seed: its paired 95% interval over verses runs from {low:+.2f} to {high:+.2f}"
+        elif two_arm:  # both arms over their seeds
+            low, high = p["low"], p["high"]
+            a = {**a, "delta": p["mean"]}
+            power = two_arm_rule_power(paper, p["sd_a"], p["sd_b"], first(i, counts),
+                                       first(i, arm_counts))["reproduces"]
+            how = (f"{p['n_b']} {arm} seed(s); the two arms' 95% t interval (seed sd {p['sd_a']:.2f} from "
+                   f"scratch and {p['sd_b']:.2f} {arm}, each pooled over {len(deltas)} shapes, "
+                   f"{p['dof']:.1f} degrees of freedom) runs from {low:+.2f} to {high:+.2f}")
         else:  # the power of this shape's interval: its seeds first, then the other shapes'
             low, high = p["low"], p["high"]
-            power = pooled_rule_power(paper, p["sd"], [counts[i]] + counts[:i] + counts[i + 1:])["reproduces"]
+            power = pooled_rule_power(paper, p["sd"], first(i, counts))["reproduces"]
             how = (f"the seeds' 95% t interval (seed sd {p['sd']:.2f} pooled over {len(deltas)} shapes, "
                    f"{p['dof']} degrees of freedom) runs from {low:+.2f} to {high:+.2f}")
         verdict = ("from scratch is the better beyond the seeds' noise" if low > 0
