@@ -336,8 +336,10 @@ def two_arm_rule_power(effect: float, sd_a: float, sd_b: float, seeds_a: Sequenc
     wholly on ``effect``'s side of ``threshold``), ``differs`` and ``undecided``."""
     na, nb = [int(n) for n in seeds_a], [int(n) for n in seeds_b]
     if not na or len(na) != len(nb) or min(na + nb) < 1 or sum(n - 1 for n in na) == 0 \
-            or sum(n - 1 for n in nb) == 0 or not (sd_a > 0 and sd_b > 0) or effect == threshold:
-        raise ValueError(f"need seeds in every shape of both arms, a shape with two or more in each arm, sds > 0 "
+            or sum(n - 1 for n in nb) == 0 or not (sd_a >= 0 and sd_b >= 0 and sd_a + sd_b > 0) \
+            or effect == threshold:
+        raise ValueError(f"need seeds in every shape of both arms, a shape with two or more in each arm, sds >= 0 "
+                         f"(not both 0) "
                          f"and an effect off the threshold, got seeds {na} and {nb}, sds {sd_a}, {sd_b}, "
                          f"effect={effect}")
     rng = np.random.default_rng(seed)

@@ -357,7 +357,8 @@ on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
 [
     attnbook.check("share of rebuilt pruned models (trained on) with the shipped "
         "sweep's masks",
-        float(np.mean([r["matches_sweep"] for r in on_rows])), at_least=1.0,
+        float(np.mean([r["matches_sweep"] for r in trained_on["runs"]])),
+        at_least=1.0,
         digits=2, precomputed=CONVERGED_CMD),
     attnbook.check("beam BLEU of the trained-on models recomputed from the shipped "
         "hypotheses: "
