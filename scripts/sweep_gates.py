@@ -135,6 +135,19 @@ def _gate_spec(s: dict, lam) -> dict:
     return {**{k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}, "lam": lam}
 
 
+def _pruned_spec(sweep: dict, gate_settings: dict, lam, gate_seed=None) -> dict:
+    """The spec of the gate sweep's run at ``lam`` with gate seed ``gate_seed`` (None or the sweep's seed: its
+    main run; another: the variant that changes only the gate seed), the run a pruned model is rebuilt from
+    (chapter "Pruning heads": seed s of the trained-on arm is gate seed s). Raises if the sweep has no such run."""
+    spec = _gate_spec(gate_settings, lam)
+    if gate_seed is not None and gate_seed != gate_settings["seed"]:
+        spec = {**spec, "seed": gate_seed}
+    if not any(r["spec"] == spec for r in sweep["runs"]):
+        raise ValueError(f"the gate sweep has no run {spec}: a pruned model of gate seed {gate_seed} at lambda "
+                         f"{lam} needs that run in the sweep first")
+    return spec
+
+
 def _train_gates(base, stream, s: dict, spec: dict):
     """One run of a gate recipe (settings ``s``, run ``spec``): Voita et al.'s gate fine-tuning. A spec's
     ``seed`` (a variant's gate seed: the gates' initial log alpha and their noise) replaces the recipe's."""
@@ -245,15 +258,7 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
                 "hypotheses_beam": beam}
 
     def pruned_spec(lam, gate_seed=None) -> dict:
-        """The gate sweep's run at ``lam`` with gate seed ``gate_seed`` (None or the sweep's seed: its main run;
-        another: the variant that changes only the gate seed), to rebuild and look up."""
-        spec = _gate_spec(gate_settings, lam)
-        if gate_seed is not None and gate_seed != gate_settings["seed"]:
-            spec = {**spec, "seed": gate_seed}
-        if not any(r["spec"] == spec for r in sweep["runs"]):
-            raise ValueError(f"the gate sweep {s['gate_recipe']} has no run {spec}: a pruned model of gate seed "
-                             f"{gate_seed} at lambda {lam} needs that run in the sweep first")
-        return spec
+        return _pruned_spec(sweep, gate_settings, lam, gate_seed)
 
     def sweep_masks(lam, gate_seed=None) -> dict:
         spec = pruned_spec(lam, gate_seed)

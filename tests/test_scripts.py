@@ -107,3 +107,17 @@ def test_bench_recipes_records_its_run_and_refuses_other_settings_without_out(ex
             run_main(mod, extra, monkeypatch)
     else:
         runs.check_recorded(payload, "bench_recipes", "quick")
+
+
+def test_a_trained_on_seed_rebuilds_its_pruned_model_from_the_sweep_run_of_its_gate_seed():
+    """Seed 0 of the trained-on arm is the gate sweep's main run (as pruned_converged was made); seed s the
+    variant with gate seed s; a seed the sweep has no run of is refused."""
+    mod = script("sweep_gates")
+    settings = {"lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300, "seed": 0}
+    main = {"lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300, "lam": 0.1}
+    sweep = {"runs": [{"spec": main}, {"spec": {**main, "seed": 1}}, {"spec": {**main, "lam": 0.05}}]}
+    assert mod._pruned_spec(sweep, settings, 0.1) == main
+    assert mod._pruned_spec(sweep, settings, 0.1, gate_seed=0) == main
+    assert mod._pruned_spec(sweep, settings, 0.1, gate_seed=1) == {**main, "seed": 1}
+    with pytest.raises(ValueError, match="no run"):
+        mod._pruned_spec(sweep, settings, 0.05, gate_seed=1)

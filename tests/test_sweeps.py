@@ -149,7 +149,7 @@ def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
         {**run, "arm": "scratch", "seed": 0, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
         {**run, "arm": "pruned", "seed": None, "bleu_beam": {"bleu": 20.0}, "hypotheses_beam": worse},
     ]}
-    trained_on = {"n_eval": 2, "runs": [
+    trained_on = {"n_eval": 2, "meta": {"settings": {"seeds": [0]}}, "runs": [
         {**run, "arm": "pruned_trained", "seed": 0, "bleu_beam": {"bleu": 100.0}, "hypotheses_beam": refs},
     ]}
     assert sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20)[0]["scratch"][0]["delta"] == 0
@@ -174,6 +174,14 @@ def test_scratch_versus_pruned_takes_the_trained_on_pruned_arm_when_given():
     other = {**seeded, "runs": seeded["runs"] + [{**more, "seed": 3, "masks": {"enc_self": [[0.0, 1.0]]}}]}
     with pytest.raises(ValueError, match="keep different heads"):
         sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20, pruned_arm=other)
+    # the further seeds' file alone (seed 0 missing): refused, never paired with seed 1 instead
+    without_first = {**seeded, "runs": [r for r in seeded["runs"] if r["seed"] != 0]}
+    with pytest.raises(ValueError, match="no run of its first seed 0"):
+        sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20, pruned_arm=without_first)
+    # the verdict's difference: paired mean with one pruned model, the arms' means with seeds
+    assert sweeps.arm_difference(row) == pytest.approx(20.0 - 60.0)
+    one, = sweeps.scratch_versus_pruned(record, refs, n_bootstrap=20, pruned_arm=trained_on)
+    assert sweeps.arm_difference(one) == one["across_seeds"]["delta"]
 
 
 def test_merged_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
@@ -208,6 +216,14 @@ def test_merged_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
         sweeps.merged(base, record([1], base["runs"][1:2]))
     with pytest.raises(ValueError, match="'beam': 1"):  # decoded otherwise: the runs would not pair
         sweeps.merged(base, record([2], third["runs"], beam=1))
+    # another arm's record (the control's seeds into the trained-on arm) is refused
+    on = record([0], [{**run, "arm": "pruned_trained", "seed": 0}])
+    on["meta"]["settings"]["arms"] = ["pruned_trained"]
+    ctrl = record([1], [{**run, "arm": "unpruned_trained", "seed": 1}])
+    ctrl["meta"]["settings"]["arms"] = ["unpruned_trained"]
+    with pytest.raises(ValueError, match="another arm"):
+        sweeps.merged(on, ctrl)
+    assert len(sweeps.merged(base, third)["runs"]) == 4  # a subset of the record's arms (scratch) merges
 
 
 def test_across_seeds_envelopes_the_seeds_intervals():

@@ -167,6 +167,11 @@ def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():
     power = float(claims[0].condition.split("power: ")[1].split(" ")[0])
     assert power == pytest.approx(stats.two_arm_rule_power(-0.5, expect[0]["sd_a"], expect[0]["sd_b"], [3, 2],
                                                            [3, 1])["reproduces"], abs=0.01)
+    # the second shape's power simulates that shape: its seeds first
+    power1 = float(claims[1].condition.split("power: ")[1].split(" ")[0])
+    assert power1 == pytest.approx(stats.two_arm_rule_power(-0.5, expect[1]["sd_a"], expect[1]["sd_b"], [2, 3],
+                                                            [1, 3])["reproduces"], abs=0.01)
+    assert power1 < power  # one trained-on seed and two from scratch: less power than at 3 heads
     # one pruned seed everywhere: the pruned arm is held fixed (the pooled rule), as before
     fixed = sweeps.scratch_claims([row(3, [30.0, 31.0, 30.5], [31.5])], "pruned", "done", -0.5, "Table 3", "")
     assert "seed sd" in fixed[0].reason and "each pooled" not in fixed[0].reason

@@ -47,11 +47,15 @@ def merged(record: Mapping, *more: Mapping) -> dict:
     def design(settings):  # what must match for the runs to pair
         return {k: v for k, v in settings.items() if k not in ("seeds", "lambdas", "arms")}
     base = design(record["meta"]["settings"])
+    arms = set(record["meta"]["settings"].get("arms", ["scratch", "pruned"]))
     for extra in (m for m in more if m):
         settings = extra["meta"]["settings"]
         if extra["n_eval"] != record["n_eval"] or design(settings) != base:
             raise ValueError(f"run {extra['meta'].get('run')} was evaluated on {extra['n_eval']} verses with "
                              f"settings {design(settings)}; the record on {record['n_eval']} with {base}")
+        if not set(settings.get("arms", ["scratch", "pruned"])) <= arms:
+            raise ValueError(f"run {extra['meta'].get('run')} holds arms {settings.get('arms')}, the record "
+                             f"{sorted(arms)}: another arm's runs would pass for this one's")
         have = {(r["arm"], r["lam"], r["seed"]) for r in out["runs"]}
         twice = [k for k in ((r["arm"], r["lam"], r["seed"]) for r in extra["runs"]) if k in have]
         if twice:
@@ -440,7 +444,7 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
     ``"pruned_trained"``) take the place of the record's pruned models: the first seed's model is the one each
     from-scratch seed is paired with, and ``pruned_seeds`` lists every seed's ``seed`` and ``bleu_beam`` (one
     entry for the 300-step pruned model), for the two-arm rule of :func:`scratch_claims`. Every pruned seed
-    must keep the from-scratch arm's heads."""
+    must keep the from-scratch arm's heads, and the paired model must be the record's first seed's."""
     refs = list(references)[: record["n_eval"]]
     if len(refs) != record["n_eval"]:
         raise ValueError(f"the record was evaluated on {record['n_eval']} references, got {len(refs)}")
@@ -457,6 +461,9 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
     rows = []
     for lam, models in sorted(pruned.items(), key=lambda kv: -kv[0]):
         p = models[0]
+        if pruned_arm is not None and p["seed"] != pruned_arm["meta"]["settings"]["seeds"][0]:
+            raise ValueError(f"lambda {lam}: the trained-on arm has no run of its first seed "
+                             f"{pruned_arm['meta']['settings']['seeds'][0]}, only seeds {[m['seed'] for m in models]}")
         if any(m["kept"] != p["kept"] or m["masks"] != p["masks"] for m in models[1:]):
             raise ValueError(f"lambda {lam}: the pruned models of seeds {[m['seed'] for m in models]} keep "
                              "different heads; the seed-level rule needs one architecture per shape")
@@ -722,6 +729,17 @@ def all_kinds_reason(run: Mapping, no_ft_bleu: float, full_bleu: float, paper_to
             f"paper, {book_total} of 16 here): reason not measured")
 
 
+def arm_difference(row: Mapping) -> float:
+    """From scratch minus the pruned arm at one shape of :func:`scratch_versus_pruned`, as the verdict of
+    :func:`scratch_claims` reads it: the mean of the seeds' paired differences while the pruned arm has one
+    model, the difference of the arms' mean beam BLEU once it has seeds (``pruned_seeds``)."""
+    pruned = [p["bleu_beam"] for p in row.get("pruned_seeds") or []]
+    if len(pruned) <= 1:
+        return row["across_seeds"]["delta"]
+    scratch = [s["bleu_beam"] for s in row["scratch"]]
+    return float(np.mean(scratch) - np.mean(pruned))
+
+
 def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, source: str,
                    precomputed: str) -> list[Claim]:
     """One comparison with the paper per shape of :func:`scratch_versus_pruned`'s ``rows`` that has
@@ -733,8 +751,10 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
     and no power is given. Where the ``arm`` has two or more seeds at a shape (``pruned_seeds``), both arms'
     noise enters: scratch's mean minus the arm's mean, each arm's seed sd pooled over the shapes, Welch's
     degrees of freedom (:func:`attnbook.stats.two_arm_seed_intervals`, its power
-    :func:`attnbook.stats.two_arm_rule_power`), at every shape. ``done`` says how much of the recipe
-    finished."""
+    :func:`attnbook.stats.two_arm_rule_power`), at every shape, provided the from-scratch arm has two or more
+    seeds at some shape too (else the one seed's interval over verses decides, as above). Both arms' seeds
+    prune or train one converged model's recipe, so the interval is conditional on that model. ``done`` says
+    how much of the recipe finished."""
     shaped = [row for row in rows if row["scratch"]]
     deltas = [[s["delta"] for s in row["scratch"]] for row in shaped]
     scratch_bleu = [[s["bleu_beam"] for s in row["scratch"]] for row in shaped]
@@ -755,9 +775,9 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
             how = f"one seed: its paired 95% interval over verses runs from {low:+.2f} to {high:+.2f}"
         elif two_arm:  # both arms over their seeds
             low, high = p["low"], p["high"]
-            a = {**a, "delta": p["mean"]}
-            power = two_arm_rule_power(paper, p["sd_a"], p["sd_b"], first(i, counts),
-                                       first(i, arm_counts))["reproduces"]
+            a = {**a, "delta": arm_difference(row)}  # = p["mean"]
+            power = None if p["sd_a"] + p["sd_b"] == 0 else two_arm_rule_power(
+                paper, p["sd_a"], p["sd_b"], first(i, counts), first(i, arm_counts))["reproduces"]
             how = (f"{p['n_b']} {arm} seed(s); the two arms' 95% t interval (seed sd {p['sd_a']:.2f} from "
                    f"scratch and {p['sd_b']:.2f} {arm}, each pooled over {len(deltas)} shapes, "
                    f"{p['dof']:.1f} degrees of freedom) runs from {low:+.2f} to {high:+.2f}")
