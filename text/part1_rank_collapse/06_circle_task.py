@@ -54,6 +54,8 @@ cfg = attnbook.preset("circle")
 torch.set_num_threads(1)
 print({k: v for k, v in cfg.items()})
 glue("ch06_merge_gap", circle.MERGE_GAP)  # the token gap that counts as merged
+glue("ch06_gate", circle.GATE)  # the trained gates: one-step error ratio, steps
+glue("ch06_tracking", circle.TRACKING)
 
 # %% [markdown]
 # ## The task
@@ -106,9 +108,9 @@ print(model(X[:3]).shape, "parameters:", sum(p.numel() for p in model.parameters
 # rollout says something about collapse only if the model has learned the map, so every model passes two
 # **gates** before its rollout is read:
 #
-# 1. its one-step error is at most half of staying put's;
+# 1. its one-step error is at most {glue:text}`ch06_gate` times staying put's;
 # 2. its rollout follows the circle: every token stays within a tenth of the radius of where the circle
-#    moves it, for at least 10 steps (`circle.tracking_steps`).
+#    moves it, for at least {glue:text}`ch06_tracking` steps (`circle.tracking_steps`).
 #
 # A small one-step error alone would admit a model whose errors add up at once. A model that fails either gate
 # is not a finding about collapse. First, the small pure SAN ($d = 32$), seed 0:
@@ -201,10 +203,10 @@ print(
 )
 [
     attnbook.check("gate: worst one-step MSE of the trained models / stay-put MSE",
-                   worst, at_most=0.5, digits=2, band=0.05),
+                   worst, at_most=circle.GATE, digits=2, band=0.05),
     attnbook.check("tracking gate: fewest steps a trained model's rollout follows the "
-                   "circle (within a tenth of its radius)", min(tracks), at_least=10,
-                   band=5),
+                   "circle (within a tenth of its radius)", min(tracks),
+                   at_least=circle.TRACKING, band=5),
 ]
 
 # %% [markdown]
@@ -418,8 +420,8 @@ glue("ch06_failed16", failed16 if seeds16 else 0);
 #
 # Training 24 more models would take this chapter over its time budget, so the controls are **precomputed**
 # (`python scripts/run.py circle_control`, about two minutes) and one run is recomputed here and checked against the
-# file. The gates apply to the control as to every model: only runs whose one-step error is at most half of
-# staying put's, and whose rollout follows the circle for at least 10 steps, count.
+# file. The gates apply to the control as to every model: only runs whose one-step error is at most {glue:text}`ch06_gate` times
+# staying put's, and whose rollout follows the circle for at least {glue:text}`ch06_tracking` steps, count.
 
 # %%
 # precomputed at quick; at a preset without the file its claims are "not available"
@@ -590,7 +592,7 @@ attnbook.compare(
 # ## Summary
 #
 # - Run recursively, one attention layer is a deep network with shared weights, and the two tokens of the circle task can merge into one point: rank collapse for a sequence of two ({eq}`eq-token-gap`).
-# - A model counts as trained when it passes two gates (one-step error at most half of staying put's, a rollout that follows the circle). On trained models collapse depends on the seed; whether width or an MLP delays it is decided over 16 seeds by a seed-bootstrap test (the box above). The result box at the top gives the verdicts.
+# - A model counts as trained when it passes two gates (one-step error at most {glue:text}`ch06_gate` times staying put's, a rollout that follows the circle for {glue:text}`ch06_tracking` steps). On trained models collapse depends on the seed; whether width or an MLP delays it is decided over 16 seeds by a seed-bootstrap test (the box above). The result box at the top gives the verdicts.
 # - The outer skip connection keeps the two tokens apart in every run.
 # - With each token attending only to itself, the model still learns the step and never merges its tokens: the merging is attention's doing.
 # - The paper's own recipe leaves the models barely trained; its Figure 3 shows that regime.

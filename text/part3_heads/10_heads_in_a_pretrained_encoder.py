@@ -221,7 +221,8 @@ lm_claims = [
         float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
         reaches=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
         reason=f"it points at the rarest token for "
-        f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens", **LM),
+        f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens; why: reason not "
+        "measured", **LM),
 ]
 lm_claims
 
