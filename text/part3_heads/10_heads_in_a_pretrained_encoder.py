@@ -171,8 +171,9 @@ print("three most relevant heads (layer, head):",
 print(f"mean relevance of the {int(lm_sink.sum())} sink heads "
       f"{float(lm_rel[lm_sink].mean()):.3f}, of the others "
       f"{float(lm_rel[~lm_sink].mean()):.3f}")
+lm_rare = float(lm_roles["rare"][0, lm_top1])  # the most relevant layer-1 head's
 print(f"rare tokens: {lm_roles['rare_sentences']:.0f} verses; most relevant layer-1 "
-      f"head {lm_top1 + 1}: share {float(lm_roles['rare'][0, lm_top1]):.2f} "
+      f"head {lm_top1 + 1}: share {lm_rare:.2f} "
       f"(chance {lm_roles['rare_chance']:.3f}, best head "
       f"{float(lm_roles['rare'].max()):.2f})")
 
@@ -218,11 +219,10 @@ lm_claims = [
         reason=f"more confident than {lm_h - 1 - lm_less} of the {lm_h - 1} others "
         f"(p = {lm_vs['less_confident_p']:.2f}, at best {1 / lm_h:.3f})", **LM),
     attnbook.compare("MiniLM: rare-token share of the most relevant layer-1 head",
-        float(lm_roles["rare"][0, lm_top1]), paper=VOITA["rare_token_head_share"].value,
+        lm_rare, paper=VOITA["rare_token_head_share"].value,
         reaches=0.15, digits=2, band=0.03, source=VOITA["rare_token_head_share"].where,
-        reason=f"it points at the rarest token for "
-        f"{float(lm_roles['rare'][0, lm_top1]):.0%} of tokens; why: reason not "
-        "measured", **LM),
+        reason=f"it points at the rarest token for {lm_rare:.0%} of tokens; why: "
+        "reason not measured", **LM),
 ]
 lm_claims
 
