@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -295,6 +296,33 @@ def test_layer_slopes_reads_the_run_nearest_half_of_a_kind():
     assert [lam for lam, _ in out["every"]] == [0.1, 0.2, 0.5] and out["every"][0][1] == pytest.approx(-0.5)
     with pytest.raises(ValueError, match="every run"):
         sweeps.layer_slopes(runs_, per_run[:2], {"dec_self": 6}, ["dec_self"])
+
+
+def test_layer_slope_p_is_small_for_a_steep_pattern_and_valid_for_random_ones():
+    steep = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]])  # lower layers keep more: slope -2
+    p_down = sweeps.layer_slope_p(steep, -1, n_draws=4000)
+    assert p_down < 0.02 and sweeps.layer_slope_p(steep, +1, n_draws=4000) > 0.95
+    # against every kept set of the same size, enumerated: the share whose slope is at most the observed one
+    import itertools
+    for mask in (steep, torch.tensor([[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0]])):  # slopes -2 and 0
+        observed = sweeps.layer_slope(mask.sum(1).tolist())
+        slopes = [sweeps.layer_slope(np.bincount([h // 4 for h in heads], minlength=3).tolist())
+                  for heads in itertools.combinations(range(12), int(mask.sum()))]
+        exact = np.mean([sl <= observed + 1e-9 for sl in slopes])
+        assert sweeps.layer_slope_p(mask, -1, n_draws=20000) == pytest.approx(exact, abs=0.012)
+    with pytest.raises(ValueError, match="direction"):
+        sweeps.layer_slope_p(steep, 0)
+    with pytest.raises(ValueError, match="some heads kept"):
+        sweeps.layer_slope_p(torch.ones(3, 4), 1)
+    # under no pattern the p-value is uniform: about 10% of random kept sets give p <= 0.1
+    gen = torch.Generator().manual_seed(2)
+    ps = []
+    for i in range(300):
+        kept = torch.zeros(24, dtype=torch.bool)
+        kept[torch.randperm(24, generator=gen)[:12]] = True
+        ps.append(sweeps.layer_slope_p(kept.reshape(3, 8), -1, n_draws=400, seed=i))
+    for level in (0.05, 0.1, 0.2):  # valid: the slope takes few values, so it may be conservative, never liberal
+        assert np.mean([p <= level for p in ps]) <= level + 3 * (level * (1 - level) / 300) ** 0.5
 
 
 def test_role_gap_p_is_small_for_the_strongest_heads_and_valid_for_random_ones():

@@ -95,6 +95,10 @@ except ImportError:
 #   to convergence, is the reproduction, so the paper's points are no longer judged twice. Both had been
 #   *differs*, so chapter 11 counts two fewer.
 #
+# * also then: chapter 11's all-kinds layer slopes tested against chance (a permutation test over random kept
+#   sets of the same size) instead of judged by their sign alone. Both had the paper's sign and reproduced;
+#   both still do.
+#
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate

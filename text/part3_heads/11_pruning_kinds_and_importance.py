@@ -98,7 +98,12 @@ print(f"precomputed by {ALL_CMD} and {MICHEL_CMD}; unpruned greedy "
 # * The book's order of the kinds (by the share of heads kept, averaged over $\lambda$) has no pair the
 #   other way round.
 # * The slope of heads kept against the layer has the paper's sign, at the $\lambda$ that keeps closest to
-#   half of that kind's heads ({numref}`fig-ch11-6`).
+#   half of that kind's heads ({numref}`fig-ch11-6`), beyond chance: a one-sided permutation test against
+#   random kept sets of the same size (`sweeps.layer_slope_p`). It *reproduces* with p < 0.05, is
+#   *undecided* with the paper's sign and p of 0.05 or more, and *differs* with the other sign. This test
+#   was added with the slopes known; before, the sign alone decided, with the same verdicts.
+# * A random order of three kinds has no pair reversed one time in six, so no test against chance can
+#   decide the order at 5%: it is compared exactly, and its reason says so.
 
 # %%
 by_kind = sweeps.kind_shares(all_sweep)  # order: pruned first -> pruned last
@@ -131,6 +136,12 @@ for k, v in slope_at.items():  # the slope at every lambda that prunes the kind
     print(f"{k}: slope at each lambda that prunes it (lambda, slope):",
           [(lam, round(s, 2)) for lam, s in v["every"]])
 pattern = papers.number("voita2019", "layer_pattern")
+beyond = papers.number("voita2019", "layer_pattern_beyond_chance")  # coded 1
+slope_p = {k: sweeps.layer_slope_p(sweeps.kept_masks(next(  # one-sided, against chance
+    r for r in all_runs if r["spec"]["lam"] == v["lam"]))[k], pattern.value[k])
+    for k, v in slope_at.items()}
+print("permutation p of each slope, in the paper's direction:",
+      {k: round(p, 4) for k, p in slope_p.items()})
 order_off = sweeps.order_disagreements(order, kind_order.value)
 
 # %% tags=["hide-input"]
@@ -142,12 +153,14 @@ plt.show()
     attnbook.compare(
         "all kinds: pairs of kinds pruned in the other order than the paper's",
         order_off, paper=0, source=kind_order.where, tol=0, precomputed=ALL_CMD,
-        reason="" if order_off == 0 else f"measured order, pruned first: {order}"),
+        reason=f"measured order, pruned first: {order}; a random order of the three "
+        "kinds has no pair reversed 1 time in 6, so no test against chance decides it"),
     *[attnbook.compare(
-        f"all kinds, {k}: slope of heads kept against layer (lambda={v['lam']})",
-        v["slope"], paper=pattern.value[k], source=pattern.where, same_side_of=0.0,
-        precomputed=ALL_CMD, reason="" if np.sign(v["slope"]) == pattern.value[k]
-        else f"measured heads kept per layer: {v['per_layer']}")
+        f"all kinds, {k}: slope of heads kept against layer, in the paper's direction "
+        f"(lambda={v['lam']}; permutation test)", pattern.value[k] * v["slope"],
+        paper=beyond.value, above_chance=(0.0, slope_p[k]), chance_name="0 (no slope)",
+        source=beyond.where, precomputed=ALL_CMD,
+        reason=f"heads kept per layer {v['per_layer']}")
       for k, v in slope_at.items()],
 ]
 

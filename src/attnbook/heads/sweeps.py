@@ -319,6 +319,32 @@ def layer_slopes(sweep_runs: Sequence[Mapping], per_run: Sequence[Mapping[str, l
     return out
 
 
+def layer_slope_p(kept: torch.Tensor, direction: int, n_draws: int = 10000, seed: int = 0) -> float:
+    """The one-sided permutation test of :func:`layer_slope` against chance (chapter "Pruning heads", Voita et
+    al.'s layer pattern: do the gates keep heads by depth, or could the slope come from keeping the same number
+    of heads at random?): ``kept`` is one kind's ``(layers, heads)`` mask; the share of ``n_draws`` random kept
+    sets of the same size, over every head of the kind, whose slope is at least as far in ``direction``
+    (``+1``: upper layers keep more; ``-1``: lower layers keep more) as the observed one, counting the observed
+    set among the draws (so never 0). Draws are seeded and made on the CPU."""
+    if direction not in (1, -1):
+        raise ValueError(f"direction is +1 or -1 (the paper's sign of the slope), got {direction!r}")
+    kept = torch.as_tensor(kept).detach().cpu() != 0
+    layers, heads = kept.shape
+    k = int(kept.sum())
+    if layers < 2 or k in (0, kept.numel()):
+        raise ValueError(f"need two layers or more and some heads kept and some pruned, got {layers} layers and "
+                         f"{k} of {kept.numel()} kept")
+    observed = direction * layer_slope(kept.sum(1).tolist())
+    gen = torch.Generator().manual_seed(seed)
+    picks = torch.rand(n_draws, kept.numel(), generator=gen).argsort(1)[:, :k]
+    per_layer = torch.zeros(n_draws, kept.numel(), dtype=torch.float64).scatter_(1, picks, 1.0)
+    per_layer = per_layer.reshape(n_draws, layers, heads).sum(2)
+    x = torch.arange(layers, dtype=torch.float64)
+    slopes = direction * ((per_layer - per_layer.mean(1, keepdim=True)) * (x - x.mean())).sum(1) \
+        / ((x - x.mean()) ** 2).sum()
+    return float(((slopes >= observed - 1e-9).sum() + 1) / (n_draws + 1))
+
+
 def role_gap(strength: torch.Tensor, kept: torch.Tensor) -> float:
     """How much more specialised the kept heads are (chapter "Pruning heads"): the mean role strength of the
     kept heads minus that of the pruned ones (``strength``, ``kept``: ``(layers, heads)``)."""
