@@ -130,7 +130,6 @@ def fit_book(d, variant, seed, **extra):
 DONG = papers.numbers("dong2021")  # the paper's numbers, each with where it was read
 MERGES, WIDTH = DONG["fig3_small_san_merges"], DONG["fig3_width_delays_collapse"]
 MLP_DELAYS = DONG["fig3_mlp_delays_collapse"]
-SKIP_APART = DONG["fig3_skip_keeps_tokens_apart"]
 glue("ch06_lr", cfg["lr"])
 glue("ch06_batch", cfg["batch"])
 glue("ch06_steps", cfg["steps"])
@@ -517,8 +516,10 @@ print(f"paper recipe: {h_paper['steps_done']} steps, {h_paper['time']:.1f} s, MS
 # %% [markdown]
 # The paper's recipe barely trains the model: at $10^{-5}$ the weights move by about $10^{-5}$ per step, so
 # 1,190 steps leave it close to its initialisation, with a one-step error far *worse* than staying put. It fails
-# both gates, so what follows describes untrained models, and its agreement with the paper says only that the
-# paper's figure shows the same:
+# both gates. By this chapter's rule an untrained model is no evidence about collapse. So the paper-recipe
+# models are not compared with the paper. The gate below fails and is recorded. The section shows what the
+# paper's recipe gives beside Figure 3's panels, without verdicts. (Until 2026-12-06 three such comparisons
+# were counted, all *reproduces*; the [reproduction page](../reproduction.ipynb) lists the change.)
 
 # %% tags=["nbval-check-output", "hide-input"]
 [
@@ -527,20 +528,19 @@ print(f"paper recipe: {h_paper['steps_done']} steps, {h_paper['time']:.1f} s, MS
     attnbook.check(
         "circle: paper-recipe MSE / stay-put MSE (d=32 SAN, seed 0: not trained)",
         mse_paper / base["stay_put"], at_least=10, digits=1),
-    attnbook.check(
+    attnbook.gate(
         "tracking gate on the paper-recipe model (d=32 SAN, seed 0): steps its rollout "
-        "follows the circle (it fails the gate)",
-        circle.tracking_steps(circle.rollout(m_paper, X[0], 50)), at_most=9),
+        "follows the circle", circle.tracking_steps(circle.rollout(m_paper, X[0], 50)),
+        at_least=circle.TRACKING, guards="comparing the paper-recipe models with "
+        "Fig. 3: not made, an untrained model is no evidence about collapse"),
 ]
 
-# %% tags=["nbval-check-output", "hide-input"]
+# %% tags=["hide-input"]
 paper_recipe_step = circle.collapse_step(
     circle.token_gaps(circle.rollout(m_paper, X[0], cfg["rollout"])))
-attnbook.compare(
-    "circle, paper recipe (an untrained model, far above the stay-put error): d=32 "
-    "SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
-    int(paper_recipe_step is not None), paper=MERGES.value, tol=0,
-    source=MERGES.where)
+print(f"paper recipe, d=32 SAN (seed 0), untrained: its tokens merge within "
+      f"{cfg['rollout']} steps: {paper_recipe_step is not None} (step "
+      f"{paper_recipe_step}); Fig. 3's panel: they merge")
 
 # %% [markdown]
 # In that regime, here is when the tokens merge for the small pure SAN and for the wide SAN and the wide
@@ -553,16 +553,12 @@ for d, variant in ((128, "SAN"), (128, "SAN+MLP")):
     paper_steps[f"d={d} {variant}"] = circle.collapse_step(circle.token_gaps(traj))
 print(paper_steps)
 
-# %% tags=["nbval-check-output", "hide-input"]
-attnbook.compare(
-    "circle, paper recipe (untrained models): collapse step of d=128 SAN+MLP minus "
-    "that of d=32 SAN (seed 0)",
-    (paper_steps["d=128 SAN+MLP"] or cfg["rollout"] + 1) - paper_steps["d=32 SAN"],
-    digits=2, paper=WIDTH.value * MLP_DELAYS.value, same_side_of=0,
-    source="Fig. 3, one run per panel: width and an MLP delay collapse "
-           "(direction only)",
-    reason="in this run the wide SAN with an MLP merges no later than the small SAN",
-)
+# %% tags=["hide-input"]
+never = cfg["rollout"] + 1  # a model that never merges: past the end
+wide_mlp, small = (paper_steps[k] or never for k in ("d=128 SAN+MLP", "d=32 SAN"))
+print(f"paper recipe (untrained models, seed 0): d=128 SAN+MLP merges "
+      f"{wide_mlp - small:+d} steps after d=32 SAN; Fig. 3 shows "
+      "width and an MLP delaying collapse")
 
 # %% [markdown]
 # Figure 3's skip panels, as published, come from the official `--circle_skip` scheme described with the
@@ -577,14 +573,13 @@ skip_step = circle.collapse_step(skip_gaps)
 print(f"official --circle_skip, d=32 SAN, seed 0: collapse step {skip_step}, "
       f"final gap {skip_gaps[-1]:.2f}, spread {circle.spread(skip_traj):.2f}")
 
-# %% tags=["nbval-check-output", "hide-input"]
-attnbook.compare(
-    "circle, paper recipe with the official --circle_skip scheme (an untrained model): "
-    "d=32 SAN (seed 0) merges its tokens within 300 steps (1 = yes)",
-    int(skip_step is not None), paper=SKIP_APART.value, tol=0, source=SKIP_APART.where)
+# %% tags=["hide-input"]
+print(f"paper recipe, official --circle_skip (untrained, seed 0): its tokens merge "
+      f"within {cfg['rollout']} steps: {skip_step is not None}; Fig. 3's skip panel: "
+      "they stay apart")
 
 # %% [markdown]
-# The published skip panel is reproduced: the predicted tokens never merge. They stay apart by moving away
+# The published skip panel looks the same: the predicted tokens never merge. They stay apart by moving away
 # from each other and off the circle (a final gap above 1 means farther apart than the circle's diameter),
 # the drift this chapter's clean skip also shows in some runs.
 
