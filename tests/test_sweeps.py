@@ -545,3 +545,19 @@ def test_main_settings_are_the_recorded_settings_the_variants_change():
         "lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300}
     with pytest.raises(ValueError, match="lack"):
         sweeps.main_settings({"meta": {"settings": {"lr": 1.0}}})
+
+
+def test_seed_cost_finding_needs_two_seeds_per_arm_and_uses_welch():
+    def runs_of(kept, bleus):
+        return [{"kept": kept, "seed": i, "bleu_beam": {"bleu": b}} for i, b in enumerate(bleus)]
+    trained_on = {"n_eval": 5, "runs": runs_of(3, [31.6, 31.2, 31.9]) + runs_of(8, [31.8])}
+    control = {"n_eval": 5, "runs": runs_of(48, [32.3])}
+    assert sweeps.seed_cost_finding(3, trained_on, control) is None  # one control seed: not made
+    control["runs"] += runs_of(48, [32.3, 32.6])[1:]  # seed 1
+    assert sweeps.seed_cost_finding(8, trained_on, control) is None  # one trained-on seed at 8 heads
+    c = sweeps.seed_cost_finding(3, trained_on, control, precomputed="cmd")
+    t = stats.welch_t([31.6, 31.2, 31.9], [32.3, 32.6])
+    assert c.value == pytest.approx(t["change"], abs=0.005) and c.interval == pytest.approx(t["interval"], abs=0.05)
+    assert "3 trained-on pruned, 2 control" in c.condition and c.precomputed == "cmd"
+    with pytest.raises(ValueError, match="scored on 5 and 4"):
+        sweeps.seed_cost_finding(3, trained_on, {**control, "n_eval": 4})

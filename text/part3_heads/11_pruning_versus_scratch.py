@@ -399,6 +399,10 @@ def found(name, d, cmd):  # a difference between two arms, decided by its interv
     *[found(f"{g['kept']} encoder heads trained on minus the unpruned model trained "
             "on alike: the cost of pruning (beam BLEU)", g["cost"], made_by[g["kept"]])
       for g in pruned_gains],
+    *filter(None, (sweeps.seed_cost_finding(  # both arms over seeds, where both have two
+        g["kept"], trained_on, control_record, precomputed=f"{ON_CMDS}; {CONTROL_CMD}; "
+        + runs.command(MORE_CONTROL))
+        for g in pruned_gains)),
 ]
 
 # %% [markdown]
@@ -578,9 +582,10 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # * the third seed from scratch, a shape at a time: `python scripts/run.py scratch_converged_seed2`;
 # * seeds 1 and 2 of the trained-on arm at 3 heads, gate seed and batch order together:
 #   `python scripts/run.py pruned_converged_seeds`;
-# * seeds 1 and 2 of the control: `python scripts/run.py unpruned_converged_seeds`. The page counts them but
-#   does not use them yet: the gains and costs above pair seed 0 of each arm, and the rule by which the
-#   control's seeds enter them is to be committed before that run.
+# * seeds 1 and 2 of the control: `python scripts/run.py unpruned_converged_seeds`. The gains and costs above
+#   pair seed 0 of each arm. Where both the trained-on arm and the control have two seeds or more, one more
+#   finding gives the cost of pruning over seeds (`sweeps.seed_cost_finding`, Welch's t; the rule was written
+#   before the run).
 #
 # The second is a steadier stopping rule than greedy BLEU on 200 dev verses (dev loss, or 500 verses or
 # more). It means training every arm again, which waits for a GPU.

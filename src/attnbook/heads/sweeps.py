@@ -569,6 +569,27 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
     return rows
 
 
+def seed_cost_finding(n_heads: int, trained_on: Mapping, control: Mapping, *, precomputed: str = "") -> Optional[Claim]:
+    """The cost of pruning to ``n_heads`` encoder heads with seed noise on both arms (chapter "Pruning heads";
+    the rule written before run ``unpruned_converged_seeds``): the trained-on pruned models of that shape over
+    their seeds (gate seed and batch order) minus the unpruned model trained on alike over its seeds (batch
+    order), beam BLEU, by Welch's t test (:func:`attnbook.stats.welch_t`, 95%). A finding: *higher*, *lower*
+    or *not shown*. None while either arm has fewer than two seeds (the paired bootstrap of seed 0,
+    :func:`trained_on_gains`, is then the only measurement). Both arms must be scored on the same verses."""
+    if trained_on["n_eval"] != control["n_eval"]:
+        raise ValueError(f"the arms were scored on {trained_on['n_eval']} and {control['n_eval']} verses")
+    pruned = [r["bleu_beam"]["bleu"] for r in trained_on["runs"] if r["kept"] == n_heads]
+    unpruned = [r["bleu_beam"]["bleu"] for r in control["runs"]]
+    if len(pruned) < 2 or len(unpruned) < 2:
+        return None
+    t = welch_t(pruned, unpruned)
+    return finding(f"{n_heads} encoder heads trained on minus the unpruned model trained on alike, both arms over "
+                   "seeds: the cost of pruning (beam BLEU)", t["change"], interval=t["interval"],
+                   test=f"Welch's t over seeds ({len(pruned)} trained-on pruned, {len(unpruned)} control; "
+                   f"{t['dof']:.1f} degrees of freedom), conditional on the one converged model", digits=2,
+                   precomputed=precomputed)
+
+
 def cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Sequence[str],
             n_bootstrap: int = 1000) -> dict:
     """The cost of pruning to ``n_heads`` encoder heads measured like with like (chapter "Pruning heads"): a
