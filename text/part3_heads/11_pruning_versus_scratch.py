@@ -399,9 +399,9 @@ def found(name, d, cmd):  # a difference between two arms, decided by its interv
     *[found(f"{g['kept']} encoder heads trained on minus the unpruned model trained "
             "on alike: the cost of pruning (beam BLEU)", g["cost"], made_by[g["kept"]])
       for g in pruned_gains],
-    *filter(None, (sweeps.seed_cost_finding(  # both arms over seeds, where both have two
-        g["kept"], trained_on, control_record, precomputed=f"{ON_CMDS}; {CONTROL_CMD}; "
-        + runs.command(MORE_CONTROL))
+    *filter(None, (sweeps.seed_cost_finding(  # both arms over seeds, where both have 2+
+        g["kept"], trained_on, control_record,
+        precomputed=f"{ON_CMDS}; {CONTROL_CMD}; {runs.command(MORE_CONTROL)}")
         for g in pruned_gains)),
 ]
 
