@@ -240,7 +240,8 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
     sweep = sweeps.load(s["gate_recipe"])
     gate_settings = _recipe(s["gate_recipe"])["settings"]  # the sweep's, to look its runs up
     gs = gate_settings  # the settings the pruned models are rebuilt with (shortened by --smoke)
-    p = dict(attnbook.preset("translation", s["preset"]))
+    # the model's own training settings a continuation keeps (a data-axis model trains on its own verses)
+    p = {**attnbook.preset("translation", s["preset"]), **s.get("recipe", {})}
     pairs = tr.load_pairs(s["eval_split"])
     lambdas, seeds = s["lambdas"], s["seeds"]
     if smoke:

@@ -113,6 +113,19 @@ def test_failing_record_is_reported_as_failing(tmp_path):
     assert "**2** must-hold checks, **1** of which hold" in reproduction.summary(rows, root)
 
 
+def test_a_claim_not_available_is_counted_apart_from_checks_and_gates(tmp_path):
+    from attnbook.core import runs
+    good = claims.check("fine", 0.5, at_most=1)
+    missing = claims.not_available("gate: something", runs.Missing("run_x", "quick", "not made", "python x.py"))
+    root = fake_book(tmp_path, {"01_a": [claim_output(good), claim_output(missing)]})
+    rows = reproduction.collect(root)
+    checks, *_ = reproduction.by_kind(rows)
+    assert [r.name for r in checks] == ["fine"] and [r.name for r in reproduction.not_available(rows)] == [
+        "gate: something"]
+    text = reproduction.summary(rows, root)
+    assert "**1** must-hold check, **1** of which hold" in text and "**1** claim not available at `quick`" in text
+
+
 def test_results_file_is_merged(tmp_path):
     c1 = claims.check("rank", 3.0, at_least=2)
     c2 = claims.check("residual", 0.01, at_most=0.1)

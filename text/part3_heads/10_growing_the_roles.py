@@ -103,10 +103,11 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # next token for at least 90% of the tokens. All models are measured on the same dev verses.
 #
 # Every model must pass the first page's gates 2 and 3 (encoder attention matters, outputs do not loop) to
-# be analysed; a model that is not analysed gets no comparison with the paper. Seed 1 and the first wider-head model also
-# go through gate 1 with their own constant-rate continuations (`python scripts/run.py
-# unpruned_converged_h4`, `unpruned_converged_seed1`; the wider heads' seed 1 has none, so its gate 1 is not
-# measured), and the data models through an early-stopping gate
+# be analysed; a model that is not analysed gets no comparison with the paper. Every model also goes through
+# gate 1 with its own constant-rate continuation, on the verses it was trained on (`python scripts/run.py
+# unpruned_converged_<model>`; those of the wider heads' seed 1 and of the data models are named runs not made
+# yet, so their gate 1 is recorded as *not available* with its command). The data models also go through an
+# early-stopping gate
 # (whether dev BLEU stopped improving for the recipe's `patience` evaluations); both are recorded and, where
 # they fail, carried into the model's reasons.
 #
@@ -183,9 +184,11 @@ passed = {name: all(g.holds for g in gs) for name, gs in other_gates.items()}
 [g for gs in other_gates.values() for g in gs]
 
 # %% tags=["nbval-check-output", "hide-input"]
-# gate 1 of the first page for the two other models: their own constant-rate
-# continuations (precomputed)
-variants = {"4 heads of width 32": meta_h4, "seed 1": meta_s1}
+# gate 1 of the first page for every other model: its own constant-rate continuation
+# (precomputed; "not available", with the command, where it is not run yet)
+variants = {"4 heads of width 32": meta_h4, "seed 1": meta_s1,
+            **{name: mt for name, (_, mt, _) in wide.items()},
+            **{name: mt for name, (_, _, mt, _) in data_models.items()}}
 gains = {name: sweeps.continuation_gain(sweeps.load_continuation(m),
                                         [s for _, s in test_pairs])
          for name, m in variants.items()}
@@ -209,7 +212,6 @@ budget = {name: not gs[0].holds for name, gs in data_gates.items()}  # stopped b
 [g for gs in data_gates.values() for g in gs]
 
 # %% tags=["nbval-check-output", "hide-input"]
-NO_GATE_1 = "; gate 1 not measured (no constant-rate continuation of this model)"
 shown = []  # the comparisons of the models that pass gates 2 and 3
 for name, (_, mt, r) in wide.items():
     best = hd.best_neighbour_share(r["enc_self"])
@@ -221,8 +223,7 @@ for name, (_, mt, r) in wide.items():
             reason=f"heads twice as wide give a best neighbour share of {best:.2f} "
             f"(8 heads of width 16: {best_s0:.2f}); why: reason not measured (the "
             "head-count finding below tests the change over seeds)"
-            + (sweeps.not_converged_note(more_h4) if name == "4 heads of width 32"
-               else NO_GATE_1),
+            + sweeps.not_converged_note(gains[name]),
             precomputed=mt["command"]))
 if passed["seed 1"]:
     shown.append(attnbook.compare(
@@ -352,7 +353,7 @@ data_claims = [attnbook.compare(
     f"{IN_WORDS[steps[f'all - {a}']['says']]} "
     f"({steps[f'all - {a}']['change']:+.2f}, t test p = "
     f"{steps[f'all - {a}']['p']:.2f})" + late(mt) + (STOPPED if budget[name] else "")
-    + NO_GATE_1,
+    + sweeps.not_converged_note(gains[name]),
     precomputed=mt["command"])
  for name, (a, _, mt, _) in data_models.items() if name in analysed]
 data_claims or None  # none when no data model is analysed

@@ -32,6 +32,7 @@ import nbformat
 import yaml
 
 from attnbook.claims import ANALOGUE, CHECK, COMPARISON, FINDING, GATE, HIGHER, LOWER, MIMETYPE
+from attnbook.claims.api import NOT_AVAILABLE
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
 PAGE = "book/reproduction"
@@ -376,10 +377,18 @@ def markdown_table(rows: Iterable[Row]) -> str:
     return "\n".join(out)
 
 
+def not_available(rows: Iterable[Row]) -> list[Row]:
+    """The claims this run could not make: their file is not made yet at this preset (verdict *not
+    available*, each naming the command that makes it). They are neither checks that hold nor gates that
+    fail, and :func:`by_kind` leaves them out."""
+    return [r for r in rows if r.verdict == NOT_AVAILABLE]
+
+
 def by_kind(rows: Iterable[Row]) -> tuple[list[Row], list[Row], list[Row], list[Row], list[Row]]:
     """``rows`` split by kind: must-hold checks, comparisons with a paper, analogues (the rule on another model),
-    gates and findings (differences between two arms of the book's own experiment), in that order."""
-    rows = list(rows)
+    gates and findings (differences between two arms of the book's own experiment), in that order; the claims
+    that are not available (:func:`not_available`) are in none of them."""
+    rows = [r for r in rows if r.verdict != NOT_AVAILABLE]
     return ([r for r in rows if r.kind not in (COMPARISON, ANALOGUE, GATE, FINDING)],
             [r for r in rows if r.kind == COMPARISON], [r for r in rows if r.kind == ANALOGUE],
             [r for r in rows if r.kind == GATE], [r for r in rows if r.kind == FINDING])
@@ -401,6 +410,8 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     undecided = sum(r.verdict == "undecided" for r in comparisons)
     precomputed = sum(bool(r.precomputed) for r in rows)
     flips = sum(r.flips for r in rows)
+    missing = (f"{n(len(not_available(rows)), 'claim')} not available at `quick` (the file it reads is not made "
+               "yet; each names the command that makes it). " if not_available(rows) else "")
     text = (
         f"{n(len(rows), 'claim')} in {n(len(chapters), 'chapter')}: {n(len(checks), 'must-hold check')}, "
         f"**{sum(r.all_hold for r in checks)}** of which hold in every recorded run; {n(len(gates), 'gate')} "
@@ -414,6 +425,7 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
         f"{n(len(findings), 'finding')} of the book's own experiments (a difference between two of its arms, decided "
         f"by a stated test), of which **{_showing(findings)}** show a "
         "difference. "
+        f"{missing}"
         f"**{precomputed}** claims are read from shipped files (*precomputed*, with the command that made them)."
     )
     runs = load_paper_runs(find_root() if root is None else root)

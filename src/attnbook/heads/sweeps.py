@@ -639,7 +639,9 @@ def continuation_gain(control, references: Sequence[str], n_bootstrap: int = 100
 #: the run that trains each shipped translation model on at a constant rate, gate 1's control (chapter "A
 #: translation model"); all are defined at quick, the preset whose models are shipped
 CONTINUATIONS = {"translation_model": "unpruned_converged", "translation_model_h4": "unpruned_converged_h4",
-                 "translation_model_seed1": "unpruned_converged_seed1"}
+                 "translation_model_seed1": "unpruned_converged_seed1",
+                 **{f"translation_model_{v}": f"unpruned_converged_{v}"
+                    for v in ("h4_seed1", "data25", "data25_seed1", "data50", "data50_seed1")}}
 
 
 def load_continuation(meta: Mapping):
