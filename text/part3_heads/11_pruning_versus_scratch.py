@@ -271,9 +271,9 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 # {glue:text}`ch11_sc_8_seed1:+.2f` at 8 (seed 0: {glue:text}`ch11_sc_8_seed0:+.2f`); its paired interval
 # {glue:text}`ch11_sc_sides_seed1`.
 #
-# Two
-# trainings of the same shape differ by {glue:text}`ch11_sc_spread_3:.2f` and {glue:text}`ch11_sc_spread_8:.2f` BLEU at 3 and 8 heads; the
-# spread is at least the mean difference itself {glue:text}`ch11_sc_noisy`. Over the seeds from scratch is better on
+# The
+# seeds from scratch of one shape spread over {glue:text}`ch11_sc_spread_3:.2f` and {glue:text}`ch11_sc_spread_8:.2f` BLEU at 3 and 8 heads (largest
+# difference minus smallest); the spread is at least the mean difference itself {glue:text}`ch11_sc_noisy`. Over the seeds from scratch is better on
 # average {glue:text}`ch11_sc_ahead`, and the seeds' interval {glue:text}`ch11_sc_seed_sides`. By the rule the
 # claims above say {glue:text}`ch11_sc_says`.
 #
