@@ -124,6 +124,9 @@ def test_a_claim_not_available_is_counted_apart_from_checks_and_gates(tmp_path):
         "gate: something"]
     text = reproduction.summary(rows, root)
     assert "**1** must-hold check, **1** of which hold" in text and "**1** claim not available at `quick`" in text
+    assert "**0** claims are read from shipped files" in text  # the missing file is not counted
+    table = reproduction.markdown_table(rows)
+    assert "… not available" in table and "✗ not available" not in table
 
 
 def test_results_file_is_merged(tmp_path):

@@ -561,3 +561,41 @@ def test_seed_cost_finding_needs_two_seeds_per_arm_and_uses_welch():
     assert "3 trained-on pruned, 2 control" in c.condition and c.precomputed == "cmd"
     with pytest.raises(ValueError, match="scored on 5 and 4"):
         sweeps.seed_cost_finding(3, trained_on, {**control, "n_eval": 4})
+
+
+def test_each_gate_1_continuation_trains_its_own_model_on_its_own_verses():
+    """A continuation (sweeps.CONTINUATIONS) names its model, keeps the model's data fraction (a data-axis model
+    never gains from more data than it had) and its head layout; the shipped model's own control reads the gate
+    sweep's checkpoint."""
+    for model, cont in sweeps.CONTINUATIONS.items():
+        s, m = runs.settings(cont, "quick"), runs.settings(model, "quick")
+        assert s.get("model", "translation_model") == model
+        assert s.get("recipe", {}).get("data_fraction", 1.0) == m.get("data_fraction", 1.0), (cont, model)
+        assert s["arms"] == ["unpruned_trained"] and s["continue_training"]["warmup"] == 0
+
+
+def test_run_scratch_trains_a_continuation_with_its_model_s_recipe(tmp_path, monkeypatch):
+    """scripts/sweep_gates.py gives the training settings of a continuation the recipe of its run (here the
+    quarter-data model's data fraction), not the full preset's."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    spec = importlib.util.spec_from_file_location("script_sweep_gates_q", root / "scripts" / "sweep_gates.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def fake_train(model, q, **kw):
+        seen.update(q)
+        raise Stop
+    monkeypatch.setattr(mod.tr, "train_to_convergence", fake_train)
+    monkeypatch.setattr(mod.tr, "translate", lambda model, srcs, **kw: ["x"] * len(srcs))
+    with pytest.raises(Stop):
+        mod.run_scratch("unpruned_converged_data25", out_dir=tmp_path, smoke=True)
+    assert seen["data_fraction"] == 0.25 and seen["lr"] == runs.settings("unpruned_converged_data25", "quick")[
+        "continue_training"]["lr"]

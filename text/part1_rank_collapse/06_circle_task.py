@@ -26,7 +26,7 @@ except ImportError:
 # - define precisely what "collapsed" means for a trajectory, and measure it over several training seeds;
 # - decide, with one statistical test, whether width or an MLP delays collapse;
 # - separate attention from the rest of the model with two controls: no attention, and each token attending only to itself;
-# - and last, train with the paper's own recipe, which leaves the models barely trained, and compare with its Figure 3.
+# - and last, train with the paper's own recipe, which leaves the models barely trained, and show what it gives beside its Figure 3.
 
 # %% [markdown]
 # :::{admonition} The result, as this run computed it
@@ -88,7 +88,7 @@ plt.show()
 # model: in training each batch's input is its points *plus the previous batch's* (zeros for the first batch
 # of an epoch) against the absolute next points, and in the rollout the model is fed the running sum of its
 # predictions while the predictions themselves are plotted. That scheme is available as
-# `circle.fit_paper_recipe(..., official_skip=True)` with `circle.rollout_official_skip`, and reproduces the
+# `circle.fit_paper_recipe(..., official_skip=True)` with `circle.rollout_official_skip`, shown beside the
 # published skip panel at the end of the chapter; the book's analysis uses the clean outer skip.
 
 # %%
@@ -577,11 +577,13 @@ print(f"official --circle_skip, d=32 SAN, seed 0: collapse step {skip_step}, "
 print(f"paper recipe, official --circle_skip (untrained, seed 0): its tokens merge "
       f"within {cfg['rollout']} steps: {skip_step is not None}; Fig. 3's skip panel: "
       "they stay apart")
+glue("ch06_skip_sentence", "the predicted tokens never merge either"
+     if skip_step is None else f"the predicted tokens merge, at step {skip_step}")
 
 # %% [markdown]
-# The published skip panel looks the same: the predicted tokens never merge. They stay apart by moving away
-# from each other and off the circle (a final gap above 1 means farther apart than the circle's diameter),
-# the drift this chapter's clean skip also shows in some runs.
+# In the published skip panel the tokens never merge; here {glue:text}`ch06_skip_sentence`. Where they stay
+# apart, they do so by moving away from each other and off the circle (a final gap above 1 means farther apart
+# than the circle's diameter), the drift this chapter's clean skip also shows in some runs.
 
 # %% [markdown]
 # ## Summary
@@ -590,7 +592,7 @@ print(f"paper recipe, official --circle_skip (untrained, seed 0): its tokens mer
 # - A model counts as trained when it passes two gates (one-step error at most {glue:text}`ch06_gate` times staying put's, a rollout that follows the circle for {glue:text}`ch06_tracking` steps). On trained models collapse depends on the seed; whether width or an MLP delays it is decided over 16 seeds by a seed-bootstrap test (the box above). The result box at the top gives the verdicts.
 # - The outer skip connection keeps the two tokens apart in every run.
 # - With each token attending only to itself, the model still learns the step and never merges its tokens: the merging is attention's doing.
-# - The paper's own recipe leaves the models barely trained; its Figure 3 shows that regime.
+# - The paper's own recipe leaves the models barely trained, so they are shown beside its Figure 3, not compared with it.
 #
 # ## Exercises
 #

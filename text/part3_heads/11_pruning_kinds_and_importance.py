@@ -149,7 +149,7 @@ figs.kinds_and_layers(by_kind, layers_of_run, all_kinds.value, paper_n)
 plt.show()
 
 # %% tags=["nbval-check-output", "hide-input"]
-[
+order_claims = [
     attnbook.compare(
         "all kinds: pairs of kinds pruned in the other order than the paper's",
         order_off, paper=0, source=kind_order.where, tol=0, precomputed=ALL_CMD,
@@ -163,6 +163,7 @@ plt.show()
         reason=f"heads kept per layer {v['per_layer']}")
       for k, v in slope_at.items()],
 ]
+order_claims
 
 # %% [markdown]
 # **How much BLEU the all-kinds pruning costs.** The paper's Table 3 gives BLEU for four shapes pruned
@@ -237,9 +238,14 @@ kinds_claims
 n_short = sum(c.verdict == "differs" for c in kinds_claims)
 glue("ch11_all_kinds_short", "at every one of them" if n_short == len(kinds_claims)
      else f"at {n_short} of the {len(kinds_claims)}");
+same = {x.verdict for x in order_claims}  # the order and the layer slopes, in words
+glue("ch11_order_layers_say", "reproduce" if same == {"reproduces"} else "do not all "
+     "reproduce (the claims above say which)")
+glue("ch11_costs_say", "does not" if n_short == len(kinds_claims) else "does not at "
+     f"{n_short} of the paper's {len(kinds_claims)} shapes");
 
 # %% [markdown]
-# The order and the layer pattern reproduce; the cost does not. The layer slopes have the paper's sign at
+# The order and the layer pattern {glue:text}`ch11_order_layers_say`; the cost {glue:text}`ch11_costs_say`. The layer slopes have the paper's sign at
 # every $\lambda$ that prunes the kind (printed above), but below $\lambda = 0.5$ encoder-decoder attention loses
 # a single head, in its lowest layer, so its pattern rests on that one sweep point. The order is also sharper than the paper's
 # (hollow markers in {numref}`fig-ch11-6`, printed above).

@@ -408,7 +408,7 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     checks, comparisons, analogues, gates, findings = by_kind(rows)
     reproduce = sum(r.verdict == "reproduces" for r in comparisons)
     undecided = sum(r.verdict == "undecided" for r in comparisons)
-    precomputed = sum(bool(r.precomputed) for r in rows)
+    precomputed = sum(bool(r.precomputed) for r in rows if r.verdict != NOT_AVAILABLE)  # files that exist
     flips = sum(r.flips for r in rows)
     missing = (f"{n(len(not_available(rows)), 'claim')} not available at `quick` (the file it reads is not made "
                "yet; each names the command that makes it). " if not_available(rows) else "")
@@ -500,14 +500,14 @@ HEADLINES = {
 
 #: a verdict's mark in the tables (a finding's: the direction its test shows, or none shown)
 _MARKS = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠", "undecided": "?",
-          "higher": "↑", "lower": "↓", "not shown": "○"}
+          "higher": "↑", "lower": "↓", "not shown": "○", NOT_AVAILABLE: "…"}
 
 
 def _tally(rows: list[Row]) -> str:
     """A chapter's claims in a few words: its comparisons by verdict, else its checks."""
     _, comps, *_ = by_kind(rows)
     if not comps:
-        checks = [r for r in rows if r.kind == CHECK]
+        checks = by_kind(rows)[0]
         return f"{sum(r.holds for r in checks)} of {len(checks)} checks hold"
     counts = {v: sum(r.verdict == v for r in comps) for v in ("reproduces", "differs", "undecided")}
     plural = {"reproduces": "reproduce", "differs": "differ", "undecided": "undecided"}
