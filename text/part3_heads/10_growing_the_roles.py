@@ -183,7 +183,7 @@ other_gates = {name: role_grid.task_gates(
 passed = {name: all(g.holds for g in gs) for name, gs in other_gates.items()}
 [g for gs in other_gates.values() for g in gs]
 
-# %% tags=["nbval-check-output", "hide-input"]
+# %% tags=["nbval-check-output", "hide-input", "hide-output"]
 # gate 1 of the first page for every other model: its own constant-rate continuation
 # (precomputed; "not available", with the command, where it is not run yet)
 variants = {"4 heads of width 32": meta_h4, "seed 1": meta_s1,
