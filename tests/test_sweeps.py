@@ -43,6 +43,11 @@ def test_layer_pattern_slope_sign():
     assert sweeps.kept_per_layer({"d": torch.tensor([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])}) == {"d": [2, 1, 0]}
     assert sweeps.layer_slope([2, 1, 0]) == pytest.approx(-1.0)  # upper layers lose heads
     assert sweeps.layer_slope([0, 4, 8]) == pytest.approx(4.0)  # lower layers lose heads
+    # a batch of layer lists (leading axes) gives each one's slope
+    batch = sweeps.layer_slope([[[2, 1, 0], [0, 4, 8]], [[1, 1, 1], [3, 1, 2]]])
+    assert batch.shape == (2, 2) and batch.ravel() == pytest.approx([-1.0, 4.0, 0.0, -0.5])
+    with pytest.raises(ValueError, match="two layers"):
+        sweeps.layer_slope([[3], [4]])
 
 
 def test_order_disagreements_counts_swapped_pairs():

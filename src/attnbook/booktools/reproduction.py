@@ -410,8 +410,9 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     undecided = sum(r.verdict == "undecided" for r in comparisons)
     precomputed = sum(bool(r.precomputed) for r in rows if r.verdict != NOT_AVAILABLE)  # files that exist
     flips = sum(r.flips for r in rows)
-    missing = (f"{n(len(not_available(rows)), 'claim')} not available at `quick` (the file it reads is not made "
-               "yet; each names the command that makes it). " if not_available(rows) else "")
+    absent = not_available(rows)
+    missing = (f"{n(len(absent), 'claim')} not available at `quick` (the file it reads is not made yet; each "
+               "names the command that makes it). " if absent else "")
     text = (
         f"{n(len(rows), 'claim')} in {n(len(chapters), 'chapter')}: {n(len(checks), 'must-hold check')}, "
         f"**{sum(r.all_hold for r in checks)}** of which hold in every recorded run; {n(len(gates), 'gate')} "
@@ -505,9 +506,8 @@ _MARKS = {"holds": "✓", "passes": "✓", "reproduces": "✓", "differs": "≠"
 
 def _tally(rows: list[Row]) -> str:
     """A chapter's claims in a few words: its comparisons by verdict, else its checks."""
-    _, comps, *_ = by_kind(rows)
+    checks, comps, *_ = by_kind(rows)
     if not comps:
-        checks = by_kind(rows)[0]
         return f"{sum(r.holds for r in checks)} of {len(checks)} checks hold"
     counts = {v: sum(r.verdict == v for r in comps) for v in ("reproduces", "differs", "undecided")}
     plural = {"reproduces": "reproduce", "differs": "differ", "undecided": "undecided"}

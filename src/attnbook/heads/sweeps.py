@@ -279,14 +279,17 @@ def kept_per_layer(masks) -> dict[str, list[int]]:
     return {k: [int(x) for x in (m != 0).sum(dim=1)] for k, m in as_head_mask(masks).items()}
 
 
-def layer_slope(kept: Sequence[int]) -> float:
+def layer_slope(kept):
     """Least-squares slope of heads kept against layer index (first layer 0): negative when the upper
-    layers lose more heads, positive when the lower layers do (Voita et al.'s per-layer pattern)."""
+    layers lose more heads, positive when the lower layers do (Voita et al.'s per-layer pattern). ``kept``
+    holds heads kept per layer on its last axis; a batch of them (leading axes, as :func:`layer_slope_p`'s
+    random draws) gives an array of slopes, one layer list a float."""
     y = np.asarray(kept, dtype=float)
-    if y.size < 2:
+    if y.ndim == 0 or y.shape[-1] < 2:
         raise ValueError("need at least two layers")
-    x = np.arange(y.size, dtype=float)
-    return float(np.polyfit(x, y, 1)[0])
+    x = np.arange(y.shape[-1], dtype=float)
+    slopes = np.polyfit(x, y.reshape(-1, y.shape[-1]).T, 1)[0]
+    return float(slopes[0]) if y.ndim == 1 else slopes.reshape(y.shape[:-1])
 
 
 def kind_shares(sweep: Mapping) -> dict:
@@ -338,10 +341,7 @@ def layer_slope_p(kept: torch.Tensor, direction: int, n_draws: int = 10000, seed
     gen = torch.Generator().manual_seed(seed)
     picks = torch.rand(n_draws, kept.numel(), generator=gen).argsort(1)[:, :k]
     per_layer = torch.zeros(n_draws, kept.numel(), dtype=torch.float64).scatter_(1, picks, 1.0)
-    per_layer = per_layer.reshape(n_draws, layers, heads).sum(2)
-    x = torch.arange(layers, dtype=torch.float64)
-    slopes = direction * ((per_layer - per_layer.mean(1, keepdim=True)) * (x - x.mean())).sum(1) \
-        / ((x - x.mean()) ** 2).sum()
+    slopes = direction * layer_slope(per_layer.reshape(n_draws, layers, heads).sum(2).numpy())
     return float(((slopes >= observed - 1e-9).sum() + 1) / (n_draws + 1))
 
 
