@@ -135,17 +135,18 @@ def _gate_spec(s: dict, lam) -> dict:
     return {**{k: s[k] for k in ("lr", "gate_lr", "init_log_alpha", "steps")}, "lam": lam}
 
 
-def _pruned_spec(sweep: dict, gate_settings: dict, lam, gate_seed=None) -> dict:
-    """The spec of the gate sweep's run at ``lam`` with gate seed ``gate_seed`` (None or the sweep's seed: its
-    main run; another: the variant that changes only the gate seed), the run a pruned model is rebuilt from
-    (chapter "Pruning heads": seed s of the trained-on arm is gate seed s). Raises if the sweep has no such run."""
+def _pruned_run(sweep: dict, gate_settings: dict, lam, gate_seed=None) -> dict:
+    """The gate sweep's run at ``lam`` with gate seed ``gate_seed`` (None or the sweep's seed: its main run;
+    another: the variant that changes only the gate seed), the run a pruned model is rebuilt from (chapter
+    "Pruning heads": seed s of the trained-on arm is gate seed s). Raises if the sweep has no such run."""
     spec = _gate_spec(gate_settings, lam)
     if gate_seed is not None and gate_seed != gate_settings["seed"]:
         spec = {**spec, "seed": gate_seed}
-    if not any(r["spec"] == spec for r in sweep["runs"]):
+    found = next((r for r in sweep["runs"] if r["spec"] == spec), None)
+    if found is None:
         raise ValueError(f"the gate sweep has no run {spec}: a pruned model of gate seed {gate_seed} at lambda "
                          f"{lam} needs that run in the sweep first")
-    return spec
+    return found
 
 
 def _train_gates(base, stream, s: dict, spec: dict):
@@ -258,18 +259,14 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
                 "bleu_beam": _bleu_interval(beam, refs),
                 "hypotheses_beam": beam}
 
-    def pruned_spec(lam, gate_seed=None) -> dict:
-        return _pruned_spec(sweep, gate_settings, lam, gate_seed)
-
-    def sweep_masks(lam, gate_seed=None) -> dict:
-        spec = pruned_spec(lam, gate_seed)
-        return sweeps.kept_masks(next(r for r in sweep["runs"] if r["spec"] == spec))
+    def pruned_run(lam, gate_seed=None) -> dict:
+        return _pruned_run(sweep, gate_settings, lam, gate_seed)
 
     previous = json.loads(out.read_text()) if out.exists() and not smoke else {}
     # each run records the threads it ran on (a file written before runs did records one for all of them)
     runs = [{**r, "threads": r.get("threads", previous["meta"]["threads"])} for r in previous.get("runs", [])]
     done = {(r["arm"], r["lam"], r["seed"]) for r in runs}
-    arms = s.get("arms", ["scratch", "pruned"])  # "pruned" is one run per shape, with the first seed
+    arms = sweeps.recipe_arms(s)  # "pruned" is one run per shape, with the first seed
     jobs = [(arm, lam, None if arm == "pruned" else seed) for i, seed in enumerate(seeds)
             for lam in ([None] if arms == ["unpruned_trained"] else lambdas)
             for arm in arms if arm != "pruned" or i == 0]
@@ -327,7 +324,7 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
             entry["before"] = evaluate(model, masks)
             finished = train_on(model, masks, f"unpruned_trained_seed{seed}", entry)
         elif arm == "scratch":
-            masks = sweep_masks(lam)
+            masks = sweeps.kept_masks(pruned_run(lam))
             q = {**p, "seed": seed}
             attnbook.seed_everything(seed)
             model = tr.model_from_preset(q).to(DEVICE)
@@ -336,10 +333,11 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
             # a trained-on seed is also its gate seed (the gates' initial log alpha and noise): seed 0 the sweep's
             # main run, seed s its variant with gate seed s; the 300-step pruned arm is the main run's
             gate_seed = seed if arm == "pruned_trained" else None
-            masks = sweep_masks(lam, gate_seed)
+            sweep_run = pruned_run(lam, gate_seed)
+            masks = sweeps.kept_masks(sweep_run)
             if base is None:
                 base = converged_model()
-            spec = pruned_spec(lam, gate_seed)
+            spec = sweep_run["spec"]
             if smoke:
                 spec = {**spec, "steps": gs["steps"]}
             entry["gate_seed"] = spec.get("seed", gate_settings["seed"])

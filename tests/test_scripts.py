@@ -116,8 +116,8 @@ def test_a_trained_on_seed_rebuilds_its_pruned_model_from_the_sweep_run_of_its_g
     settings = {"lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300, "seed": 0}
     main = {"lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300, "lam": 0.1}
     sweep = {"runs": [{"spec": main}, {"spec": {**main, "seed": 1}}, {"spec": {**main, "lam": 0.05}}]}
-    assert mod._pruned_spec(sweep, settings, 0.1) == main
-    assert mod._pruned_spec(sweep, settings, 0.1, gate_seed=0) == main
-    assert mod._pruned_spec(sweep, settings, 0.1, gate_seed=1) == {**main, "seed": 1}
+    assert mod._pruned_run(sweep, settings, 0.1) is sweep["runs"][0]
+    assert mod._pruned_run(sweep, settings, 0.1, gate_seed=0) is sweep["runs"][0]
+    assert mod._pruned_run(sweep, settings, 0.1, gate_seed=1) is sweep["runs"][1]
     with pytest.raises(ValueError, match="no run"):
-        mod._pruned_spec(sweep, settings, 0.05, gate_seed=1)
+        mod._pruned_run(sweep, settings, 0.05, gate_seed=1)

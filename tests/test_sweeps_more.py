@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from attnbook import stats
+from attnbook.core import runs
 from attnbook.heads import importance, pruning_tables, sweeps
 
 
@@ -214,3 +215,11 @@ def test_trained_on_gains_table_marks_the_control_s_missing_contrasts():
     row = pruning_tables.trained_on_gains_table([no_before]).split("\n")[2]
     assert row.startswith("| 2 | – | 31.59 | – | – | -0.74 [-1.21, -0.26] |")
     assert pruning_tables.paired_interval(None) == "–"
+
+
+def test_a_recipe_without_arms_runs_the_default_arms_and_one_with_arms_its_own():
+    """The from-scratch recipes name no arms (scratch and the 300-step pruned model); the trained-on ones do."""
+    assert sweeps.recipe_arms({}) == ["scratch", "pruned"]
+    assert sweeps.recipe_arms({"arms": ["pruned_trained"]}) == ["pruned_trained"]
+    assert sweeps.recipe_arms(runs.settings("pruned_converged")) == ["pruned_trained"]
+    assert sweeps.recipe_arms(runs.settings("scratch_converged")) == ["scratch", "pruned"]

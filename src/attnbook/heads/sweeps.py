@@ -27,6 +27,16 @@ from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_diff
                             pooled_seed_intervals, two_arm_rule_power, two_arm_seed_intervals, welch_t)
 
 
+#: the arms a from-scratch recipe of chapter "Pruning heads" runs when its settings name none: each shape trained
+#: from scratch, and the pruned model after the gate recipe's 300 steps (one run per shape, the first seed)
+DEFAULT_ARMS = ("scratch", "pruned")
+
+
+def recipe_arms(settings: Mapping) -> list[str]:
+    """The arms a pruning recipe with ``settings`` runs (:data:`DEFAULT_ARMS` unless it names its own)."""
+    return list(settings.get("arms", DEFAULT_ARMS))
+
+
 def load(name: str, preset: str | None = "quick") -> dict:
     """The shipped result of pruning run ``name`` (:func:`attnbook.core.runs.load`). The pruning runs prune the
     converged model of preset ``quick``, the only one shipped, so that is the default preset here."""
@@ -47,13 +57,13 @@ def merged(record: Mapping, *more: Mapping) -> dict:
     def design(settings):  # what must match for the runs to pair
         return {k: v for k, v in settings.items() if k not in ("seeds", "lambdas", "arms")}
     base = design(record["meta"]["settings"])
-    arms = set(record["meta"]["settings"].get("arms", ["scratch", "pruned"]))
+    arms = set(recipe_arms(record["meta"]["settings"]))
     for extra in (m for m in more if m):
         settings = extra["meta"]["settings"]
         if extra["n_eval"] != record["n_eval"] or design(settings) != base:
             raise ValueError(f"run {extra['meta'].get('run')} was evaluated on {extra['n_eval']} verses with "
                              f"settings {design(settings)}; the record on {record['n_eval']} with {base}")
-        if not set(settings.get("arms", ["scratch", "pruned"])) <= arms:
+        if not set(recipe_arms(settings)) <= arms:
             raise ValueError(f"run {extra['meta'].get('run')} holds arms {settings.get('arms')}, the record "
                              f"{sorted(arms)}: another arm's runs would pass for this one's")
         have = {(r["arm"], r["lam"], r["seed"]) for r in out["runs"]}
