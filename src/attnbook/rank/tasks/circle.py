@@ -23,6 +23,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
+from attnbook.claims import Claim, check, gate
 from attnbook.core.attention import Block
 from attnbook.core.presets import seed_everything
 from attnbook.core.train import train
@@ -355,6 +356,30 @@ GATE = 0.5
 #: the tracking gate of chapter "The circle task": a model counts only if its rollout follows the circle for at
 #: least this many steps (:func:`tracking_steps`; a model that does not follow it is no evidence either)
 TRACKING = 10
+
+
+def trained_gates(records: Sequence[Mapping]) -> list[Claim]:
+    """The two gates of chapter "The circle task" on every model of a sweep (``records``: the runs of
+    :func:`summarise_run`), as must-hold checks: the worst one-step error is at most :data:`GATE` of staying
+    put's, and the fewest steps a rollout follows the circle (:func:`tracking_steps`) at least :data:`TRACKING`.
+    A model that fails either raises :class:`attnbook.claims.ClaimFailed`: the chapter's live sweep is read
+    only if every model passes."""
+    if not records:
+        raise ValueError("expected the runs of a sweep, got none")
+    worst = max(r["mse_over_stay_put"] for r in records)
+    fewest = min(r["tracking_steps"] for r in records)
+    return [check("gate: worst one-step MSE of the trained models / stay-put MSE", worst, at_most=GATE,
+                  digits=2, band=0.05),
+            check("tracking gate: fewest steps a trained model's rollout follows the circle (within a tenth of "
+                  "its radius)", fewest, at_least=TRACKING, band=5)]
+
+
+def tracking_gate(model: nn.Module, start: torch.Tensor, *, what: str, guards: str, steps: int = 50) -> Claim:
+    """The tracking gate of chapter "The circle task" on one ``model``, recorded whether it passes or fails
+    (``guards``: what a failure withholds): the steps its rollout from ``start`` follows the circle (of
+    ``steps``; :func:`tracking_steps`) are at least :data:`TRACKING`."""
+    return gate(f"tracking gate on {what}: steps its rollout follows the circle",
+                tracking_steps(rollout(model, start, steps)), at_least=TRACKING, guards=guards)
 
 
 def censored_steps(steps: Sequence[Optional[int]], rollout_steps: int) -> list[int]:
