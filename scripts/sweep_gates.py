@@ -508,7 +508,7 @@ def run_michel_fine_tuned(name: str, out_dir: Optional[Path] = None, smoke: bool
     rows = []
     for lam in lambdas:
         t0 = time.time()
-        gate_run = next(r for r in sweep["runs"] if r["spec"] == _gate_spec(gs, lam))
+        gate_run = _pruned_run(sweep, gs, lam)
         masks = P.prune_least_important(importance, P.full_masks(shape), n_heads - gate_run["n_kept"])
         before = greedy_bleu(base, masks)
         model, hist = GT.fine_tune_with_masks(

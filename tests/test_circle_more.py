@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from attnbook.claims import ClaimFailed
 from attnbook.rank.tasks import circle
 
 
@@ -137,8 +138,6 @@ def test_tracking_steps_counts_the_steps_before_the_rollout_leaves_the_circle():
 def test_the_sweep_gates_raise_when_one_model_fails_either():
     """Chapter 6's live sweep is read only if every model passes both gates: one model above the error gate, or
     one whose rollout leaves the circle too soon, raises; models at both limits pass."""
-    from attnbook.claims import ClaimFailed
-
     at_limits = dict(mse_over_stay_put=circle.GATE, tracking_steps=circle.TRACKING)
     good = dict(mse_over_stay_put=0.1, tracking_steps=300)
     claims = circle.trained_gates([good, at_limits])
@@ -151,23 +150,34 @@ def test_the_sweep_gates_raise_when_one_model_fails_either():
         circle.trained_gates([])
 
 
+class _Step(torch.nn.Module):
+    """Moves each point ``by`` steps along a circle of 1000 points (1: the exact orbit; -1: backwards)."""
+
+    def __init__(self, by: int = 1):
+        super().__init__()
+        self.by = by
+
+    def forward(self, x):
+        angle = torch.atan2(x[..., 1], x[..., 0]) + self.by * 2 * math.pi / 1000
+        return circle.RADIUS * torch.stack([angle.cos(), angle.sin()], -1)
+
+
 def test_the_tracking_gate_records_a_model_that_does_not_follow_the_circle_as_failing():
-    """The paper-recipe model's gate in chapter 6: recorded, not raised; a model that sends its points to the
-    origin fails it, one that steps along the circle exactly passes. A model that stands still passes this gate
-    alone (its points stay near the orbit for a few steps, as the chapter says) and fails the error gate."""
+    """The paper-recipe model's gate in chapter 6: recorded, not raised. A model that sends its points to the
+    origin fails it, and so does one that steps backwards (it leaves the orbit after 7 steps, below the gate's
+    10); one that steps along the circle exactly passes. A model that stands still passes this gate alone (its
+    points stay near the orbit for 15 steps, as the chapter says) and fails the error gate."""
     X, Y = circle.circle_dataset(1000)
-    merge = circle.tracking_gate(_Merge(), X[0], what="a model that merges", guards="its panels")
+
+    def tracking(model):
+        return circle.tracking_gate(model, X[0], what="a model", guards="its panels", n_points=1000)
+
+    merge = tracking(_Merge())
     assert merge.verdict == "fails" and merge.value == 0 and "its panels" in merge.reason
-
-    class _Step(torch.nn.Module):  # moves each point one step along the circle: the exact orbit
-        def forward(self, x):
-            angle = torch.atan2(x[..., 1], x[..., 0]) + 2 * math.pi / 1000
-            return circle.RADIUS * torch.stack([angle.cos(), angle.sin()], -1)
-
-    exact = circle.tracking_gate(_Step(), X[0], what="the exact step", guards="its panels")
+    backwards = tracking(_Step(-1))
+    assert backwards.verdict == "fails" and backwards.value == 7
+    exact, still = tracking(_Step(1)), tracking(_Still())
     assert exact.verdict != "fails" and exact.value == 50
-    still = circle.tracking_gate(_Still(), X[0], what="a model that stands still", guards="its panels")
-    assert still.verdict != "fails" and still.value < 50
-    from attnbook.claims import ClaimFailed
+    assert still.verdict != "fails" and still.value == 15
     with pytest.raises(ClaimFailed, match="stay-put"):
         circle.trained_gates([circle.summarise_run(_Still(), X, Y, 50)])

@@ -57,8 +57,9 @@ glue("ch06_merge_gap", circle.MERGE_GAP)  # the token gap that counts as merged
 glue("ch06_gate", circle.GATE)  # the trained gates: one-step error ratio, steps
 glue("ch06_tracking", circle.TRACKING)
 # a rollout that stands still, scored by the tracking gate's measure
-standing = circle.circle_dataset()[0][0].expand(cfg["rollout"] + 1, 2, 2)
-glue("ch06_stay_tracking", circle.tracking_steps(standing))
+standing = circle.circle_dataset(cfg["n_points"])[0][0].expand(cfg["rollout"] + 1, 2, 2)
+stay_tracking = circle.tracking_steps(standing, cfg["n_points"])
+glue("ch06_stay_tracking", stay_tracking);
 
 # %% [markdown]
 # ## The task
@@ -203,7 +204,12 @@ print(f"one-step MSE / stay put, worst of {len(every_run)} models: {worst:.2f}")
 # both gates as must-hold checks: the tracking gate counts how many steps each
 # rollout follows the circle (every token within a tenth of the radius of where
 # the circle moves it; circle.tracking_steps)
-circle.trained_gates(every_run)
+[
+    *circle.trained_gates(every_run),
+    # why gate 1 is needed beside it: the tracking gate alone admits standing still
+    attnbook.check("a rollout that stands still: steps the tracking gate counts as "
+                   "following the circle", stay_tracking, at_least=circle.TRACKING),
+]
 
 # %% [markdown]
 # The grid below is the book's version of the paper's Figure 3: one seed per panel (seed 0), token 1 in
@@ -527,6 +533,7 @@ print(f"paper recipe: {h_paper['steps_done']} steps, {h_paper['time']:.1f} s, MS
         mse_paper / base["stay_put"], at_least=10, digits=1),
     circle.tracking_gate(
         m_paper, X[0], what="the paper-recipe model (d=32 SAN, seed 0)",
+        n_points=cfg["n_points"],
         guards="comparing the paper-recipe models with Fig. 3: not made, an "
         "untrained model is no evidence about collapse"),
 ]

@@ -28,7 +28,7 @@ from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_diff
 
 
 #: the arms a from-scratch recipe of chapter "Pruning heads" runs when its settings name none: each shape trained
-#: from scratch, and the pruned model after the gate recipe's 300 steps (one run per shape, the first seed)
+#: from scratch, and the pruned model as the gate recipe leaves it (one run per shape, the first seed)
 DEFAULT_ARMS = ("scratch", "pruned")
 
 
@@ -64,7 +64,7 @@ def merged(record: Mapping, *more: Mapping) -> dict:
             raise ValueError(f"run {extra['meta'].get('run')} was evaluated on {extra['n_eval']} verses with "
                              f"settings {design(settings)}; the record on {record['n_eval']} with {base}")
         if not set(recipe_arms(settings)) <= arms:
-            raise ValueError(f"run {extra['meta'].get('run')} holds arms {settings.get('arms')}, the record "
+            raise ValueError(f"run {extra['meta'].get('run')} holds arms {recipe_arms(settings)}, the record "
                              f"{sorted(arms)}: another arm's runs would pass for this one's")
         have = {(r["arm"], r["lam"], r["seed"]) for r in out["runs"]}
         twice = [k for k in ((r["arm"], r["lam"], r["seed"]) for r in extra["runs"]) if k in have]

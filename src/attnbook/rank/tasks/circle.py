@@ -23,7 +23,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import torch
 from torch import nn
 
-from attnbook.claims import Claim, check, gate
+from attnbook import claims
 from attnbook.core.attention import Block
 from attnbook.core.presets import seed_everything
 from attnbook.core.train import train
@@ -358,7 +358,7 @@ GATE = 0.5
 TRACKING = 10
 
 
-def trained_gates(records: Sequence[Mapping]) -> list[Claim]:
+def trained_gates(records: Sequence[Mapping]) -> list[claims.Claim]:
     """The two gates of chapter "The circle task" on every model of a sweep (``records``: the runs of
     :func:`summarise_run`), as must-hold checks: the worst one-step error is at most :data:`GATE` of staying
     put's, and the fewest steps a rollout follows the circle (:func:`tracking_steps`) at least :data:`TRACKING`.
@@ -368,18 +368,20 @@ def trained_gates(records: Sequence[Mapping]) -> list[Claim]:
         raise ValueError("expected the runs of a sweep, got none")
     worst = max(r["mse_over_stay_put"] for r in records)
     fewest = min(r["tracking_steps"] for r in records)
-    return [check("gate: worst one-step MSE of the trained models / stay-put MSE", worst, at_most=GATE,
+    return [claims.check("gate: worst one-step MSE of the trained models / stay-put MSE", worst, at_most=GATE,
                   digits=2, band=0.05),
-            check("tracking gate: fewest steps a trained model's rollout follows the circle (within a tenth of "
+            claims.check("tracking gate: fewest steps a trained model's rollout follows the circle (within a tenth of "
                   "its radius)", fewest, at_least=TRACKING, band=5)]
 
 
-def tracking_gate(model: nn.Module, start: torch.Tensor, *, what: str, guards: str, steps: int = 50) -> Claim:
+def tracking_gate(model: nn.Module, start: torch.Tensor, *, what: str, guards: str, n_points: int,
+                  steps: int = 50) -> claims.Claim:
     """The tracking gate of chapter "The circle task" on one ``model``, recorded whether it passes or fails
-    (``guards``: what a failure withholds): the steps its rollout from ``start`` follows the circle (of
-    ``steps``; :func:`tracking_steps`) are at least :data:`TRACKING`."""
-    return gate(f"tracking gate on {what}: steps its rollout follows the circle",
-                tracking_steps(rollout(model, start, steps)), at_least=TRACKING, guards=guards)
+    (``guards``: what a failure withholds): the steps its rollout from ``start`` (the first item of a circle of
+    ``n_points`` points) follows the circle, of ``steps`` (:func:`tracking_steps`), are at least
+    :data:`TRACKING`."""
+    return claims.gate(f"tracking gate on {what}: steps its rollout follows the circle",
+                       tracking_steps(rollout(model, start, steps), n_points), at_least=TRACKING, guards=guards)
 
 
 def censored_steps(steps: Sequence[Optional[int]], rollout_steps: int) -> list[int]:
