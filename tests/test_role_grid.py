@@ -49,6 +49,20 @@ def test_task_gates_pass_a_model_that_uses_its_encoder_and_fail_one_that_does_no
     assert [g.precomputed for g in edge] == ["cmd", "cmd"]
 
 
+def test_the_analysed_model_s_gates_raise_when_it_does_not_use_its_encoder_or_loops():
+    """Gates 2 and 3 as must-hold checks (chapters 10 and 11 on the model Part III analyses): at the limits they
+    hold; below the encoder drop or above the looping share they raise."""
+    from attnbook.claims import ClaimFailed
+
+    at_limit = role_grid.encoder_use_check(role_grid.MIN_ENCODER_DROP, removed="off", precomputed="cmd")
+    assert at_limit.holds and at_limit.name.endswith("heads are off") and at_limit.precomputed == "cmd"
+    with pytest.raises(ClaimFailed, match="heads are off"):
+        role_grid.encoder_use_check(role_grid.MIN_ENCODER_DROP - 0.1, removed="off")
+    assert role_grid.looping_check(role_grid.MAX_LOOPING_SHARE, outputs="its outputs").holds
+    with pytest.raises(ClaimFailed, match="its outputs that loop"):
+        role_grid.looping_check(role_grid.MAX_LOOPING_SHARE + 0.01, outputs="its outputs")
+
+
 def test_setting_effect_is_a_pooled_two_sample_t_test():
     from scipy.stats import ttest_ind
 

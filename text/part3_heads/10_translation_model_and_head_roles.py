@@ -276,13 +276,11 @@ print(f"BLEU without encoder self-attention: {live['bleu'] - drop:.1f} "
 # gates 2 and 3 at the levels that gate every model of the role grid
 # (role_grid.task_gates); for the shipped model they must hold: Part III analyses it
 [
-    attnbook.check("gate: BLEU lost when all encoder self-attention heads are off",
-                   drop, at_least=role_grid.MIN_ENCODER_DROP, digits=2, band=1.0),
-    attnbook.check("gate: share of the whole test split's greedy outputs that loop",
-                   evaluation["greedy"]["looping_outputs"]
-                   / evaluation["test_sentences"],
-                   at_most=role_grid.MAX_LOOPING_SHARE, digits=2,
-                   precomputed="converged_quick_eval.json"),
+    role_grid.encoder_use_check(drop, removed="off", digits=2, band=1.0),
+    role_grid.looping_check(
+        evaluation["greedy"]["looping_outputs"] / evaluation["test_sentences"],
+        outputs="the whole test split's greedy outputs",
+        precomputed="converged_quick_eval.json"),
 ]
 
 # %% tags=["remove-input"]

@@ -111,10 +111,8 @@ from attnbook.heads import role_grid
 
 evaluation = tr.converged_evaluation()
 drop_no_enc = evaluation["greedy"]["bleu"] - evaluation["greedy_no_enc_self"]["bleu"]
-attnbook.check(
-    "gate: BLEU lost when all encoder self-attention heads are removed (test, greedy)",
-    drop_no_enc, at_least=role_grid.MIN_ENCODER_DROP,
-    precomputed=evaluation["meta"]["command"])
+role_grid.encoder_use_check(drop_no_enc, removed="removed (test, greedy)",
+                            precomputed=evaluation["meta"]["command"])
 
 # %% [markdown]
 # **One point of each sweep, live.** The gates' masks applied to the unchanged model (no fine-tuning) are one

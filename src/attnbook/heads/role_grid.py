@@ -7,7 +7,8 @@ time (another seed, wider heads, a quarter of the training verses). Two pieces o
   dev BLEU stopped improving for ``patience`` evaluations, not because the steps ran out, so that more steps
   would not have helped on dev (the rule in ``data/translation/README.md``, written before the run);
 * :func:`task_gates`, gates 2 and 3 of the chapter's first page for a model of the grid (its encoder
-  attention matters, its outputs do not loop), recorded pass or fail;
+  attention matters, its outputs do not loop), recorded pass or fail; :func:`encoder_use_check` and
+  :func:`looping_check`, the same two gates as must-hold checks on the model Part III analyses;
 * :func:`setting_effect`, the rule that turns a role statistic measured in two cells of the grid (seeds at
   each setting) into *raises*, *lowers* or *within seed noise*: a two-sample t test over the seeds, its
   variance pooled over both cells;
@@ -26,7 +27,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from attnbook.claims import Claim, finding, gate
+from attnbook.claims import Claim, check, finding, gate
 from attnbook.core import runs
 from attnbook.stats import two_sample_t
 
@@ -74,6 +75,24 @@ def task_gates(evidence: Mapping, *, model: str, n_verses: int, guards: str, pre
                  at_least=MIN_ENCODER_DROP, digits=2, band=1.0, guards=guards, precomputed=precomputed),
             gate(what.format("share of greedy outputs that loop"), evidence["looping_share"],
                  at_most=MAX_LOOPING_SHARE, digits=2, band=0.01, guards=guards, precomputed=precomputed)]
+
+
+def encoder_use_check(drop: float, *, removed: str, digits: int = 3, band: float | None = None,
+                      precomputed: str = "") -> Claim:
+    """Gate 2 as a must-hold check on the model Part III analyses (chapters "A translation model" and "Pruning
+    heads"): the BLEU it loses with every encoder self-attention head ``removed`` (how: "off", "removed (test,
+    greedy)") is at least :data:`MIN_ENCODER_DROP`. Raises :class:`attnbook.claims.ClaimFailed` otherwise: the
+    pages read that model's heads, so they stop."""
+    return check(f"gate: BLEU lost when all encoder self-attention heads are {removed}", drop,
+                 at_least=MIN_ENCODER_DROP, digits=digits, band=band, precomputed=precomputed)
+
+
+def looping_check(share: float, *, outputs: str, digits: int = 2, precomputed: str = "") -> Claim:
+    """Gate 3 as a must-hold check on the model Part III analyses (chapter "A translation model"): the share of
+    its ``outputs`` (which: "the whole test split's greedy outputs") that loop is at most
+    :data:`MAX_LOOPING_SHARE`. Raises :class:`attnbook.claims.ClaimFailed` otherwise."""
+    return check(f"gate: share of {outputs} that loop", share, at_most=MAX_LOOPING_SHARE, digits=digits,
+                 precomputed=precomputed)
 
 
 def setting_effect(at_reference: Sequence[float], at_setting: Sequence[float], level: float = 0.05) -> dict:
