@@ -184,8 +184,10 @@ def without_volatile(x):
 CHEAP = sorted(n for n, r in runs.RUNS.items() if r.cheap and r.portable and "quick" in r.settings)
 
 
-def test_at_least_three_runs_are_cheap_and_portable():
-    assert len(CHEAP) >= 3, CHEAP
+def test_at_least_two_runs_are_cheap_and_portable():
+    """Two runs that evaluate without training (the circle control trains, and rerun on an AMD EPYC it differs
+    from its file made on a Xeon, so it is not marked portable)."""
+    assert len(CHEAP) >= 2, CHEAP
 
 
 @pytest.mark.slow

@@ -286,10 +286,9 @@ _PRUNING: dict[str, dict[str, Any]] = {
         "partial file counts for the seeds it holds; its rule (sweeps.scratch_claims, two arms) was committed "
         "before it ran",
         settings=dict(_PRUNED_CONVERGED, lambdas=[0.1], seeds=[1, 2]),  # 3 of 48 encoder heads
-        # about 1 to 2 hours a seed on one thread (pruned_converged: 59 minutes on two)
+        # about 1 to 2 hours a seed on one thread (pruned_converged: 59 minutes on two); seed 1: 6300 steps,
+        # 120 minutes of training (350 steps on one thread, the rest on two), shipped 2026-12-06; seed 2 not yet
         minutes=240,
-        pending="a CPU training not yet made (two trainings of 1 to 2 hours each on one thread; resumable: rerun "
-        "the command), or minutes on a GPU",
     ),
     "unpruned_converged_seeds": dict(
         script="scripts/sweep_gates.py",
@@ -418,7 +417,8 @@ RUNS: dict[str, Run] = {r.name: r for r in [
                         "SAN, each token attending to itself": {"attention": "self"}}, None) for p in _EVERY},
         "the circle-task model with attention removed (CircleNet(attention=False)) and with each token attending "
         "only to itself (attention='self': the value and output maps kept), the book's recipe, every seed and both "
-        "widths", args=("control",), minutes=3, portable=True),
+        "widths", args=("control",), minutes=3),  # not portable: rerun by its command on an AMD EPYC, the file
+        # made on a Xeon differs (1000 training steps leave one-step errors up to 3x apart; 2026-12-06)
     Run("circle_seeds16", "The circle task", "scripts/circle_runs.py", "circle/seeds16_{preset}.json",
         {"quick": _circle("quick", {"SAN": {}, "SAN+skip": {"skip": True}, "SAN+MLP": {"mlp": True}}, 16)},
         "the chapter's sweep (SAN, SAN+skip, SAN+MLP at both widths) over 16 seeds, the book's recipe (at paper "
