@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from attnbook.claims import ClaimFailed
 from attnbook.heads import role_grid
 
 
@@ -52,8 +53,6 @@ def test_task_gates_pass_a_model_that_uses_its_encoder_and_fail_one_that_does_no
 def test_the_analysed_model_s_gates_raise_when_it_does_not_use_its_encoder_or_loops():
     """Gates 2 and 3 as must-hold checks (chapters 10 and 11 on the model Part III analyses): at the limits they
     hold; below the encoder drop or above the looping share they raise."""
-    from attnbook.claims import ClaimFailed
-
     at_limit = role_grid.encoder_use_check(role_grid.MIN_ENCODER_DROP, removed="off", precomputed="cmd")
     assert at_limit.holds and at_limit.name.endswith("heads are off") and at_limit.precomputed == "cmd"
     with pytest.raises(ClaimFailed, match="heads are off"):

@@ -369,9 +369,9 @@ def trained_gates(records: Sequence[Mapping]) -> list[claims.Claim]:
     worst = max(r["mse_over_stay_put"] for r in records)
     fewest = min(r["tracking_steps"] for r in records)
     return [claims.check("gate: worst one-step MSE of the trained models / stay-put MSE", worst, at_most=GATE,
-                  digits=2, band=0.05),
-            claims.check("tracking gate: fewest steps a trained model's rollout follows the circle (within a tenth of "
-                  "its radius)", fewest, at_least=TRACKING, band=5)]
+                         digits=2, band=0.05),
+            claims.check("tracking gate: fewest steps a trained model's rollout follows the circle (within a "
+                         "tenth of its radius)", fewest, at_least=TRACKING, band=5)]
 
 
 def tracking_gate(model: nn.Module, start: torch.Tensor, *, what: str, guards: str, n_points: int,
