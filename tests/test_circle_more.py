@@ -102,6 +102,23 @@ def test_the_trained_gate_can_fail_and_counts_the_runs_it_fails():
         C.gated_runs([dict(d_model=32, variant="SAN", mse_over_stay_put=0.1)])
 
 
+def test_a_live_sweep_reads_as_a_shipped_file():
+    """Chapter 6 at the paper preset reads its own 16-seed sweep as the 16-seed file: each record keeps its width,
+    variant and seed (the seed is its place in its group), and loses its trajectory."""
+    from attnbook.rank.tasks import circle as C
+
+    live = {(32, "SAN"): [dict(mse_over_stay_put=0.1, tracking_steps=40, collapse_step=None, traj="t0"),
+                          dict(mse_over_stay_put=0.9, tracking_steps=40, collapse_step=7, traj="t1")],
+            (128, "SAN+MLP"): [dict(mse_over_stay_put=0.2, tracking_steps=3, collapse_step=None, traj="t2")]}
+    records = C.sweep_records(live)
+    assert [(r["d_model"], r["variant"], r["seed"]) for r in records] == [
+        (32, "SAN", 0), (32, "SAN", 1), (128, "SAN+MLP", 0)]
+    assert all("traj" not in r for r in records) and records[1]["collapse_step"] == 7
+    every, gated, failed = C.gated_runs(records)
+    assert failed == 2 and [r["seed"] for r in gated[32, "SAN"]] == [0]
+    assert C.status_flips(C.collapse_steps(live), every) == 0
+
+
 def test_collapse_delay_counts_never_as_after_the_rollout():
     from attnbook.rank.tasks import circle as C
 

@@ -246,11 +246,14 @@ merging = [circle.token_gaps(r["traj"]) for out in runs.values() for r in out
 gap_order = collapse_order(torch.stack(merging), lo=1e-5, hi=0.3)
 
 # %% tags=["nbval-check-output", "hide-input"]
-# two decimals, which the CPU code paths agree on
-glue("ch06_gap_order", round(gap_order["order"], 2))
-glue("ch06_gap_factor", round(float(np.exp(gap_order["log_C"])), 2))
+# the fit reads the merging runs, and at d=128 which runs merge, and when, changes
+# with the CPU's code path: measured 0.93 to 1.01 (band 0.15)
 attnbook.check("merging runs: order of convergence of the token gap (1 = geometric)",
-               gap_order["order"], close_to=1, tol=0.2, digits=2, band=0.05)
+               gap_order["order"], close_to=1, tol=0.2, digits=2, band=0.15)
+
+# %% tags=["remove-input"]
+glue("ch06_gap_order", round(gap_order["order"], 2))  # this run's fit
+glue("ch06_gap_factor", round(float(np.exp(gap_order["log_C"])), 2));
 
 # %% [markdown]
 # Once two tokens start to merge, the gap closes by a constant factor per step: over every merging run the
@@ -280,11 +283,12 @@ merge_ci = share_interval(k32, len(san32))  # exact 95% interval
         "circle, book recipe: fraction of d=32 pure-SAN seeds whose tokens merge "
         "within 300 steps (95% interval over seeds)", frac_collapsed(32, "SAN"),
         paper=MERGES.value, same_side_of=0.5, interval=merge_ci, source=MERGES.where,
+        band=1 / len(san32),  # one run merging on one CPU and not on another
         reason=f"trained to a far smaller one-step error than the paper's recipe "
                f"allows, {k32} of {len(san32)} seeds merge (95% interval "
                f"{merge_ci[0]:.2f} to {merge_ci[1]:.2f})"),
-    attnbook.check("circle: fraction of d=32 SAN+skip runs whose tokens merge",
-                   frac_collapsed(32, "SAN+skip"), at_most=0.0),
+    *(attnbook.check(f"circle: fraction of d={d} SAN+skip runs whose tokens merge",
+                     frac_collapsed(d, "SAN+skip"), at_most=0.0) for d in (32, 128)),
 ]
 
 # %% tags=["remove-input"]
@@ -323,68 +327,64 @@ for d in cfg["widths"]:
 # %%
 def delay(steps, a, b):
     # mean censored collapse step of a minus that of b, with a 90% seed-bootstrap
-    # interval; single seeds change their collapse step between CPU code paths, so
-    # these values move by several steps (band 10)
+    # interval
     return circle.collapse_delay(steps[a], steps[b], cfg["rollout"])
 
 
 SEEDS_UNDECIDED = ("the 90% seed interval of the delay contains 0: at this number of "
                    "seeds the runs do not decide (the paper shows one run per panel)")
+GROUPS = {"width, d=128 minus d=32 pure SAN": ((128, "SAN"), (32, "SAN")),
+          "an MLP, d=32 SAN+MLP minus SAN": ((32, "SAN+MLP"), (32, "SAN"))}
 
-# %% tags=["nbval-check-output", "hide-input"]
-[
-    attnbook.compare(
-        "circle, book recipe: delay of collapse from width, d=128 minus d=32 pure SAN "
-        "(steps)", **delay(live_steps, (128, "SAN"), (32, "SAN")), paper=WIDTH.value,
-        same_side_of=0, band=10, source=WIDTH.where, reason=SEEDS_UNDECIDED),
-    attnbook.compare(
-        "circle, book recipe: delay of collapse from an MLP, d=32 SAN+MLP minus SAN "
-        "(steps)", **delay(live_steps, (32, "SAN+MLP"), (32, "SAN")),
-        paper=MLP_DELAYS.value, same_side_of=0, band=10, source=MLP_DELAYS.where,
-        reason=SEEDS_UNDECIDED),
-    attnbook.check("circle: fraction of d=128 SAN+skip runs whose tokens merge",
-        frac_collapsed(128, "SAN+skip"), at_most=0.0),
-]
+# %% tags=["hide-input"]
+# this run's seeds, described; the verdicts are the 16-seed section's
+for what, (a, b) in GROUPS.items():
+    d = delay(live_steps, a, b)
+    print(f"delay of collapse from {what}: {d['value']:+.1f} steps, 90% seed "
+          f"interval {d['interval'][0]:+.1f} to {d['interval'][1]:+.1f}")
 
 # %% [markdown]
 # ### Sixteen seeds
 #
-# Six seeds cannot tell one collapse in six from two. The same sweep over 16 seeds (the `paper` preset's
-# number) is **precomputed** (`python scripts/run.py circle_seeds16`, about six minutes): the same code and
-# seeds, so its first six seeds are the runs above, which checks the file. The rules are those of the six-seed
-# comparison: the censored collapse step, the mean difference with a 90% seed-bootstrap interval, and a
-# direction counts only if the whole interval lies on it.
+# Six seeds cannot tell one collapse in six from two, and a verdict on six would hang on single runs, which
+# here depend on the CPU. Training is chaotic: the same seed trained on another CPU code path (AVX-512, AVX2 or
+# none, which round the last bits differently) ends as a slightly different model, and at $d = 128$ its tokens
+# may merge at another step or not at all. So the verdicts are made on 16 seeds, the `paper` preset's number.
+# At `quick` that sweep is **precomputed** (`python scripts/run.py circle_seeds16`, about six minutes): the same
+# code and seeds, so its first six seeds are the runs above, up to a few runs that merge on one CPU and not on
+# another, which checks the file. At `paper` this page's own sweep has 16 seeds and is read directly. The rules
+# are those of the box: the censored collapse step, the mean difference with a 90% seed-bootstrap interval,
+# and a direction counts only if the whole interval lies on it.
 
 # %%
-# precomputed at quick; at a preset without the file its claims are "not available"
-seeds16 = circle.load_runs("seeds16")
-SEEDS16 = seeds16.command if not seeds16 else seeds16["meta"]["command"]
-if seeds16:
+# the 16 seeds that decide: this page's own sweep where it has 16 (the paper
+# preset), else the precomputed file (quick), whose first seeds are the runs above
+live16 = cfg["n_seeds"] >= 16
+seeds16 = circle.load_runs("seeds16") if not live16 else None
+SEEDS16 = "" if live16 else (seeds16["meta"]["command"] if seeds16 else seeds16.command)
+sweep16 = circle.sweep_records(runs) if live16 else (seeds16["runs"] if seeds16 else [])
+if sweep16:
     # every run; the runs that pass both gates (the comparisons use these)
-    every16, by16, failed16 = circle.gated_runs(seeds16["runs"])
+    every16, by16, failed16 = circle.gated_runs(sweep16)
     steps16 = circle.collapse_steps(by16)
     print(circle.merge_report(steps16, "gated"))
     san16 = steps16[32, "SAN"]
     merged16 = sum(step is not None for step in san16)
 
 # %% tags=["nbval-check-output", "hide-input"]
-claims16 = attnbook.claims.when_available(seeds16, lambda: [
+claims16 = attnbook.claims.when_available(sweep16 or seeds16, lambda: [
     # the live runs are the file's first seeds: collapsed or not, run by run
-    attnbook.check("16 seeds: live runs whose merging differs from the file's "
-                   "same seed", circle.status_flips(live_steps, every16), at_most=3,
-                   band=3, precomputed=SEEDS16),
+    *([] if live16 else [attnbook.check(
+        "16 seeds: live runs whose merging differs from the file's same seed",
+        circle.status_flips(live_steps, every16), at_most=3, band=3,
+        precomputed=SEEDS16)]),
     attnbook.check("16 seeds: runs that fail a gate (left out of the comparisons)",
                    failed16, at_most=2, precomputed=SEEDS16),
-    attnbook.compare("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 "
-                     "pure SAN (steps)", **delay(steps16, (128, "SAN"), (32, "SAN")),
-                     paper=WIDTH.value, same_side_of=0, band=10, precomputed=SEEDS16,
-                     source=WIDTH.where, reason=SEEDS_UNDECIDED),
-    attnbook.compare("circle, 16 seeds: delay of collapse from an MLP, d=32 SAN+MLP "
-                     "minus SAN (steps)",
-                     **delay(steps16, (32, "SAN+MLP"), (32, "SAN")),
-                     paper=MLP_DELAYS.value, same_side_of=0, band=10,
-                     precomputed=SEEDS16, source=MLP_DELAYS.where,
-                     reason=SEEDS_UNDECIDED),
+    *(attnbook.compare(f"circle, 16 seeds: delay of collapse from {what} (steps)",
+                       **delay(steps16, a, b), paper=paper.value, same_side_of=0,
+                       band=10, precomputed=SEEDS16, source=paper.where,
+                       reason=SEEDS_UNDECIDED)
+      for (what, (a, b)), paper in zip(GROUPS.items(), (WIDTH, MLP_DELAYS))),
     attnbook.compare("circle, 16 seeds: fraction of gated d=32 pure-SAN seeds whose "
                      "tokens merge (95% interval over seeds)", merged16 / len(san16),
                      paper=MERGES.value, same_side_of=0.5,
@@ -395,10 +395,13 @@ claims16 = attnbook.claims.when_available(seeds16, lambda: [
 claims16
 
 # %% tags=["remove-input"]
-NOT_HERE = "is not available at this preset"  # no 16-seed file: the claim says so
-glue("ch06_width16_says", claims16[2].in_words if seeds16 else NOT_HERE)
-glue("ch06_mlp16_says", claims16[3].in_words if seeds16 else NOT_HERE)
-glue("ch06_failed16", failed16 if seeds16 else 0);
+NOT_HERE = "is not available at this preset"  # no 16-seed sweep: the claim says so
+says16 = {c.name: c.in_words for c in claims16}
+for key, what in (("width", "width"), ("mlp", "an MLP")):
+    said = next((s for n, s in says16.items()
+                 if f"delay of collapse from {what}," in n), NOT_HERE)
+    glue(f"ch06_{key}16_says", said)
+glue("ch06_failed16", failed16 if sweep16 else 0);
 
 # %% [markdown]
 # Over 16 seeds, by the rule of the box above, "width delays collapse" {glue:text}`ch06_width16_says` and "an MLP

@@ -291,6 +291,15 @@ def seed_sweep(fit: Callable[[int, str, int], tuple], widths: Sequence[int], var
             for d in widths for variant in variants}
 
 
+def sweep_records(runs: Mapping[tuple, Sequence[Mapping]]) -> list[dict]:
+    """A sweep's runs (``{(d_model, variant): [record per seed 0, 1, ...]}``, as :func:`seed_sweep` returns them)
+    as the flat records of a shipped circle file, each with its ``d_model``, ``variant`` and ``seed`` and without
+    its trajectory (chapter "The circle task": at the ``paper`` preset the page's own 16-seed sweep is the one
+    :func:`gated_runs` reads)."""
+    return [{"d_model": d, "variant": variant, "seed": seed, **{k: v for k, v in r.items() if k != "traj"}}
+            for (d, variant), out in runs.items() for seed, r in enumerate(out)]
+
+
 def collapse_steps(runs: Mapping[tuple, Sequence[Mapping]]) -> dict:
     """The collapse step of every run (``None``: never merged), by the runs' key (chapter "The circle task")."""
     return {key: [r["collapse_step"] for r in out] for key, out in runs.items()}
