@@ -19,6 +19,8 @@
   statement of a paper decided against chance: chapter "A translation model").
 * :func:`share_interval`: the Clopper-Pearson interval of a share of runs (how many seeds of a model merge
   their tokens: chapter "The circle task").
+* :func:`detectable_effect`, :func:`share_rule_detectable`: for a rule on a direction (the paper gives no
+  size), the smallest true effect, or share of runs, that the rule finds 80% of the time at the book's noise.
 
 BLEU goes through sacreBLEU's public API only (``BLEU.sentence_score`` for each sentence's n-gram statistics,
 ``BLEU.compute_bleu`` for a corpus score from summed statistics, ``sacrebleu.significance.estimate_ci``).
@@ -428,6 +430,50 @@ def share_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float
     low = 0.0 if hits == 0 else float(beta.ppf(tail, hits, n - hits + 1))
     high = 1.0 if hits == n else float(beta.ppf(1 - tail, hits + 1, n - hits))
     return low, high
+
+
+def detectable_effect(interval: Sequence[float], level: float, power: float = 0.8) -> float:
+    """The smallest true effect a direction rule finds ``power`` of the time at the noise of ``interval`` (the
+    rule of :func:`attnbook.claims.compare` with ``same_side_of`` and ``interval``: the whole interval on the
+    paper's side of its threshold; chapters "The circle task" and "Path effectiveness"). A paper that gives a
+    direction and no size has no effect at which to state the rule's power; this says instead which effects the
+    data could have found, so that an *undecided* verdict says how large an effect it leaves open. Normal
+    approximation: the interval's half-width is ``z_level`` standard errors, and the rule finds an effect
+    ``delta`` (its distance from the threshold) with probability ``Phi(delta / se - z_level)``, so
+    ``delta = (z_level + z_power) * se``. ``level``: the interval's two-sided level (0.9 for
+    :func:`bootstrap_mean_difference`'s)."""
+    lo, hi = (float(x) for x in interval)
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+        raise ValueError(f"expected a finite interval (lo, hi) with lo <= hi, got {interval!r}")
+    if not (0 < level < 1 and 0 < power < 1):
+        raise ValueError(f"level and power are probabilities in (0, 1), got level={level}, power={power}")
+    from scipy.stats import norm
+
+    z_level = float(norm.ppf((1 + level) / 2))
+    se = (hi - lo) / 2 / z_level
+    return (z_level + float(norm.ppf(power))) * se
+
+
+def share_rule_detectable(n: int, threshold: float = 0.5, level: float = 0.95, power: float = 0.8):
+    """The smallest true share of runs at which the direction rule on a share of ``n`` runs (the whole exact
+    interval of :func:`share_interval` above ``threshold``) reproduces ``power`` of the time (chapter "The circle
+    task": how many seeds merge). Exact: the rule needs at least ``k`` hits, the fewest whose interval lies above
+    the threshold, and reproduces with probability ``P(Binomial(n, p) >= k)``; the share ``p`` at which that
+    reaches ``power`` is found by bisection. None where no number of hits out of ``n`` decides (too few runs)."""
+    if not (isinstance(n, (int, np.integer)) and n >= 1 and 0 <= threshold < 1 and 0 < level < 1
+            and 0 < power < 1):
+        raise ValueError(f"need an int n >= 1, 0 <= threshold < 1 and level, power in (0, 1), got n={n!r}, "
+                         f"threshold={threshold}, level={level}, power={power}")
+    from scipy.stats import binom
+
+    k = next((k for k in range(n + 1) if share_interval(k, n, level)[0] > threshold), None)
+    if k is None:
+        return None
+    lo, hi = threshold, 1.0
+    for _ in range(60):  # P(Binomial(n, p) >= k) grows with p
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if binom.sf(k - 1, n, mid) < power else (lo, mid)
+    return hi
 
 
 def top_overlap_p(n_items: int, top: int, overlap: int) -> float:

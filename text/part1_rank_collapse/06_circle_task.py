@@ -273,11 +273,20 @@ glue("ch06_gap_factor", round(float(np.exp(gap_order["log_C"])), 2));
 # section below asks the same of more seeds.
 
 # %% tags=["nbval-check-output", "hide-input"]
-from attnbook.stats import share_interval
+from attnbook.stats import detectable_effect, share_interval, share_rule_detectable
 
 san32 = live_steps[32, "SAN"]  # collapse step per seed (None: never merged)
 k32 = sum(step is not None for step in san32)
 merge_ci = share_interval(k32, len(san32))  # exact 95% interval
+
+
+def share_found(n):  # the paper gives no share: which shares could n seeds find?
+    p = share_rule_detectable(n)
+    if p is None:
+        return f"no count of {n} seeds puts the interval above one half"
+    return f"with {n} seeds the rule finds a true share of {p:.2f} or more 4 times in 5"
+
+
 [
     attnbook.compare(
         "circle, book recipe: fraction of d=32 pure-SAN seeds whose tokens merge "
@@ -286,7 +295,7 @@ merge_ci = share_interval(k32, len(san32))  # exact 95% interval
         band=1 / len(san32),  # one run merging on one CPU and not on another
         reason=f"trained to a far smaller one-step error than the paper's recipe "
                f"allows, {k32} of {len(san32)} seeds merge (95% interval "
-               f"{merge_ci[0]:.2f} to {merge_ci[1]:.2f})"),
+               f"{merge_ci[0]:.2f} to {merge_ci[1]:.2f}); {share_found(len(san32))}"),
     *(attnbook.check(f"circle: fraction of d={d} SAN+skip runs whose tokens merge",
                      frac_collapsed(d, "SAN+skip"), at_most=0.0) for d in (32, 128)),
 ]
@@ -331,8 +340,11 @@ def delay(steps, a, b):
     return circle.collapse_delay(steps[a], steps[b], cfg["rollout"])
 
 
-SEEDS_UNDECIDED = ("the 90% seed interval of the delay contains 0: at this number of "
-                   "seeds the runs do not decide (the paper shows one run per panel)")
+def seeds_undecided(d):  # and the delay this noise could find (the paper gives no size)
+    found = detectable_effect(d["interval"], level=0.9)
+    return ("the 90% seed interval of the delay contains 0: at this number of seeds "
+            f"the rule finds a true delay of {found:.0f} steps or more 4 times in 5 "
+            "(the paper shows one run per panel)")
 GROUPS = {"width, d=128 minus d=32 pure SAN": ((128, "SAN"), (32, "SAN")),
           "an MLP, d=32 SAN+MLP minus SAN": ((32, "SAN+MLP"), (32, "SAN"))}
 
@@ -381,16 +393,18 @@ claims16 = attnbook.claims.when_available(sweep16 or seeds16, lambda: [
     attnbook.check("16 seeds: runs that fail a gate (left out of the comparisons)",
                    failed16, at_most=2, precomputed=SEEDS16),
     *(attnbook.compare(f"circle, 16 seeds: delay of collapse from {what} (steps)",
-                       **delay(steps16, a, b), paper=paper.value, same_side_of=0,
-                       band=10, precomputed=SEEDS16, source=paper.where,
-                       reason=SEEDS_UNDECIDED)
-      for (what, (a, b)), paper in zip(GROUPS.items(), (WIDTH, MLP_DELAYS))),
+                       **d, paper=paper.value, same_side_of=0, band=10,
+                       precomputed=SEEDS16, source=paper.where,
+                       reason=seeds_undecided(d))
+      for (what, (a, b)), paper in zip(GROUPS.items(), (WIDTH, MLP_DELAYS))
+      for d in [delay(steps16, a, b)]),
     attnbook.compare("circle, 16 seeds: fraction of gated d=32 pure-SAN seeds whose "
                      "tokens merge (95% interval over seeds)", merged16 / len(san16),
                      paper=MERGES.value, same_side_of=0.5,
                      interval=share_interval(merged16, len(san16)), source=MERGES.where,
                      precomputed=SEEDS16,
-                     reason=f"{merged16} of {len(san16)} gated seeds merge"),
+                     reason=f"{merged16} of {len(san16)} gated seeds merge; "
+                            f"{share_found(len(san16))}"),
 ], "circle, 16 seeds: the section's claims")
 claims16
 
