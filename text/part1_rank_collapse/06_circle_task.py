@@ -330,7 +330,9 @@ for d in cfg["widths"]:
 # `stats.bootstrap_mean_difference`). The middle 90% of those delays is the interval. The rule, stated before
 # the result: a direction counts only if the whole interval lies on it, so the verdict is *reproduces* when
 # the interval lies on the paper's side of zero, *differs* when it lies on the other side, and *undecided*
-# when it contains zero.
+# when it contains zero. The paper gives a direction and no size, so there is no paper effect at which to
+# state the rule's power. An *undecided* verdict says instead how large a true delay the rule would find 4 times
+# in 5 at this noise (`stats.detectable_effect`): a smaller delay is left open, not ruled out.
 # :::
 
 # %%
