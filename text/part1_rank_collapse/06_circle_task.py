@@ -350,6 +350,9 @@ def seeds_undecided(d):  # and the delay this noise could find (the paper gives 
 GROUPS = {"width, d=128 minus d=32 pure SAN": ((128, "SAN"), (32, "SAN")),
           "an MLP, d=32 SAN+MLP minus SAN": ((32, "SAN+MLP"), (32, "SAN"))}
 
+# %% [markdown]
+# The test on this run's seeds, as a description of the run: the verdicts come from sixteen seeds, below.
+
 # %% tags=["hide-input"]
 # this run's seeds, described; the verdicts are the 16-seed section's
 for what, (a, b) in GROUPS.items():
@@ -373,10 +376,13 @@ for what, (a, b) in GROUPS.items():
 # %%
 # the 16 seeds that decide: this page's own sweep where it has 16 (the paper
 # preset), else the precomputed file (quick), whose first seeds are the runs above
-live16 = cfg["n_seeds"] >= 16
-seeds16 = circle.load_runs("seeds16") if not live16 else None
-SEEDS16 = "" if live16 else (seeds16["meta"]["command"] if seeds16 else seeds16.command)
-sweep16 = circle.sweep_records(runs) if live16 else (seeds16["runs"] if seeds16 else [])
+live16, seeds16 = cfg["n_seeds"] >= 16, None
+if live16:  # read as the file's records, not precomputed
+    SEEDS16, sweep16 = "", circle.sweep_records(runs)
+else:
+    seeds16 = circle.load_runs("seeds16")
+    SEEDS16 = seeds16["meta"]["command"] if seeds16 else seeds16.command
+    sweep16 = seeds16["runs"] if seeds16 else []
 if sweep16:
     # every run; the runs that pass both gates (the comparisons use these)
     every16, by16, failed16 = circle.gated_runs(sweep16)
