@@ -239,6 +239,26 @@ def test_a_qualitative_statement_is_decided_against_chance(value, chance, p, ver
     assert "one-sided p < 0.05" in c.condition
 
 
+@pytest.mark.parametrize("value, p, smallest_p, verdict", [
+    (0.0, 1.0, 0.125, "undecided"),   # the opposite of the paper's, but 8 ranks cannot reach p < 0.05 either way
+    (1.0, 0.125, 0.125, "undecided"),  # the paper's side at its most extreme: still cannot decide
+    (0.0, 1.0, 0.01, "differs"),      # a test that could decide: the usual rule
+    (1.0, 0.01, 0.01, "reproduces"),
+])
+def test_a_test_that_cannot_reach_the_level_leaves_the_verdict_undecided(value, p, smallest_p, verdict):
+    c = claims.compare("layer 1", value, paper=1, above_chance=(0.5, p), smallest_p=smallest_p, source="Sec. 4",
+                       reason="measured")
+    assert c.verdict == verdict
+    assert ("cannot decide" in c.condition) == (smallest_p >= 0.05)
+
+
+def test_smallest_p_is_a_possible_p_of_the_chance_rule():
+    with pytest.raises(ValueError, match="smallest possible p"):
+        claims.compare("x", 0.0, paper=1, above_chance=(0.5, 0.5), smallest_p=0.6, source="s")
+    with pytest.raises(ValueError, match="goes with the above_chance rule"):
+        claims.compare("x", 0.0, paper=1, same_side_of=0.5, smallest_p=0.1, source="s")
+
+
 def test_above_chance_needs_a_direction_and_a_probability():
     with pytest.raises(ValueError, match="paper=1"):
         claims.compare("rho", 0.4, paper=0.5, above_chance=(0.0, 0.01), source="Sec. 4")

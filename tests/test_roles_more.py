@@ -90,6 +90,8 @@ def test_less_confident_p_is_a_valid_one_sided_test_under_no_link():
     rel = torch.tensor([[0.1, 0.2, 0.9, 0.3], [0.0] * 4])
     out = hd.relevance_against_roles(conf, rel, torch.zeros(2, 4), torch.zeros(2, 4))
     assert out["less_confident"] == 3 and out["less_confident_p"] == pytest.approx(1 / 4)
+    # the least confident head is the best the test can see: its p is the smallest possible
+    assert out["less_confident_smallest_p"] == pytest.approx(out["less_confident_p"])
 
 
 def test_largest_syntactic_gain_is_in_points():

@@ -286,6 +286,7 @@ def compare(
     digits: int = 3,
     analogue: str = "",
     power: Optional[float] = None,
+    smallest_p: Optional[float] = None,
 ) -> Claim:
     """A comparison of this book's ``value`` with the ``paper``'s, under an agreement rule stated beforehand.
 
@@ -309,7 +310,9 @@ def compare(
       floor in the rule's text where it is not chance: "the majority line", "the probe at length 0";
       ``test_in_rule=False`` leaves the test's numbers (``chance`` and ``p``) out of the rule's text, for a test
       on a model trained in the reader's run, whose digits differ between CPUs while the verdict does not:
-      print them beside the claim);
+      print them beside the claim; ``smallest_p``: the smallest p-value the test can give at this size, a
+      rank among ``h`` heads say ``1 / h``: where it is not below 0.05 the test cannot decide, and the verdict is
+      *undecided* whatever the value, the rule's text saying so);
     * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
       threshold, differs when it lies wholly on the other side, and is *undecided* when it straddles the
       threshold: a direction counts only when the seeds decide it (for example a delay, or a gain, that the
@@ -378,6 +381,14 @@ def compare(
         rule = (f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.1g})"
                 if test_in_rule else f"above {chance_name} with one-sided p < 0.05 (both printed with the test)")
         agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
+        if smallest_p is not None:
+            smallest_p = _number(name, "smallest_p", smallest_p)
+            if not 0 < smallest_p <= p:
+                raise ValueError(f"claim {name!r}: smallest_p is the test's smallest possible p, in (0, p], got "
+                                 f"{smallest_p!r} with p = {p}")
+            if smallest_p >= 0.05:
+                rule += f"; the test's smallest possible p here is {smallest_p:.3g}, so it cannot decide"
+                agrees, undecided = False, True
     elif reaches is not None:
         margin = _number(name, "reaches", reaches)
         if margin < 0:
@@ -405,6 +416,8 @@ def compare(
     elif interval is not None:
         rule = "this book's interval contains the paper's value"
         agrees = lo <= paper <= hi
+    if smallest_p is not None and above_chance is None:
+        raise ValueError(f"claim {name!r}: smallest_p goes with the above_chance rule")
     if power is not None:
         power = _number(name, "power", power)
         if interval is None or not 0 <= power <= 1:

@@ -501,7 +501,8 @@ def relevance_against_roles(confidence: torch.Tensor, relevance: torch.Tensor, p
     ``both_chance``, the overlap expected by chance; ``less_confident_p``, the one-sided rank test of "the
     relevant head is not confident": were relevance unrelated to confidence, the relevant head's rank in its
     layer of ``h`` heads would be uniform, and at least ``k`` heads would be more confident with probability
-    ``(h - k) / h`` (at best ``1 / h``: one head of a layer of 8 cannot reach p < 0.05)."""
+    ``(h - k) / h``, at best ``less_confident_smallest_p`` = ``1 / h`` (one head of a layer of 8 cannot reach
+    p < 0.05 either way)."""
     neighbour = torch.maximum(prev, next_)
     top_relevant = set(relevance.flatten().topk(top).indices.tolist())
     both = top_relevant & set(neighbour.flatten().topk(top).indices.tolist())
@@ -512,7 +513,8 @@ def relevance_against_roles(confidence: torch.Tensor, relevance: torch.Tensor, p
     return dict(rho=float(rho.statistic), rho_p=float(rho.pvalue), neighbour=neighbour,
                 top_relevant=sorted(top_relevant), both=sorted(both), both_p=top_overlap_p(n, top, len(both)),
                 both_chance=top * top / n, top_layer1=top_layer1, less_confident=less,
-                less_confident_share=less / (h - 1), less_confident_p=(h - less) / h)
+                less_confident_share=less / (h - 1), less_confident_p=(h - less) / h,
+                less_confident_smallest_p=1 / h)
 
 
 def largest_syntactic_gain(table: Sequence[Mapping]) -> float:
