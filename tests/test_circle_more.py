@@ -116,7 +116,11 @@ def test_a_live_sweep_reads_as_a_shipped_file():
     assert all("traj" not in r for r in records) and records[1]["collapse_step"] == 7
     every, gated, failed = C.gated_runs(records)
     assert failed == 2 and [r["seed"] for r in gated[32, "SAN"]] == [0]
-    assert C.status_flips(C.collapse_steps(live), every) == 0
+    # the live runs checked against these records: one run that merges on one side only is one flip
+    live_steps = C.collapse_steps(live)
+    assert C.status_flips(live_steps, every) == 0
+    live_steps[32, "SAN"][0] = 12
+    assert C.status_flips(live_steps, every) == 1
 
 
 def test_collapse_delay_counts_never_as_after_the_rollout():

@@ -242,6 +242,7 @@ def test_a_qualitative_statement_is_decided_against_chance(value, chance, p, ver
 @pytest.mark.parametrize("value, p, smallest_p, verdict", [
     (0.0, 1.0, 0.125, "undecided"),   # the opposite of the paper's, but 8 ranks cannot reach p < 0.05 either way
     (1.0, 0.125, 0.125, "undecided"),  # the paper's side at its most extreme: still cannot decide
+    (1.0, 0.05, 0.05, "undecided"),   # 20 heads: the best rank gives p = 0.05, not below it
     (0.0, 1.0, 0.01, "differs"),      # a test that could decide: the usual rule
     (1.0, 0.01, 0.01, "reproduces"),
 ])

@@ -232,6 +232,7 @@ def test_detectable_effect_is_found_at_its_power_by_the_direction_rule():
     # another power or level moves it the right way
     assert stats.detectable_effect((-1, 1), 0.9, power=0.9) > stats.detectable_effect((-1, 1), 0.9)
     assert stats.detectable_effect((-1, 1), 0.95) < stats.detectable_effect((-1, 1), 0.9)
+    assert stats.detectable_effect((0.3, 0.3), 0.9) == 0.0  # no noise: any effect is found
     with pytest.raises(ValueError, match="interval"):
         stats.detectable_effect((1, -1), 0.9)
 

@@ -104,6 +104,12 @@ except ImportError:
 #   sets of the same size) instead of judged by their sign alone. Both had the paper's sign and reproduced;
 #   both still do.
 #
+# * later on 2026-12-06, with their data known: chapter 6's six-seed delays of collapse are no longer verdicts.
+#   At $d = 128$ a run trained on another CPU code path merges at another step. So their verdict could change
+#   from one CPU to another. Both had been *undecided*; the 16-seed verdicts decide, unchanged. Chapter 10's
+#   relevant first-layer head, and its MiniLM analogue, are *undecided* whatever the value. One head ranked among
+#   8 (or 12) cannot reach p < 0.05; both had been *differs*. Neither change makes a verdict *reproduces*.
+#
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate

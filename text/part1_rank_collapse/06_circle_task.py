@@ -331,8 +331,9 @@ for d in cfg["widths"]:
 # the result: a direction counts only if the whole interval lies on it, so the verdict is *reproduces* when
 # the interval lies on the paper's side of zero, *differs* when it lies on the other side, and *undecided*
 # when it contains zero. The paper gives a direction and no size, so there is no paper effect at which to
-# state the rule's power. An *undecided* verdict says instead how large a true delay the rule would find 4 times
-# in 5 at this noise (`stats.detectable_effect`): a smaller delay is left open, not ruled out.
+# state the rule's power. An *undecided* verdict says instead how large a delay, in censored steps, the rule would
+# find 4 times in 5 at this noise (`stats.detectable_effect`, a normal approximation), and how large a delay the
+# rollout can show at all: a smaller delay is left open, not ruled out.
 # :::
 
 # %%
@@ -342,16 +343,19 @@ def delay(steps, a, b):
     return circle.collapse_delay(steps[a], steps[b], cfg["rollout"])
 
 
-def seeds_undecided(d):  # and the delay this noise could find (the paper gives no size)
+def seeds_undecided(d, later_than):  # what this noise could find (the paper: no size)
     found = detectable_effect(d["interval"], level=0.9)
-    return ("the 90% seed interval of the delay contains 0: at this number of seeds "
-            f"the rule finds a true delay of {found:.0f} steps or more 4 times in 5 "
-            "(the paper shows one run per panel)")
+    T = cfg["rollout"]
+    room = T + 1 - np.mean(circle.censored_steps(later_than, T))  # the largest delay
+    return ("the 90% seed interval of the delay contains 0: at this noise the rule "
+            f"finds a delay of {found:.0f} censored steps or more 4 times in 5, where "
+            f"the rollout can show at most {room:.0f} (the paper shows one run per "
+            "panel, no size)")
 GROUPS = {"width, d=128 minus d=32 pure SAN": ((128, "SAN"), (32, "SAN")),
           "an MLP, d=32 SAN+MLP minus SAN": ((32, "SAN+MLP"), (32, "SAN"))}
 
 # %% [markdown]
-# The test on this run's seeds, as a description of the run: the verdicts come from sixteen seeds, below.
+# The test on this run's seeds, as a description of the run: the delays' verdicts come from sixteen seeds, below.
 
 # %% tags=["hide-input"]
 # this run's seeds, described; the verdicts are the 16-seed section's
@@ -363,8 +367,8 @@ for what, (a, b) in GROUPS.items():
 # %% [markdown]
 # ### Sixteen seeds
 #
-# Six seeds cannot tell one collapse in six from two, and a verdict on six would hang on single runs, which
-# here depend on the CPU. Training is chaotic: the same seed trained on another CPU code path (AVX-512, AVX2 or
+# At `quick` this page trains six seeds, which cannot tell one collapse in six from two, and a verdict on them
+# would hang on single runs, which here depend on the CPU. Training is chaotic: the same seed trained on another CPU code path (AVX-512, AVX2 or
 # none, which round the last bits differently) ends as a slightly different model, and at $d = 128$ its tokens
 # may merge at another step or not at all. So the verdicts are made on 16 seeds, the `paper` preset's number.
 # At `quick` that sweep is **precomputed** (`python scripts/run.py circle_seeds16`, about six minutes): the same
@@ -403,7 +407,7 @@ claims16 = attnbook.claims.when_available(sweep16 or seeds16, lambda: [
     *(attnbook.compare(f"circle, 16 seeds: delay of collapse from {what} (steps)",
                        **d, paper=paper.value, same_side_of=0, band=10,
                        precomputed=SEEDS16, source=paper.where,
-                       reason=seeds_undecided(d))
+                       reason=seeds_undecided(d, steps16[b]))
       for (what, (a, b)), paper in zip(GROUPS.items(), (WIDTH, MLP_DELAYS))
       for d in [delay(steps16, a, b)]),
     attnbook.compare("circle, 16 seeds: fraction of gated d=32 pure-SAN seeds whose "

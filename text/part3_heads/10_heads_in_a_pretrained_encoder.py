@@ -260,9 +260,8 @@ glue("ch10_lm_positional", int(marks["P"].sum()));
 # no-op, as {cite:t}`clark2019what` argued for BERT, although LRP still routes some relevance through them.
 #
 # The paper's two first-layer observations find no support in MiniLM. Its most relevant first-layer head is
-# more confident than {glue:text}`ch10_lm_layer1_more:d` of the other {glue:text}`ch10_lm_layer1_others:d` heads of its layer, the opposite of the
-# paper's, although one head ranked among a layer's heads cannot reach p < 0.05 either way, so that comparison
-# is undecided. It does not
+# more confident than {glue:text}`ch10_lm_layer1_more:d` of the other {glue:text}`ch10_lm_layer1_others:d` heads of its layer; one head ranked among
+# a layer's heads cannot reach p < 0.05 either way, so that comparison is undecided. It does not
 # point at the rarest token ({glue:text}`ch10_lm_rare_layer1:.0%` of tokens, chance {glue:text}`ch10_lm_rare_chance:.1%`). The best
 # rare-token head anywhere does so for {glue:text}`ch10_lm_rare_best:.0%` of tokens, {glue:text}`ch10_lm_rare_times:.1f` times chance
 # but far from the paper's 66%.

@@ -540,8 +540,8 @@ for kind in ATTENTION_KINDS:
 # number. So the book tests it against chance (Spearman's one-sided test): by this lens it {glue:text}`ch10_rho_says`
 # (rank correlation {glue:text}`ch10_rho_enc:.2f`, p = {glue:text}`ch10_rho_p:.2g`). The second observation, a relevant
 # first-layer head without confidence, cannot be decided here: one head ranked among its layer's few heads
-# cannot reach p < 0.05 either way, so the comparison is undecided. What the data show is the opposite of the
-# paper's: the most relevant first-layer head is more confident than {glue:text}`ch10_layer1_more:d` of the other
+# cannot reach p < 0.05 either way, so the comparison is undecided. It is described, not decided: the most
+# relevant first-layer head is more confident than {glue:text}`ch10_layer1_more:d` of the other
 # {glue:text}`ch10_layer1_others:d` heads of its layer. In this layer LRP relevance is nearly uniform
 # ({glue:text}`ch10_layer1_rel_min:.2f` to {glue:text}`ch10_layer1_rel_max:.2f`), so "the most relevant layer-1 head" is only weakly singled out. {glue:text}`ch10_source_share:.0%` of each top-1 logit's
 # relevance reaches the source tokens and the rest the target prefix.
