@@ -287,7 +287,9 @@ display(Markdown(rf.reproduction_table(
 # * MiniLM, trained on far more text, has clean positional heads ({glue:text}`ch10_lm_pos:.2f`) and a syntactic head
 #   by the paper's rule: the detectors find what the paper describes when a model has it.
 # * By LRP relevance to its sentence embedding, MiniLM's two most relevant heads are its two positional heads.
-#   Its most relevant first-layer head is confident and is not a rare-token head, as in the translation model.
+#   Its most relevant first-layer head is more confident than {glue:text}`ch10_lm_layer1_more:d` of the other
+#   {glue:text}`ch10_lm_layer1_others:d` heads of its layer (a rank the test cannot decide on) and is not a
+#   rare-token head, as in the translation model.
 # * The table above sets both models beside the paper; every row is a claim of the chapter.
 # * [Chapter 11](11_pruning_heads.ipynb) prunes heads, in MiniLM and in the translation model.
 #
