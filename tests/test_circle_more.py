@@ -128,7 +128,23 @@ def test_collapse_delay_counts_never_as_after_the_rollout():
 
     assert C.censored_steps([3, None], rollout_steps=10) == [3, 11]
     d = C.collapse_delay([None, None, None], [1, 1, 1], rollout_steps=10)
-    assert d["value"] == 10 and d["interval"] == (10, 10)
+    assert d["value"] == 10 and d["interval"] == (10, 10) and d["cannot_decide"] == ""
+
+
+def test_a_delay_where_the_earlier_group_never_merges_is_undecided():
+    from attnbook import claims
+    from attnbook.rank.tasks import circle as C
+
+    blind = C.collapse_delay([None, None], [None, None], rollout_steps=10)  # nothing merges: delay 0, no width
+    assert blind["interval"] == (0, 0) and "no run of the earlier group merges" in blind["cannot_decide"]
+    verdict = claims.compare("delay", **blind, paper=1, same_side_of=0, source="Fig. 3")
+    assert verdict.verdict == "undecided" and "cannot decide" in verdict.condition
+    # one earlier run merging is enough for the rule to decide: here it differs (a merges first)
+    seen = C.collapse_delay([2, 2], [None, 5], rollout_steps=10)
+    assert seen["cannot_decide"] == ""
+    assert claims.compare("delay", **seen, paper=1, same_side_of=0, source="Fig. 3").verdict == "differs"
+    with pytest.raises(ValueError, match="runs in both groups"):
+        C.collapse_delay([1], [], rollout_steps=10)
 
 
 def test_status_flips_counts_seeds_that_merge_on_one_side_only():

@@ -364,3 +364,11 @@ def test_above_chance_names_its_floor_in_the_rule():
                           reason="measured").verdict == "differs"
     with pytest.raises(ValueError, match="chance_name"):
         claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01), chance_name="", source="s")
+
+
+def test_a_comparison_whose_data_cannot_decide_is_undecided_whatever_the_value():
+    rule = dict(paper=1.0, same_side_of=0, source="Fig. 3")
+    assert compare("d", 5.0, interval=(4.0, 6.0), **rule).verdict == "reproduces"
+    blind = compare("d", 5.0, interval=(4.0, 6.0), cannot_decide="every run censored", **rule)
+    assert blind.verdict == "undecided" and blind.condition.endswith("every run censored, so it cannot decide")
+    assert compare("d", -5.0, interval=(-6.0, -4.0), cannot_decide="x", **rule).verdict == "undecided"

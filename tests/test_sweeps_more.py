@@ -147,6 +147,10 @@ def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
     assert pruned_better.reason == ("-0.60 BLEU over 1 seed(s); one seed: its paired 95% interval over verses "
                                     "runs from -1.00 to -0.10: the pruned model is the better beyond the seeds' "
                                     "noise; done")
+    assert first["kind"] == "comparison"
+    other, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 3", "", analogue="encoder-only shapes")
+    assert (other.kind, other.verdict) == ("analogue", "differs")  # another experiment: same verdict, counted apart
+    assert other.paper_note.startswith("analogue on encoder-only shapes") and other.paper_note.endswith("Table 3")
 
 
 def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():

@@ -287,6 +287,7 @@ def compare(
     analogue: str = "",
     power: Optional[float] = None,
     smallest_p: Optional[float] = None,
+    cannot_decide: str = "",
 ) -> Claim:
     """A comparison of this book's ``value`` with the ``paper``'s, under an agreement rule stated beforehand.
 
@@ -326,6 +327,10 @@ def compare(
     ``power``: with an ``interval`` rule, the share of simulated runs in which the rule reproduces when the
     paper's effect is true, computed from this book's own noise (e.g. :func:`attnbook.stats.pooled_rule_power`);
     the rule's text states it, so that a reader sees how often a faithful reproduction would say so.
+
+    ``cannot_decide``: why these data cannot decide, whatever the value (every run of the arm that should
+    come first censored, say, so that no delay could show): the verdict is then *undecided* and the rule's
+    text says why; empty where the rule can decide.
 
     ``analogue``: the model the book measured where the paper measured another (``"pretrained MiniLM"``). The
     claim is then of kind :data:`ANALOGUE`, its note says so, and the reproduction page counts it apart from the
@@ -418,6 +423,9 @@ def compare(
         agrees = lo <= paper <= hi
     if smallest_p is not None and above_chance is None:
         raise ValueError(f"claim {name!r}: smallest_p goes with the above_chance rule")
+    if cannot_decide:
+        rule += f"; {cannot_decide}, so it cannot decide"
+        agrees, undecided = False, True
     if power is not None:
         power = _number(name, "power", power)
         if interval is None or not 0 <= power <= 1:

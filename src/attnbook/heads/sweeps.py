@@ -800,7 +800,7 @@ def arm_difference(row: Mapping) -> float:
 
 
 def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, source: str,
-                   precomputed: str) -> list[Claim]:
+                   precomputed: str, analogue: str = "") -> list[Claim]:
     """One comparison with the paper per shape of :func:`scratch_versus_pruned`'s ``rows`` that has
     from-scratch runs (Voita et al. Table 3, ``paper``: its scratch-minus-pruned BLEU, read at ``source``):
     from scratch minus the ``arm`` model, the mean over seeds, decided by the seeds' 95% t interval with the
@@ -813,7 +813,8 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
     :func:`attnbook.stats.two_arm_rule_power`), at every shape, provided the from-scratch arm has two or more
     seeds at some shape too (else the one seed's interval over verses decides, as above). Both arms' seeds
     prune or train one converged model's recipe, so the interval is conditional on that model. ``done`` says
-    how much of the recipe finished."""
+    how much of the recipe finished. ``analogue``: the experiment the book ran where the paper ran another
+    (encoder-only shapes against Table 3's all-kinds gap), so that each claim counts as an analogue."""
     shaped = [row for row in rows if row["scratch"]]
     deltas = [[s["delta"] for s in row["scratch"]] for row in shaped]
     scratch_bleu = [[s["bleu_beam"] for s in row["scratch"]] for row in shaped]
@@ -855,5 +856,5 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
         out.append(compare(f"scratch minus {arm}, {row['kept']} encoder heads, mean over its seeds "
                            "(BLEU, beam 4)", a["delta"], paper=paper,
                            same_side_of=0.0, interval=(low, high), digits=2, source=source,
-                           reason=reason, precomputed=precomputed, power=power))
+                           reason=reason, precomputed=precomputed, power=power, analogue=analogue))
     return out

@@ -402,9 +402,15 @@ def censored_steps(steps: Sequence[Optional[int]], rollout_steps: int) -> list[i
 def collapse_delay(steps_a: Sequence[Optional[int]], steps_b: Sequence[Optional[int]], rollout_steps: int) -> dict:
     """How much later runs ``a`` collapse than runs ``b`` (chapter "The circle task"): the mean censored collapse
     step of ``a`` minus that of ``b``, with a 90% seed-bootstrap interval (:func:`attnbook.stats.bootstrap_mean_difference`),
-    as ``compare``'s ``value`` and ``interval``."""
+    as ``compare``'s ``value``, ``interval`` and ``cannot_decide``: where no run of ``b`` merges within the
+    rollout, no delay of ``a`` can show, and the comparison is undecided whatever the value."""
+    if not steps_a or not steps_b:
+        raise ValueError(f"collapse_delay needs runs in both groups, got {len(steps_a)} and {len(steps_b)}")
     est, lo, hi = bootstrap_mean_difference(censored_steps(steps_a, rollout_steps), censored_steps(steps_b, rollout_steps))
-    return dict(value=est, interval=(lo, hi))
+    blind = all(s is None for s in steps_b)
+    return dict(value=est, interval=(lo, hi), cannot_decide=(
+        f"no run of the earlier group merges within the rollout's {rollout_steps} steps, so no delay can show"
+        if blind else ""))
 
 
 def gated_runs(records: Sequence[Mapping], gate: float = GATE, tracking: int = TRACKING) -> tuple[dict, dict, int]:
