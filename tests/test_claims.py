@@ -73,6 +73,10 @@ def test_malformed_checks():
     (dict(interval=(0.5, 4.0), same_side_of=0), 2.5, "reproduces"),
     (dict(interval=(-0.5, 4.0), same_side_of=0), 2.5, "undecided"),
     (dict(interval=(-4.0, -0.5), same_side_of=0), -2.5, "differs"),
+    (dict(interval=(2.95, 3.04), tol=0.05), 3.0, "reproduces"),
+    (dict(interval=(2.9, 3.04), tol=0.05), 3.0, "undecided"),
+    (dict(interval=(3.06, 3.2), tol=0.05), 3.1, "differs"),
+    (dict(interval=(2.0, 2.94), tol=0.05), 2.5, "differs"),
 ])
 def test_comparison_rules(rule, value, verdict):
     c = compare("slope", value, paper=3.0, source="Sec. 1", reason="measured reason", **rule)

@@ -59,6 +59,21 @@ def test_order_disagreements_counts_swapped_pairs():
         sweeps.order_disagreements(["enc_self"], ref)
 
 
+def test_order_agreement_is_an_exact_permutation_test_that_three_kinds_cannot_decide():
+    ref = ["enc_self", "dec_self", "dec_cross"]
+    same = sweeps.order_agreement(ref, ref)
+    assert (same["agreeing"], same["pairs"], same["chance"]) == (3, 3, 1.5)
+    assert same["p"] == pytest.approx(1 / 6) and same["smallest_p"] == pytest.approx(1 / 6)
+    one_swap = sweeps.order_agreement(["dec_self", "enc_self", "dec_cross"], ref)
+    # orders of 3 by agreeing pairs: 3 (1), 2 (2), 1 (2), 0 (1): at least 2 agree in 3 of 6
+    assert one_swap["agreeing"] == 2 and one_swap["p"] == pytest.approx(0.5)
+    assert sweeps.order_agreement(ref[::-1], ref)["p"] == 1.0
+    four = ["a", "b", "c", "d"]  # with four kinds the paper's own order has p = 1/24 < 0.05
+    assert sweeps.order_agreement(four, four)["p"] == pytest.approx(1 / 24)
+    with pytest.raises(ValueError, match="same distinct kinds"):
+        sweeps.order_agreement(["enc_self", "enc_self", "dec_cross"], ref)
+
+
 def test_bleu_at_and_prunable_share():
     curve = [(48, 30.0), (43, 29.9), (38, 29.8), (33, 29.0), (28, 29.7)]
     assert sweeps.bleu_at(40.5, curve) == pytest.approx(29.85)

@@ -110,6 +110,11 @@ except ImportError:
 #   relevant first-layer head, and its MiniLM analogue, are *undecided* whatever the value. One head ranked among
 #   8 (or 12) cannot reach p < 0.05; both had been *differs*. Neither change makes a verdict *reproduces*.
 #
+# * in the evening of 2026-12-06, with their data known: chapter 11's six comparisons of pruned (or trained-on pruned) with
+#   from-scratch encoder shapes counted as analogues. The paper's gap (Table 3) prunes all three attention kinds
+#   and the book prunes the encoder alone, so the paper printed no number for the book's experiment. Their rules
+#   and verdicts are unchanged (one *differs*, five *undecided*); chapter 11 counts six fewer comparisons.
+#
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate

@@ -314,6 +314,10 @@ def compare(
       print them beside the claim; ``smallest_p``: the smallest p-value the test can give at this size, a
       rank among ``h`` heads say ``1 / h``: where it is not below 0.05 the test cannot decide, and the verdict is
       *undecided* whatever the value, the rule's text saying so);
+    * ``interval`` with ``tol``: an equivalence margin, for a "no change" or "falls to chance" the paper
+      reports: reproduces when the whole interval lies within ``tol`` of ``paper``, differs when none of it
+      does, and is *undecided* when it reaches across the margin (a 90% interval makes it the two one-sided
+      tests at 5% each);
     * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
       threshold, differs when it lies wholly on the other side, and is *undecided* when it straddles the
       threshold: a direction counts only when the seeds decide it (for example a delay, or a gain, that the
@@ -345,12 +349,13 @@ def compare(
     if not math.isfinite(value) or not math.isfinite(paper):
         raise ValueError(f"claim {name!r}: value and paper must be finite, got {value!r} and {paper!r}")
     rules = [r for r in (tol, rel_tol, same_side_of, interval, reaches, above_chance) if r is not None]
-    decisive = (same_side_of is not None or reaches is not None) and interval is not None and len(rules) == 2
+    decisive = (same_side_of is not None or reaches is not None or tol is not None) and interval is not None \
+        and len(rules) == 2
     if (len(rules) != 1 and not decisive) or (same_side_of is not None and reaches is not None):
         raise ValueError(
             f"claim {name!r}: give exactly one agreement rule (tol, rel_tol, same_side_of, reaches, above_chance or "
             "interval; "
-            f"or same_side_of or reaches with interval), got {len(rules)}"
+            f"or same_side_of, reaches or tol with interval), got {len(rules)}"
         )
     if lower_is_better and reaches is None:
         raise ValueError(f"claim {name!r}: lower_is_better goes with reaches")
@@ -374,6 +379,10 @@ def compare(
             raise ValueError(f"claim {name!r}: the interval ({lo}, {hi}) must contain the value {value}")
         rounded_interval = (_round(lo, digits), _round(hi, digits))
     undecided = False
+    if tol is not None and interval is not None:  # equivalence: the whole interval within the margin
+        rule = f"this book's whole interval within {tol:g} of the paper's value (an equivalence margin)"
+        agrees = paper - tol <= lo and hi <= paper + tol
+        undecided = not agrees and lo <= paper + tol and hi >= paper - tol
     if above_chance is not None:
         if len(above_chance) != 2 or paper != 1:
             raise ValueError(f"claim {name!r}: above_chance is (chance, p) and goes with paper=1 (the effect "
@@ -409,7 +418,7 @@ def compare(
             rule = f"{side} the paper's level {level:g} (the paper's value {'+' if lower_is_better else '-'} " \
                    f"{margin:g}): reaching it is what the paper reports"
             agrees = ok(value)
-    elif decisive:
+    elif decisive and same_side_of is not None:
         t = _number(name, "same_side_of", same_side_of)
         rule = f"this book's whole interval on the same side of {t:g} as the paper's value"
         agrees = (lo > t) == (paper > t) and (hi > t) == (paper > t)
@@ -418,7 +427,7 @@ def compare(
         t = _number(name, "same_side_of", same_side_of)
         rule = f"on the same side of {t:g} as the paper's value"
         agrees = (value > t) == (paper > t)
-    elif interval is not None:
+    elif interval is not None and tol is None:
         rule = "this book's interval contains the paper's value"
         agrees = lo <= paper <= hi
     if smallest_p is not None and above_chance is None:

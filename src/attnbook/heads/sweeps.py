@@ -383,12 +383,28 @@ def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000,
 
 def order_disagreements(order: Sequence[str], reference: Sequence[str]) -> int:
     """Pairs of kinds ranked the other way round in ``order`` than in ``reference`` (0: the same order)."""
-    if sorted(order) != sorted(reference):
-        raise ValueError(f"the orders must rank the same kinds, got {order} and {reference}")
+    if sorted(order) != sorted(reference) or len(set(order)) != len(order):
+        raise ValueError(f"the orders must rank the same distinct kinds, got {order} and {reference}")
     pos = {k: i for i, k in enumerate(order)}
     return sum(
         1 for i, a in enumerate(reference) for b in reference[i + 1:] if pos[a] > pos[b]
     )
+
+
+def order_agreement(order: Sequence[str], reference: Sequence[str]) -> dict:
+    """How far ``order`` (the kinds as the gates pruned them, first pruned first) agrees with the paper's
+    ``reference`` order (chapter "Pruning heads", which kinds go first), as a test against chance: ``agreeing``,
+    the pairs of kinds in the paper's order; ``chance``, half the pairs (a random order's mean); ``p``, the
+    exact one-sided permutation p, the share of all orders of the kinds with at least as many pairs agreeing;
+    ``smallest_p``, that of the paper's own order, ``1 / len(order)!``: with three kinds 1/6, so no order of
+    three can reach p < 0.05 and the test cannot decide."""
+    from itertools import permutations
+
+    n_pairs = len(reference) * (len(reference) - 1) // 2
+    agreeing = n_pairs - order_disagreements(order, reference)
+    every = [n_pairs - order_disagreements(p, reference) for p in permutations(reference)]
+    return dict(agreeing=agreeing, pairs=n_pairs, chance=n_pairs / 2,
+                p=sum(a >= agreeing for a in every) / len(every), smallest_p=1 / len(every))
 
 
 def bleu_at(n_heads: float, points: Sequence[tuple[float, float]]) -> float:
