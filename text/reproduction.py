@@ -114,6 +114,11 @@ except ImportError:
 #   from-scratch encoder shapes counted as analogues. The paper's gap (Table 3) prunes all three attention kinds
 #   and the book prunes the encoder alone, so the paper printed no number for the book's experiment. Their rules
 #   and verdicts are unchanged (one *differs*, five *undecided*); chapter 11 counts six fewer comparisons.
+#   Also then: chapter 11's order of the kinds pruned, decided by an exact permutation test, which no order of
+#   three kinds can pass at 5% (it is *undecided*; it had *reproduced*, compared exactly); chapter 9's balancing
+#   temperature with SGD made the book's finding, since its paper value came from a summary of the paper, not
+#   from the paper (it had *differed*); and chapter 7's "the longest paths fall to chance" judged by its
+#   interval over path sets within the margin of 0.05, instead of by its mean alone.
 #
 # From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
