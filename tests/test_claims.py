@@ -274,7 +274,7 @@ def test_above_chance_needs_a_direction_and_a_probability():
 def test_an_analogue_names_its_model_and_keeps_its_verdict():
     c = claims.compare("share", 0.9, paper=0.9, tol=0.1, source="Sec. 5", analogue="MiniLM")
     assert (c.kind, c.verdict) == (claims.ANALOGUE, "reproduces")
-    assert c.paper_note == "analogue on MiniLM, not the paper's model; Sec. 5"
+    assert c.paper_note == "analogue on MiniLM, not the paper's model or experiment; Sec. 5"
 
 
 def test_a_gate_that_fails_is_recorded_not_raised():
@@ -376,3 +376,22 @@ def test_a_comparison_whose_data_cannot_decide_is_undecided_whatever_the_value()
     blind = compare("d", 5.0, interval=(4.0, 6.0), cannot_decide="every run censored", **rule)
     assert blind.verdict == "undecided" and blind.condition.endswith("every run censored, so it cannot decide")
     assert compare("d", -5.0, interval=(-6.0, -4.0), cannot_decide="x", **rule).verdict == "undecided"
+
+
+def test_an_equivalence_margin_says_so_and_does_not_mix_with_a_relative_tolerance():
+    c = compare("gap", 0.0, paper=0.0, tol=0.05, interval=(-0.02, 0.01), source="Fig. 4")
+    assert c.verdict == "reproduces" and "equivalence margin" in c.condition and "within 0.05" in c.condition
+    with pytest.raises(ValueError, match="exactly one agreement rule"):
+        compare("gap", 0.0, paper=0.0, rel_tol=0.05, interval=(-0.02, 0.01), source="Fig. 4")
+    with pytest.raises(ValueError, match="exactly one agreement rule"):
+        compare("gap", 0.0, paper=0.0, tol=0.05, same_side_of=0, interval=(-0.02, 0.01), source="Fig. 4")
+
+
+def test_an_undecided_claim_s_line_says_what_left_it_undecided():
+    straddles = compare("d", 1.0, paper=1.0, same_side_of=0, interval=(-1.0, 2.0), source="s")
+    assert "the interval straddles" in straddles.line()
+    untested = compare("r", 0.6, paper=1, above_chance=(0.5, 0.2), source="s")
+    assert "does not reach p < 0.05" in untested.line() and "straddles" not in untested.line()
+    blind = compare("d", 0.0, paper=1.0, same_side_of=0, interval=(0.0, 0.0), cannot_decide="none merge",
+                    source="s")
+    assert "cannot decide" in blind.line() and "straddles" not in blind.line()

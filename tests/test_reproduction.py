@@ -357,12 +357,12 @@ def test_an_analogue_is_counted_apart_from_the_reproductions(tmp_path):
     same = claims.compare("slope", 3.0, paper=3.0, tol=0.1, source="Sec. 1")
     other = claims.compare("slope on MiniLM", 3.0, paper=3.0, tol=0.1, source="Sec. 1", analogue="MiniLM")
     assert (other.kind, other.verdict) == ("analogue", "reproduces")
-    assert other.paper_note.startswith("analogue on MiniLM, not the paper's model")
+    assert other.paper_note.startswith("analogue on MiniLM, not the paper's model or experiment")
     root = fake_book(tmp_path, {"01_a": [claim_output(same), claim_output(other)]})
     summary = reproduction.summary(reproduction.collect(root), root)
     assert "**0** must-hold checks" in summary
     assert "**1** comparison with a paper, of which **1** reproduce" in summary
-    assert "**1** analogue (the same rule on another model than the paper's: **1** agree" in summary
+    assert "**1** analogue (the same rule on another model or experiment than the paper's: **1** agree" in summary
     assert "**0** findings of the book's own experiments" in summary
     found = claims.finding("wider minus narrower", 0.2, interval=(0.1, 0.3), test="t test")
     root = fake_book(tmp_path / "b", {"01_a": [claim_output(same), claim_output(found)]})

@@ -50,28 +50,33 @@ def test_layer_pattern_slope_sign():
         sweeps.layer_slope([[3], [4]])
 
 
-def test_order_disagreements_counts_swapped_pairs():
-    ref = ["enc_self", "dec_self", "dec_cross"]
-    assert sweeps.order_disagreements(ref, ref) == 0
-    assert sweeps.order_disagreements(["dec_self", "enc_self", "dec_cross"], ref) == 1
-    assert sweeps.order_disagreements(ref[::-1], ref) == 3
-    with pytest.raises(ValueError):
-        sweeps.order_disagreements(["enc_self"], ref)
+def _kind_runs(keep):  # runs of an all-kinds sweep from each kind's kept masks, one list per run
+    return [{"gates": {k: m for k, m in run.items()}} for run in keep]
 
 
-def test_order_agreement_is_an_exact_permutation_test_that_three_kinds_cannot_decide():
+def test_kind_order_p_finds_an_order_that_heads_make_and_not_one_they_do_not():
     ref = ["enc_self", "dec_self", "dec_cross"]
-    same = sweeps.order_agreement(ref, ref)
-    assert (same["agreeing"], same["pairs"], same["chance"]) == (3, 3, 1.5)
-    assert same["p"] == pytest.approx(1 / 6) and same["smallest_p"] == pytest.approx(1 / 6)
-    one_swap = sweeps.order_agreement(["dec_self", "enc_self", "dec_cross"], ref)
-    # orders of 3 by agreeing pairs: 3 (1), 2 (2), 1 (2), 0 (1): at least 2 agree in 3 of 6
-    assert one_swap["agreeing"] == 2 and one_swap["p"] == pytest.approx(0.5)
-    assert sweeps.order_agreement(ref[::-1], ref)["p"] == 1.0
-    four = ["a", "b", "c", "d"]  # with four kinds the paper's own order has p = 1/24 < 0.05
-    assert sweeps.order_agreement(four, four)["p"] == pytest.approx(1 / 24)
-    with pytest.raises(ValueError, match="same distinct kinds"):
-        sweeps.order_agreement(["enc_self", "enc_self", "dec_cross"], ref)
+    # enc_self kept least, dec_cross most, in every run: most head pairs in the paper's order
+    ordered = _kind_runs([{"enc_self": [[0, 0, 0, 1]] * 4, "dec_self": [[0, 1, 1, 0]] * 2,
+                           "dec_cross": [[1, 1, 1, 1]] * 2}] * 3)
+    t = sweeps.kind_order_p(ordered, ref, n_draws=2000)
+    pairs = 16 * 8 + 16 * 8 + 8 * 8
+    assert t["pairs"] == pairs and t["chance"] == 0.5
+    # enc heads 4 kept (score 1), 12 not; dec_self 4 and 4; dec_cross all 8: count the ordered pairs
+    below = lambda a, b: (a < b) + 0.5 * (a == b)  # noqa: E731
+    enc, dsf, dcr = [1] * 4 + [0] * 12, [0, 1, 1, 0] * 2, [1] * 8
+    expect = sum(below(a, b) for x, y in ((enc, dsf), (enc, dcr), (dsf, dcr)) for a in x for b in y) / pairs
+    assert t["value"] == pytest.approx(expect)
+    assert t["value"] > 0.5 and t["p"] < 0.01  # far beyond what random kinds give
+    # the reverse order: the same heads, judged against the other order, do not pass
+    assert sweeps.kind_order_p(ordered, ref[::-1], n_draws=2000)["p"] > 0.9
+    # kinds kept alike: no order, p far from 0
+    alike = _kind_runs([{"enc_self": [[0, 1, 0, 1]] * 4, "dec_self": [[0, 1, 0, 1]] * 2,
+                         "dec_cross": [[1, 0, 1, 0]] * 2}])
+    assert sweeps.kind_order_p(alike, ref, n_draws=2000)["p"] > 0.2
+    with pytest.raises(ValueError, match="exactly the kinds"):
+        sweeps.kind_order_p(_kind_runs([{"enc_self": [[1]]}]), ref)
+
 
 
 def test_bleu_at_and_prunable_share():

@@ -59,7 +59,8 @@ plt.show()
 # The headline claim of every chapter, as the chapter's committed run states it (the
 # [reproduction page](reproduction.ipynb) lists all of them, from the run that built this book). A check
 # (✓ holds) is something that must be true; a comparison with a paper says *reproduces*, *differs* (≠, with
-# the measured reason) or *undecided* (?, the book's interval straddles the rule's threshold).
+# the measured reason) or *undecided* (?, the book's interval straddles the rule's threshold, its test does
+# not reach p < 0.05, or the data cannot decide).
 
 # %% tags=["remove-input", "full-width"]
 import attnbook.booktools.reproduction
@@ -97,9 +98,10 @@ display(Markdown(attnbook.booktools.reproduction.glance_table(rows)))
 #   *your* run;
 # * a **comparison with a paper** (`attnbook.compare`): the book's value beside a number the paper printed, an
 #   agreement rule stated with it (a tolerance, a level reached, a direction decided by an interval over
-#   seeds, or a test against chance for a statement the paper makes without a number), and the verdict,
-#   *reproduces*, *differs* (with the measured reason) or *undecided* (the book's interval straddles the
-#   rule's threshold). The same rule applied to another model than the paper's is an **analogue**, counted
+#   seeds, an interval within an equivalence margin, or a test against chance for a statement the paper makes
+#   without a number), and the verdict, *reproduces*, *differs* (with the measured reason) or *undecided* (the
+#   book's interval straddles the rule's threshold, its test does not reach p < 0.05, or the data cannot
+#   decide). The same rule applied to another model or experiment than the paper's is an **analogue**, counted
 #   apart.
 #
 # A **gate** (`attnbook.gate`) records whether a model meets the evidence an analysis needs even when it does

@@ -20,11 +20,12 @@ except ImportError:
 #   recomputation that must agree with a shipped file. It raises when it does not hold, so CI fails.
 # * a **comparison with a paper** (`attnbook.compare`): this book's value, a number the paper printed, and an
 #   agreement rule stated with the claim. The rule is a tolerance, a level reached, a direction decided by an
-#   interval over seeds, or a test against chance for a statement the paper makes without a number. The verdict
-#   is *reproduces*, *differs* or *undecided* (the book's interval straddles the rule's threshold). A comparison
+#   interval over seeds, an interval within an equivalence margin, or a test against chance for a statement the
+#   paper makes without a number. The verdict is *reproduces*, *differs* or *undecided* (the book's interval
+#   straddles the rule's threshold, its test does not reach p < 0.05, or the data cannot decide). A comparison
 #   that differs says why, measured. Nothing passes *because* it differs: CI compares every verdict with the
-#   committed one, so a verdict that flips fails the build. The same rule on another model than the paper's
-#   is an **analogue**, counted apart from the reproductions.
+#   committed one, so a verdict that flips fails the build. The same rule on another model or experiment than
+#   the paper's is an **analogue**, counted apart from the reproductions.
 #
 # A **gate** (`attnbook.gate`) is recorded whether or not it passes: a failed gate stays in the table with
 # what it means for the analyses it guards. A **finding** (`attnbook.finding`) is a conclusion of the book's own
@@ -114,13 +115,15 @@ except ImportError:
 #   from-scratch encoder shapes counted as analogues. The paper's gap (Table 3) prunes all three attention kinds
 #   and the book prunes the encoder alone, so the paper printed no number for the book's experiment. Their rules
 #   and verdicts are unchanged (one *differs*, five *undecided*); chapter 11 counts six fewer comparisons.
-#   Also then: chapter 11's order of the kinds pruned, decided by an exact permutation test, which no order of
-#   three kinds can pass at 5% (it is *undecided*; it had *reproduced*, compared exactly); chapter 9's balancing
+#   Also then: chapter 11's order of the kinds pruned, decided by a permutation test over heads, since the order
+#   of three kinds alone cannot pass a test at 5% (it had *reproduced*, compared exactly with no pair reversed;
+#   it still reproduces); chapter 9's balancing
 #   temperature with SGD made the book's finding, since its paper value came from a summary of the paper, not
 #   from the paper (it had *differed*); and chapter 7's "the longest paths fall to chance" judged by its
-#   interval over path sets within the margin of 0.05, instead of by its mean alone.
+#   interval over path sets within the margin of 0.05, instead of by its mean alone (it still reproduces).
 #
-# From 2026-12-05 on, a rule is committed before the run that decides it, in that run's data README. Chapter
+# From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
+# changes above, made with their data known, are to rules of runs already made). Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
 # (`attnbook/data/translation/README.md`; its first data rule, which erred far too often with no effect, was

@@ -262,7 +262,8 @@ def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0
     standard deviation ``sd`` is pooled over the shapes (the within-shape variance, with ``sum(n - 1)``
     degrees of freedom): two seeds per shape cannot estimate it alone, the shapes together can. The test
     verses are held fixed (the same for every seed and arm), so the interval is over training seeds on
-    these verses. Returns per shape ``{"mean", "low", "high", "n_seeds", "sd", "dof"}``."""
+    these verses. With one shape it is the one-sample t interval of its mean (chapter 7 uses it so, over
+    sampled path sets). Returns per shape ``{"mean", "low", "high", "n_seeds", "sd", "dof"}``."""
     from scipy.stats import t as student_t
 
     shapes = [np.asarray(d, dtype=float) for d in per_shape]

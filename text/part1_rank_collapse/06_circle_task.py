@@ -407,7 +407,7 @@ claims16 = attnbook.claims.when_available(sweep16 or seeds16, lambda: [
     *(attnbook.compare(f"circle, 16 seeds: delay of collapse from {what} (steps)",
                        **d, paper=paper.value, same_side_of=0, band=10,
                        precomputed=SEEDS16, source=paper.where,
-                       reason=seeds_undecided(d, steps16[b]))
+                       reason=d["cannot_decide"] or seeds_undecided(d, steps16[b]))
       for (what, (a, b)), paper in zip(GROUPS.items(), (WIDTH, MLP_DELAYS))
       for d in [delay(steps16, a, b)]),
     attnbook.compare("circle, 16 seeds: fraction of gated d=32 pure-SAN seeds whose "

@@ -421,7 +421,7 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
         f"{n(len(comparisons), 'comparison')} with a paper, of which **{reproduce}** reproduce, "
         f"**{len(comparisons) - reproduce - undecided}** differ (each with its reason) and **{undecided}** are "
         "undecided (the book's interval straddles the rule's threshold); "
-        f"{n(len(analogues), 'analogue')} (the same rule on another model than the paper's: "
+        f"{n(len(analogues), 'analogue')} (the same rule on another model or experiment than the paper's: "
         f"**{sum(r.verdict == 'reproduces' for r in analogues)}** agree with the paper, not counted as reproductions); "
         f"{n(len(findings), 'finding')} of the book's own experiments (a difference between two of its arms, decided "
         f"by a stated test), of which **{_showing(findings)}** show a "

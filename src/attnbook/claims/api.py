@@ -6,9 +6,10 @@ There are two main kinds, each with its own job (and two more beside them, below
   of a live recomputation with a precomputed file, or a gate saying that a model is trained enough for an
   analysis to mean anything. A check that does not hold raises :class:`ClaimFailed`, so nbval fails.
 * :func:`compare`, a **comparison with a paper**: this book's value, the paper's value, an agreement rule
-  stated before the result (an absolute or relative tolerance, a side of a threshold, or a confidence
-  interval of the book's that must contain the paper's value) and the verdict, computed: *reproduces*,
-  *differs*, or *undecided* when the book's interval straddles the rule's threshold. A comparison that
+  stated before the result (an absolute or relative tolerance, a side of a threshold, a level reached, an
+  interval of the book's within an equivalence margin or containing the paper's value, or a test against
+  chance) and the verdict, computed: *reproduces*, *differs*, or *undecided* when the book's interval
+  straddles the rule's threshold, its test does not reach p < 0.05, or these data cannot decide. A comparison that
   differs carries its reason, computed from measured values when the claim is made, or
   :data:`NOT_MEASURED`. It never raises because of its verdict (a ``paper`` run on a GPU may decide otherwise
   than CI's ``quick`` run, and must still finish); nothing ever passes *because* a result differs: a flipped
@@ -45,8 +46,9 @@ DEFAULT_REL_BAND = 0.02
 
 #: the two kinds of claim, as they appear in records
 CHECK, COMPARISON = "check", "comparison"
-#: a comparison whose book value is measured on another model than the paper's (a pretrained MiniLM where the
-#: paper measured BERT, say): its verdict is computed as a comparison's, but it is an analogue, not a reproduction
+#: a comparison whose book value is measured on another model or in another experiment than the paper's (a
+#: pretrained MiniLM where the paper measured BERT, say, or encoder-only pruning against a gap the paper measured
+#: pruning all kinds): its verdict is computed as a comparison's, but it is an analogue, not a reproduction
 ANALOGUE = "analogue"
 #: the evidence an analysis needs, recorded whether it passes or fails (:func:`gate`)
 GATE = "gate"
@@ -122,8 +124,10 @@ class Claim:
         elif self.kind == FINDING and self.verdict == UNDECIDED:
             reason = f"; undecided: {self.reason}"
         elif self.verdict == UNDECIDED:
-            reason = "; undecided: the interval straddles the rule's threshold" + (
-                f" ({self.reason})" if self.reason else "")
+            why = ("these data cannot decide (the rule says why)" if "cannot decide" in self.condition
+                   else "the interval straddles the rule's threshold" if self.interval is not None
+                   else "the test against chance does not reach p < 0.05")
+            reason = f"; undecided: {why}" + (f" ({self.reason})" if self.reason else "")
         pre = f"; precomputed by `{self.precomputed}`" if self.precomputed else ""
         return f"{self.kind} {self.verdict}: {self.name}: book {value} [{self.condition}]{paper}{note}{reason}{pre}"
 
@@ -338,7 +342,8 @@ def compare(
 
     ``analogue``: the model the book measured where the paper measured another (``"pretrained MiniLM"``). The
     claim is then of kind :data:`ANALOGUE`, its note says so, and the reproduction page counts it apart from the
-    reproductions: a result on another model can agree with the paper's, but it does not reproduce it.
+    reproductions: a result on another model, or from another experiment, can agree with the paper's, but it
+    does not reproduce it.
     """
     if not name:
         raise ValueError("a claim needs a name")
@@ -454,7 +459,7 @@ def compare(
         kind=ANALOGUE if analogue else COMPARISON,
         verdict=verdict,
         paper=_round(paper, digits),
-        paper_note=f"analogue on {analogue}, not the paper's model; {source}" if analogue else source,
+        paper_note=f"analogue on {analogue}, not the paper's model or experiment; {source}" if analogue else source,
         reason=reason,
         interval=rounded_interval,
         band=_band(name, value, band, digits),

@@ -83,7 +83,7 @@ def result_summary(claims: Sequence) -> str:
     analogues = by_kind.get("analogue", [])
     if analogues:
         agree = sum(c.verdict == "reproduces" for c in analogues)
-        tail.append(f"**On another model** (analogues): {agree} of {len(analogues)} agree with the paper.")
+        tail.append(f"**On another model or experiment** (analogues): {agree} of {len(analogues)} agree with the paper.")
     findings = by_kind.get("finding", [])
     if findings:
         said = {v: sum(c.verdict == v for c in findings) for v in ("higher", "lower", "not shown", "undecided")}

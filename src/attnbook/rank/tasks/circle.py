@@ -409,7 +409,7 @@ def collapse_delay(steps_a: Sequence[Optional[int]], steps_b: Sequence[Optional[
     est, lo, hi = bootstrap_mean_difference(censored_steps(steps_a, rollout_steps), censored_steps(steps_b, rollout_steps))
     blind = all(s is None for s in steps_b)
     return dict(value=est, interval=(lo, hi), cannot_decide=(
-        f"no run of the earlier group merges within the rollout's {rollout_steps} steps, so no delay can show"
+        f"no run of the earlier group merges within the rollout's {rollout_steps} steps: no delay can show"
         if blind else ""))
 
 
