@@ -168,7 +168,9 @@ def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():
         assert c.interval == pytest.approx((e["low"], e["high"]), abs=0.05)  # to 2 significant digits
     assert claims[0].value == pytest.approx(30.5 - (31.5 + 31.0 + 31.2) / 3, abs=0.005)  # the arms' means
     assert "3 trained-on pruned seed(s)" in claims[0].reason and "1 trained-on pruned seed(s)" in claims[1].reason
-    assert "each pooled over 2 shapes" in claims[0].reason
+    # scratch's spread from both shapes (3 and 2 seeds), the pruned arm's from the 3-head shape alone
+    assert "from scratch, pooled over 2 shapes, and" in claims[0].reason
+    assert "trained-on pruned, pooled over 1 shape;" in claims[0].reason
     power = float(claims[0].condition.split("power: ")[1].split(" ")[0])
     assert power == pytest.approx(stats.two_arm_rule_power(-0.5, expect[0]["sd_a"], expect[0]["sd_b"], [3, 2],
                                                            [3, 1])["reproduces"], abs=0.01)
@@ -179,7 +181,7 @@ def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():
     assert power1 < power  # one trained-on seed and two from scratch: less power than at 3 heads
     # one pruned seed everywhere: the pruned arm is held fixed (the pooled rule), as before
     fixed = sweeps.scratch_claims([row(3, [30.0, 31.0, 30.5], [31.5])], "pruned", "done", -0.5, "Table 3", "")
-    assert "seed sd" in fixed[0].reason and "each pooled" not in fixed[0].reason
+    assert "seed sd" in fixed[0].reason and "pooled over 1 shape;" not in fixed[0].reason
 
 
 def test_michel_fine_tuned_table():

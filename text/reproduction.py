@@ -116,10 +116,13 @@ except ImportError:
 #   and the book prunes the encoder alone, so the paper printed no number for the book's experiment. Their rules
 #   and verdicts are unchanged (one *differs*, five *undecided*); chapter 11 counts six fewer comparisons.
 #   Also then: chapter 11's order of the kinds pruned, decided by a permutation test over heads, since the order
-#   of three kinds alone cannot pass a test at 5% (it had *reproduced*, compared exactly with no pair reversed;
-#   it still reproduces); chapter 9's balancing
+#   of three kinds alone cannot pass a test at 5%. It had *reproduced*, compared exactly with no pair reversed; a
+#   first replacement, an exact test on the order of the three kinds, was committed as *undecided* (it could
+#   never decide), and the test over heads, written then, reproduces. Chapter 9's balancing
 #   temperature with SGD made the book's finding, since its paper value came from a summary of the paper, not
-#   from the paper (it had *differed*); and chapter 7's "the longest paths fall to chance" judged by its
+#   from the paper (it had *differed*; the finding was first decided by a percentile bootstrap over the three
+#   seeds of each arm, then, with its data known, by Student's t, since a bootstrap over three seeds covers too
+#   little; both say *lower*); and chapter 7's "the longest paths fall to chance" judged by its
 #   interval over path sets within the margin of 0.05, instead of by its mean alone (it still reproduces).
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
@@ -133,9 +136,10 @@ except ImportError:
 # second quarter-data model had failed it and both had failed gate 2 (under the old rule the half-data model
 # would not be analysed); and the head-count rule, a t test over seeds, was written after the first wider-head run and
 # before its second seed). Chapter 11 has the gate-seed and settled open-start gates
-# (`attnbook/data/pruning/README.md`), and its like-with-like comparison at 2 heads, made once the run
-# `pruned_converged_2heads` is shipped. That shape was added (`0415c0b`) before it ran, under the rule already on
-# the page. `git log` on those files shows each rule before its data.
+# (`attnbook/data/pruning/README.md`); its like-with-like comparison at 2 heads, a shape added (`0415c0b`)
+# before it ran, under the rule already on the page; the two-arm rule for the trained-on arm's seeds (`d853f2c`,
+# before its first seed landed in `1b99cb1`); and the finding on the cost of pruning over the control's seeds
+# (`2305529`; those seeds are not run yet). `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
 # on it is typed in by hand: each claim a chapter displays carries a machine-readable record in the notebook's

@@ -270,8 +270,8 @@ MINILM = "pretrained all-MiniLM-L6-v2 (the paper: pretrained BERT-base)"
 
 # %% tags=["nbval-check-output", "hide-input"]
 bert0, albert0, xlnet0 = (init_curves[m] for m in hf.BASE_CONFIGS)
-# where the paper's values come from: "Fig. 2, read off the authors' figure files (...)"
-FIG2 = papers.number("dong2021", "fig2_relative_residual").where.split(": ")[0]
+# where the paper's values come from: "Fig. 2, read off the authors' figure files"
+FIG2 = papers.number("dong2021", "fig2_relative_residual").where.split(" (")[0]
 collapsed_init = max(c[v][-1].max() for c in init_curves.values()
                      for v in ("SAN", "SAN+MLP"))
 [

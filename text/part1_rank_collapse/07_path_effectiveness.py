@@ -98,7 +98,7 @@ print(paths.sample_paths(6, 2, length=2, n_paths=3, generator=g))  # -1 = skip
 # on 200 verses of at most 24 tokens with [CLS] and [SEP] (the paper's: 250 wide on 500 sentences of 128), so that the
 # chapter runs in its time budget. The sort model has the paper's size at both presets.
 #
-# The rule for each full model's accuracy, stated before the result: the paper reports the level its model
+# The rule for each full model's accuracy (rules changed with their data known are listed on the [reproduction page](../reproduction.ipynb)): the paper reports the level its model
 # reached, so the comparison is one-sided. The book reproduces it when its model reaches the paper's accuracy to
 # within 0.05; a model that does better does not differ.
 
@@ -181,7 +181,7 @@ plt.show()
 # %% [markdown]
 # The paper prints no number for its short paths. Its Fig. 4 shows three things, each checked here as a qualitative statement decided by a stated test: short paths lie above chance (for the hull, above the majority line), accuracy falls towards chance as the paths grow longer, and 20 paths beat 5. "Short" is the better of lengths 1 and 2, "long" the longest path (all six layers); accuracies are with 20 paths unless stated.
 #
-# The rule for "above chance", stated before the result: a one-sided t test over the sampled path sets of the best short length (`tasks.path_above_floor`; its p is doubled because the better of two lengths is chosen after looking). The statement reproduces when the accuracy is above chance with p < 0.05. At length 1 the figure's curves sit well above those lines, at levels that can only be read by eye (the paper column below gives them). A reading by eye is not a printed number, so no rule tests those levels.
+# The rule for "above chance", stated before the result here (it replaced, with the data known, a rule on levels read by eye; the [reproduction page](../reproduction.ipynb) lists it): a one-sided t test over the sampled path sets of the best short length (`tasks.path_above_floor`; its p is doubled because the better of two lengths is chosen after looking). The statement reproduces when the accuracy is above chance with p < 0.05. At length 1 the figure's curves sit well above those lines, at levels that can only be read by eye (the paper column below gives them). A reading by eye is not a printed number, so no rule tests those levels.
 #
 # The rule for "falls to chance" on sorting, where the longest paths end on the chance line: the longest paths' accuracy minus chance, with a 90% t interval over the sampled path sets, must lie wholly within 0.05 of zero (an equivalence margin; a 90% interval inside it is the two one-sided tests at 5%). It *differs* if the whole interval lies outside the margin, and is *undecided* otherwise. The interval is over path sets, for this trained model and these evaluation sequences.
 

@@ -92,8 +92,8 @@ print(f"precomputed by {ALL_CMD} and {MICHEL_CMD}; unpruned greedy "
 # Gates go on all 96 heads (48 encoder self-attention, 24 decoder self-attention, 24 encoder-decoder
 # attention), and the whole model is fine-tuned. The paper then finds an order: encoder self-attention is
 # pruned first, encoder-decoder attention last. Within a kind it finds a layer pattern: decoder
-# self-attention loses its upper layers first, encoder-decoder attention its lower layers. The rules, stated
-# before the result:
+# self-attention loses its upper layers first, encoder-decoder attention its lower layers. The rules (both
+# replaced earlier rules with the data known, as the bullets say):
 #
 # * The gates prune the kinds in the paper's order beyond chance. The order of three kinds alone cannot
 #   show it at 5%: a random order is the paper's one time in six. So the test is on heads (`sweeps.kind_order_p`).

@@ -853,6 +853,10 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
 
     def first(i, xs):  # shape i's count first, then the other shapes' (the power simulates shape i)
         return [xs[i]] + xs[:i] + xs[i + 1:]
+
+    def measured(seeds):  # the shapes whose seeds measure an arm's spread (two seeds or more)
+        n = sum(k > 1 for k in seeds)
+        return f"{n} shape{'s' * (n != 1)}"
     for i, (row, p) in enumerate(zip(shaped, pooled)):
         a = row["across_seeds"]
         if p is None:  # one seed per shape: the verses' interval of that seed
@@ -864,8 +868,9 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
             power = None if p["sd_a"] + p["sd_b"] == 0 else two_arm_rule_power(
                 paper, p["sd_a"], p["sd_b"], first(i, counts), first(i, arm_counts))["reproduces"]
             how = (f"{p['n_b']} {arm} seed(s); the two arms' 95% t interval (seed sd {p['sd_a']:.2f} from "
-                   f"scratch and {p['sd_b']:.2f} {arm}, each pooled over {len(deltas)} shapes, "
-                   f"{p['dof']:.1f} degrees of freedom) runs from {low:+.2f} to {high:+.2f}")
+                   f"scratch, pooled over {measured(counts)}, and {p['sd_b']:.2f} {arm}, pooled over "
+                   f"{measured(arm_counts)}; {p['dof']:.1f} degrees of freedom) runs from {low:+.2f} to "
+                   f"{high:+.2f}")
         else:  # the power of this shape's interval: its seeds first, then the other shapes'
             low, high = p["low"], p["high"]
             power = pooled_rule_power(paper, p["sd"], first(i, counts))["reproduces"]
