@@ -330,9 +330,11 @@ def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
             model = tr.model_from_preset(q).to(DEVICE)
             finished = converge(model, q, masks, f"lam{lam}_seed{seed}", entry)
         else:  # the pruned model, rebuilt with the gate recipe's settings
-            # a trained-on seed is also its gate seed (the gates' initial log alpha and noise): seed 0 the sweep's
-            # main run, seed s its variant with gate seed s; the 300-step pruned arm is the main run's
-            gate_seed = seed if arm == "pruned_trained" else None
+            # a trained-on seed is also its gate seed (the gates' initial log alpha and noise) under the recipe's
+            # rule (sweeps.trained_on_gate_seed): seed 0 the sweep's main run, seed s its variant with gate seed s
+            # (or the main run where that variant keeps other heads); the 300-step pruned arm is the main run's
+            gate_seed = (sweeps.trained_on_gate_seed(sweep, lam, seed, s.get("gate_seeds", "seed"))
+                         if arm == "pruned_trained" else None)
             sweep_run = pruned_run(lam, gate_seed)
             masks = sweeps.kept_masks(sweep_run)
             if base is None:

@@ -51,3 +51,30 @@ def test_share_interval_known_values_and_coverage():
         assert 0.95 <= cover <= 0.995, (true, n, cover)
     with pytest.raises(ValueError):
         share_interval(7, 6)
+
+
+def test_permutation_p_counts_the_observed_draw_and_ties():
+    from attnbook.stats import permutation_p
+
+    drawn = np.arange(1.0, 10.0)  # 1 .. 9
+    assert permutation_p(drawn, 9.0) == pytest.approx(2 / 10)  # one draw ties, plus the observed one
+    assert permutation_p(drawn, 100.0) == pytest.approx(1 / 10)  # never 0
+    assert permutation_p(drawn, 0.0) == pytest.approx(1.0)
+    assert permutation_p(drawn, 9.0 + 1e-12) == pytest.approx(2 / 10)  # a tie summed in another order
+    with pytest.raises(ValueError, match="finite"):
+        permutation_p([], 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        permutation_p([1.0, np.nan], 1.0)
+
+
+def test_permutation_p_rejects_at_its_level_under_the_null():
+    """With no effect the observed statistic is one more draw from the null: p < 0.05 about 5% of the time (an
+    strict inequality, which drops the ties of a discrete statistic, makes it reject too often)."""
+    from attnbook.stats import permutation_p
+
+    rng = np.random.default_rng(1)
+    continuous = np.array([permutation_p(rng.normal(size=99), rng.normal()) for _ in range(4000)])
+    assert (continuous < 0.05).mean() == pytest.approx(0.05, abs=0.012)
+    discrete = np.array([permutation_p(rng.integers(0, 4, size=99), rng.integers(0, 4)) for _ in range(4000)])
+    assert (discrete <= 0.25).mean() <= 0.25 + 0.02
+    assert (discrete <= 0.30).mean() >= 0.2  # ties counted: p is not made too small by dropping them

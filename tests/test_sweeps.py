@@ -242,6 +242,9 @@ def test_merged_adds_a_further_seed_s_runs_and_refuses_what_does_not_pair():
         sweeps.merged(base, record([1], base["runs"][1:2]))
     with pytest.raises(ValueError, match="'beam': 1"):  # decoded otherwise: the runs would not pair
         sweeps.merged(base, record([2], third["runs"], beam=1))
+    by_rule = record([2], third["runs"])  # another rule for the gate seed a seed starts from still pairs
+    by_rule["meta"]["settings"]["gate_seeds"] = "same_heads"
+    assert [r["seed"] for r in sweeps.merged(base, by_rule)["added"]] == [2]
     # another arm's record (the control's seeds into the trained-on arm) is refused
     on = record([0], [{**run, "arm": "pruned_trained", "seed": 0}])
     on["meta"]["settings"]["arms"] = ["pruned_trained"]
@@ -624,3 +627,24 @@ def test_run_scratch_trains_a_continuation_with_its_model_s_recipe(tmp_path, mon
         mod.run_scratch("unpruned_converged_data25", out_dir=tmp_path, smoke=True)
     assert seen["data_fraction"] == 0.25 and seen["lr"] == runs.settings("unpruned_converged_data25", "quick")[
         "continue_training"]["lr"]
+
+
+def test_trained_on_gate_seed_keeps_one_architecture_per_shape_under_same_heads():
+    """Rule "same_heads" (pruned_converged_seeds_8_22): a trained-on seed rebuilds from its own gate seed only
+    where that gate seed keeps the main run's heads; elsewhere, and at a lambda with no gate seeds, from the main
+    run. Rule "seed" (pruned_converged_seeds) always uses the seed itself."""
+    defaults = {"lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300}
+
+    def run(lam, gates, **spec):
+        return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates),
+                "bleu_beam": 30.0}
+    sweep = {"meta": {"settings": {**defaults, "seed": 0}}, "n_eval": 40,
+             "runs": [run(0.1, [1, 1, 0, 0]), run(0.1, [1, 1, 0, 0], seed=1), run(0.1, [1, 0, 1, 0], seed=2),
+                      run(0.05, [1, 1, 1, 0])]}
+    assert sweeps.trained_on_gate_seed(sweep, 0.1, 1, "same_heads") == 1  # keeps the main run's heads
+    assert sweeps.trained_on_gate_seed(sweep, 0.1, 2, "same_heads") == 0  # another architecture: the main run
+    assert sweeps.trained_on_gate_seed(sweep, 0.05, 2, "same_heads") == 0  # no gate seeds at this lambda
+    assert sweeps.trained_on_gate_seed(sweep, 0.1, 2, "seed") == 2
+    assert sweeps.trained_on_gate_seed(sweep, 0.1, 0, "same_heads") == 0
+    with pytest.raises(ValueError, match="same_heads"):
+        sweeps.trained_on_gate_seed(sweep, 0.1, 1, "heads")

@@ -139,7 +139,9 @@ except ImportError:
 # (`attnbook/data/pruning/README.md`); its like-with-like comparison at 2 heads, a shape added (`0415c0b`)
 # before it ran, under the rule already on the page; the two-arm rule for the trained-on arm's seeds (`d853f2c`,
 # before its first seed landed in `1b99cb1`); and the finding on the cost of pruning over the control's seeds
-# (`2305529`; those seeds are not run yet). `git log` on those files shows each rule before its data.
+# (`2305529`; those seeds are not run yet); and which gate seed the
+# trained-on arm's further seeds at 8 and 22 heads start from (`sweeps.trained_on_gate_seed`, committed before
+# `pruned_converged_seeds_8_22`, not run yet). `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
 # on it is typed in by hand: each claim a chapter displays carries a machine-readable record in the notebook's

@@ -369,7 +369,8 @@ def compare(
         tol = _number(name, "tol", tol)
         if tol < 0:
             raise ValueError(f"claim {name!r}: tol must be non-negative")
-        rule, agrees = f"within {tol:g} of the paper's value", abs(value - paper) <= tol
+        if interval is None:  # with an interval, tol is an equivalence margin (below)
+            rule, agrees = f"within {tol:g} of the paper's value", abs(value - paper) <= tol
     elif rel_tol is not None:
         rel_tol = _number(name, "rel_tol", rel_tol)
         if rel_tol < 0:
@@ -397,7 +398,7 @@ def compare(
             raise ValueError(f"claim {name!r}: p must be in [0, 1], got {p}")
         if not chance_name:
             raise ValueError(f"claim {name!r}: chance_name names the floor, got {chance_name!r}")
-        rule = (f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.1g})"
+        rule = (f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.2g})"
                 if test_in_rule else f"above {chance_name} with one-sided p < 0.05 (both printed with the test)")
         agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
         if smallest_p is not None:

@@ -290,6 +290,23 @@ _PRUNING: dict[str, dict[str, Any]] = {
         # 120 minutes of training (350 steps on one thread, the rest on two), shipped 2026-12-06; seed 2 not yet
         minutes=240,
     ),
+    "pruned_converged_seeds_8_22": dict(
+        script="scripts/sweep_gates.py",
+        part="scratch",
+        what="seeds 1 and 2 of pruned_converged's trained-on pruned arm at 8 and 22 of 48 encoder heads (issue "
+        "'Verdicts a referee would sign': three seeds on every arm), in a file of its own: seed s trains on with "
+        "batch order s from the pruned model of gate seed s where the gate sweep's run with gate seed s keeps "
+        "exactly the main run's heads, else from the main run's (sweeps.trained_on_gate_seed, rule 'same_heads'), "
+        "so that every seed at a shape is the architecture trained from scratch (at lambda 0.05 gate seeds 1 and "
+        "2 keep other heads; at 0.02 the sweep runs no other gate seed: both shapes vary the batch order only); "
+        "otherwise exactly as pruned_converged. The chapter adds its runs to pruned_converged's (sweeps.merged), "
+        "run by run; its rule (the two-arm rule of sweeps.scratch_claims) was committed before it ran",
+        settings=dict(_PRUNED_CONVERGED, lambdas=[0.05, 0.02], seeds=[1, 2], gate_seeds="same_heads"),
+        # about 1.5 to 2 hours a training on two threads (pruned_converged_seeds: 120 and 144 minutes)
+        minutes=480,
+        pending="four CPU trainings not yet made (about 1.5 to 2 hours each on two threads, after "
+        "unpruned_converged_seeds; resumable: rerun the command), or minutes on a GPU",
+    ),
     "unpruned_converged_seeds": dict(
         script="scripts/sweep_gates.py",
         part="scratch",

@@ -23,8 +23,9 @@ from attnbook.claims.prose import listing
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
-from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_difference, pooled_rule_power,
-                            pooled_seed_intervals, two_arm_rule_power, two_arm_seed_intervals, welch_t)
+from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_difference, permutation_p,
+                            pooled_rule_power, pooled_seed_intervals, two_arm_rule_power, two_arm_seed_intervals,
+                            welch_t)
 
 
 #: the arms a from-scratch recipe of chapter "Pruning heads" runs when its settings name none: each shape trained
@@ -50,12 +51,13 @@ def merged(record: Mapping, *more: Mapping) -> dict:
     :class:`attnbook.core.runs.Missing` (not shipped) adds nothing. Raises where a record was evaluated on other
     verses or with other settings, or repeats a run (arm, lambda, seed). ``complete`` holds only if every
     record is complete; ``seeds`` lists every seed, ``added`` the runs that came from ``more``. Every setting
-    but the seeds, lambdas and arms (the gate recipe, preset, split, beam, length penalty) must be the
-    record's."""
+    but the seeds, lambdas, arms and the rule choosing a trained-on seed's gate seed (``gate_seeds``,
+    :func:`trained_on_gate_seed`; each run records its ``gate_seed``) must be the record's: the gate recipe,
+    preset, split, beam, length penalty."""
     out = {**record, "runs": list(record["runs"]), "seeds": list(record["meta"]["settings"]["seeds"]), "added": []}
 
-    def design(settings):  # what must match for the runs to pair
-        return {k: v for k, v in settings.items() if k not in ("seeds", "lambdas", "arms")}
+    def design(settings):  # what must match for the runs to pair (not which gate seed a seed starts from)
+        return {k: v for k, v in settings.items() if k not in ("seeds", "lambdas", "arms", "gate_seeds")}
     base = design(record["meta"]["settings"])
     arms = set(recipe_arms(record["meta"]["settings"]))
     for extra in (m for m in more if m):
@@ -195,6 +197,27 @@ def same_heads_replicates(sweep: Mapping, defaults: Mapping, lam: float) -> dict
     return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in same[1:]]],
             "bleu_beam": [float(r["bleu_beam"]) for r in same], "kept": int(main["n_kept"]),
             "n_eval": sweep["n_eval"]}
+
+
+def trained_on_gate_seed(sweep: Mapping, lam: float, seed: int, rule: str = "seed") -> int:
+    """The gate seed from whose run seed ``seed`` of the trained-on pruned arm rebuilds its pruned model at
+    ``lam`` (chapter "Pruning heads", pruned versus scratch; each rule committed before the runs that use it).
+    ``"seed"``: gate seed ``seed`` itself (``pruned_converged_seeds``, at 3 heads, where gate seeds 1 and 2 keep
+    the main run's heads). ``"same_heads"``: gate seed ``seed`` where the sweep's run with that gate seed keeps
+    exactly the main run's heads (:func:`same_heads_replicates`), else the main run's gate seed, so that every
+    seed at a shape keeps one architecture, the one trained from scratch, and varies the batch order only
+    (``pruned_converged_seeds_8_22``: no gate seed keeps the main run's heads at 8 heads, and the sweep runs
+    no other gate seed at 22)."""
+    main_seed = sweep["meta"]["settings"]["seed"]
+    if rule == "seed":
+        return seed
+    if rule != "same_heads":
+        raise ValueError(f"the trained-on arm's gate-seed rule is 'seed' or 'same_heads', got {rule!r}")
+    try:
+        same = same_heads_replicates(sweep, main_settings(sweep), lam)["seeds"]
+    except ValueError:  # the sweep runs no other gate seed at lam
+        return main_seed
+    return seed if seed in same else main_seed
 
 
 def gate_noise_finding(row: Mapping, replicates: Mapping, *, precomputed: str = "") -> Claim:
@@ -352,7 +375,7 @@ def layer_slope_p(kept: torch.Tensor, direction: int, n_draws: int = 10000, seed
     picks = torch.rand(n_draws, kept.numel(), generator=gen).argsort(1)[:, :k]
     per_layer = torch.zeros(n_draws, kept.numel(), dtype=torch.float64).scatter_(1, picks, 1.0)
     slopes = direction * layer_slope(per_layer.reshape(n_draws, layers, heads).sum(2).numpy())
-    return float(((slopes >= observed - 1e-9).sum() + 1) / (n_draws + 1))
+    return permutation_p(slopes, observed)
 
 
 def role_gap(strength: torch.Tensor, kept: torch.Tensor) -> float:
@@ -378,7 +401,7 @@ def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000,
     total = flat.sum()
     kept_mean = (flat * in_kept).sum(1) / k
     gaps = kept_mean - (total - kept_mean * k) / (flat.numel() - k)
-    return float(((gaps >= observed - 1e-12).sum() + 1) / (n_draws + 1))
+    return permutation_p(gaps.numpy(), observed)
 
 
 def kind_order_p(runs: Sequence[Mapping], reference: Sequence[str], n_draws: int = 10000, seed: int = 0) -> dict:
@@ -412,7 +435,7 @@ def kind_order_p(runs: Sequence[Mapping], reference: Sequence[str], n_draws: int
     gen = torch.Generator().manual_seed(seed)
     shuffled = label[torch.rand(n_draws, label.numel(), generator=gen).argsort(1)]
     drawn = statistic(eye[shuffled])
-    p = float(((drawn >= observed - 1e-12).sum() + 1) / (n_draws + 1))
+    p = permutation_p(drawn.numpy(), observed)
     return dict(value=observed, chance=0.5, p=p, smallest_p=1 / (n_draws + 1), pairs=int(pairs))
 
 
