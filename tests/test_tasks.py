@@ -427,3 +427,34 @@ def test_the_trained_enough_gate_stops_the_chapter_below_its_level():
         tasks.trained_enough_check("circle", 1.0, 1.0)
     with pytest.raises(ValueError, match="ceiling must be positive"):
         tasks.trained_enough_check("sort", 1.0, 0.0)
+
+
+def test_position_prior_accuracy_matches_the_order_statistics_of_sorting():
+    """Sorting's position-only floor: at position i of a sorted sequence of n uniform symbols the most common
+    symbol has probability max_v P(X_(i) = v), from the binomial law of the order statistics; the predictor
+    fitted on one sample and scored on another reaches the mean of those maxima (a predictor fitted over all
+    positions at once would sit near chance, 1/vocab)."""
+    from scipy.stats import binom
+
+    n, vocab = 8, 10
+    exact = []
+    for i in range(n):  # P(X_(i) <= v) = P(at least i + 1 of n draws are <= v)
+        cdf = [binom.sf(i, n, (v + 1) / vocab) for v in range(vocab)]
+        exact.append(max(b - a for a, b in zip([0.0] + cdf[:-1], cdf)))
+    g = torch.Generator().manual_seed(0)
+    _, fit = sort.sort_batch(20000, n, vocab, g)
+    _, score = sort.sort_batch(20000, n, vocab, g)
+    assert tasks.position_prior_accuracy(fit, score) == pytest.approx(sum(exact) / n, abs=0.01)
+    assert tasks.position_prior_accuracy(fit, score) > 3 / vocab
+
+
+def test_position_prior_accuracy_fits_on_the_training_labels_and_skips_padding():
+    train_labels = torch.tensor([[0, 1, -100], [0, 1, -100], [1, 0, -100]])
+    eval_labels = torch.tensor([[1, 0, -100], [1, 0, -100], [0, 1, -100]])
+    # the modes come from training (0 at position 0, 1 at position 1): two of six labelled tokens are right
+    # (modes fitted on the evaluation labels would score four)
+    assert tasks.position_prior_accuracy(train_labels, eval_labels) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="never in the training"):
+        tasks.position_prior_accuracy(train_labels, torch.tensor([[0, 1, 2]]))
+    with pytest.raises(ValueError, match="same positions"):
+        tasks.position_prior_accuracy(train_labels, torch.tensor([[0, 1]]))

@@ -289,6 +289,44 @@ glue("ch07_hull_probe", float(tests["refitted probe"]["hull"]["value"]))
 glue("ch07_majority", float(MAJORITY));
 
 # %% [markdown]
+# Chance for sorting is the paper's line, one over the vocabulary. A predictor that knows only the position
+# does better, since a sorted sequence starts low and ends high: each position's most common symbol in the
+# training sequences scores {glue:text}`ch07_position_floor:.2f` on the evaluation sequences
+# (`tasks.position_prior_accuracy`). Two findings of the book's own measure the paths against that floor, each
+# with a 95% t interval over the sampled path sets: does the best short path beat it, and do the longest paths
+# fall below it (then they carry not even the position)? These findings were written with the path accuracies
+# above in view.
+
+# %% tags=["nbval-check-output", "hide-input"]
+SORT = setups["sort"]
+POSITION = tasks.position_prior_accuracy(SORT["train_set"][1], SORT["eval"][1])
+k_sort = tests["model's classifier"]["sort"]["length"]  # the best short length
+above, below = (pooled_seed_intervals([A20["sort"][k] - POSITION])[0]
+                for k in (k_sort, LONGEST))
+n_sets = len(A20["sort"][LONGEST])
+TEST = (f"one-sample t over the {n_sets} sampled path sets ({n_sets - 1} degrees of "
+        "freedom; this model and these evaluation sequences)")
+position_findings = [
+    attnbook.finding("paths: sort, best short path (k=1,2, 20 paths) minus a "
+                     "predictor that knows only the position", above["mean"],
+                     interval=(above["low"], above["high"]), test=TEST, band=0.02,
+                     digits=2),
+    attnbook.finding(f"paths: sort, longest path (k={LONGEST}, 20 paths) minus a "
+                     "predictor that knows only the position", below["mean"],
+                     interval=(below["low"], below["high"]), test=TEST, band=0.02,
+                     digits=2),
+]
+position_findings
+
+# %% tags=["remove-input"]
+glue("ch07_position_floor", float(POSITION))
+up, down = (c.verdict == v for c, v in zip(position_findings, ("higher", "lower")))
+glue("ch07_position_words", ("the best short path beats it" if up else "the best short "
+     "path does not beat it beyond its path sets' spread") + (
+     ", and the longest paths fall below it: they carry not even the position" if down
+     else ", and the longest paths do not fall below it beyond their spread"));
+
+# %% [markdown]
 # The paper's majority line for the hull, 0.54, is not the one its own generator gives. Ten points uniform in
 # a square have about four hull vertices on average, so always answering "inside" is right about {glue:text}`ch07_gen_majority:.0%` of the
 # time; the book's evaluation set gives the value printed above. On 20,000 fresh point sets:
@@ -396,6 +434,7 @@ glue("ch07_sort_book_steps", int(rows["sort", "book"]["steps_to_target"]));
 # - A path-restricted forward pass keeps, of all the $(H+1)^L$ paths through a network with skip connections, only a few sampled ones of one length ({eq}`eq-path-step`).
 # - On sorting and memorization, paths of length 1 and 2 alone keep part of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found.
 # - How much the short paths keep depends on the readout. A linear probe refitted to each path length reads much more from them than the full model's classifier (sorting {glue:text}`ch07_probe_sort:.2f` against {glue:text}`ch07_own_sort:.2f`). On memorization the best short path keeps {glue:text}`ch07_share_own:.0%` of the full model's gain over chance, read by the model's classifier ({glue:text}`ch07_share_probe:.0%` of it above length 0, read by a refitted probe). The paper prints no such share.
+# - Chance on sorting is one over the vocabulary; a predictor that knows only the position scores {glue:text}`ch07_position_floor:.2f`, and {glue:text}`ch07_position_words` (two findings of the book's own).
 # - On the convex hull the sampled paths stay near the majority line. The paper's majority line, 0.54, is not its own generator's ({glue:text}`ch07_gen_majority:.3f`).
 # - The paper's recipe (Adam at $10^{-5}$, fixed order) takes {glue:text}`ch07_hull_ratio:.0f` times the book's time to reach the hull's accuracy.
 #

@@ -224,6 +224,33 @@ def path_probe_accuracy_by_length(model, train_data, eval_data, n_paths: int, re
                      for k in range(model.depth + 1)])
 
 
+def position_prior_accuracy(train_labels: torch.Tensor, eval_labels: torch.Tensor,
+                            ignore_index: int = -100) -> float:
+    """The accuracy of a predictor that sees only the position (chapter "Path effectiveness", sorting's floor
+    beside the paper's chance line of one over the vocabulary): at each position, the label most common there
+    in ``train_labels`` (``(sequences, positions)``), scored on the labelled tokens of ``eval_labels``. A
+    sorted sequence starts low and ends high, so this beats chance well; a path that carries even the position
+    alone reaches it."""
+    train_labels, eval_labels = torch.as_tensor(train_labels).cpu(), torch.as_tensor(eval_labels).cpu()
+    if train_labels.dim() != 2 or eval_labels.dim() != 2 or train_labels.shape[1] != eval_labels.shape[1]:
+        raise ValueError(f"need (sequences, positions) labels with the same positions, got "
+                         f"{tuple(train_labels.shape)} and {tuple(eval_labels.shape)}")
+    hits = total = 0
+    for i in range(eval_labels.shape[1]):
+        seen, scored = train_labels[:, i], eval_labels[:, i]
+        seen, scored = seen[seen != ignore_index], scored[scored != ignore_index]
+        if len(scored) == 0:
+            continue
+        if len(seen) == 0:
+            raise ValueError(f"position {i} is labelled in the evaluation labels and never in the training ones")
+        values, counts = seen.unique(return_counts=True)
+        hits += int((scored == values[counts.argmax()]).sum())
+        total += len(scored)
+    if total == 0:
+        raise ValueError("the evaluation labels hold no labelled token")
+    return hits / total
+
+
 def best_short(by_length, lengths=(1, 2)) -> float:
     """The best mean accuracy over the short path ``lengths`` of a ``(depth + 1, repeats)`` table of
     :func:`path_accuracy_by_length` (chapter "Path effectiveness": "short" is the better of lengths 1 and 2)."""
