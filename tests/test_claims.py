@@ -395,3 +395,10 @@ def test_an_undecided_claim_s_line_says_what_left_it_undecided():
     blind = compare("d", 0.0, paper=1.0, same_side_of=0, interval=(0.0, 0.0), cannot_decide="none merge",
                     source="s")
     assert "cannot decide" in blind.line() and "straddles" not in blind.line()
+
+
+@pytest.mark.parametrize("p, shown", [(0.0496, "0.0496"), (0.0504, "0.0504"), (0.00314, "0.0031"), (0.167, "0.17")])
+def test_the_rule_prints_p_so_that_it_never_reads_as_the_level(p, shown):
+    """Two significant digits, three near 0.05: p = 0.0496 must not print as "0.05" beside "p < 0.05"."""
+    c = claims.compare("rho", 0.4, paper=1, above_chance=(0.0, p), source="Sec. 4", reason="measured")
+    assert f"(here p = {shown})" in c.condition

@@ -638,13 +638,29 @@ def test_trained_on_gate_seed_keeps_one_architecture_per_shape_under_same_heads(
     def run(lam, gates, **spec):
         return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates),
                 "bleu_beam": 30.0}
-    sweep = {"meta": {"settings": {**defaults, "seed": 0}}, "n_eval": 40,
+    sweep = {"meta": {"settings": {**defaults, "seed": 5}}, "n_eval": 40,  # the main run's gate seed: 5
              "runs": [run(0.1, [1, 1, 0, 0]), run(0.1, [1, 1, 0, 0], seed=1), run(0.1, [1, 0, 1, 0], seed=2),
                       run(0.05, [1, 1, 1, 0])]}
     assert sweeps.trained_on_gate_seed(sweep, 0.1, 1, "same_heads") == 1  # keeps the main run's heads
-    assert sweeps.trained_on_gate_seed(sweep, 0.1, 2, "same_heads") == 0  # another architecture: the main run
-    assert sweeps.trained_on_gate_seed(sweep, 0.05, 2, "same_heads") == 0  # no gate seeds at this lambda
+    assert sweeps.trained_on_gate_seed(sweep, 0.1, 2, "same_heads") == 5  # another architecture: the main run
+    assert sweeps.trained_on_gate_seed(sweep, 0.05, 2, "same_heads") == 5  # no gate seeds at this lambda
     assert sweeps.trained_on_gate_seed(sweep, 0.1, 2, "seed") == 2
-    assert sweeps.trained_on_gate_seed(sweep, 0.1, 0, "same_heads") == 0
+    assert sweeps.trained_on_gate_seed(sweep, 0.1, 5, "same_heads") == 5
+    with pytest.raises(ValueError, match="lack"):  # a sweep without its main settings is an error, not "no seeds"
+        sweeps.trained_on_gate_seed({**sweep, "meta": {"settings": {"seed": 5}}}, 0.1, 1, "same_heads")
     with pytest.raises(ValueError, match="same_heads"):
         sweeps.trained_on_gate_seed(sweep, 0.1, 1, "heads")
+
+
+def test_the_named_run_for_8_and_22_heads_starts_every_seed_from_the_main_gate_run():
+    """The run pruned_converged_seeds_8_22 as its script reads it (settings "gate_seeds") on the shipped sweep:
+    every seed at 8 and 22 heads rebuilds from the main run (gate seed 0), whose heads the from-scratch arm
+    trains; a misspelt setting would fall back to rule "seed" and rebuild other architectures."""
+    settings = runs.settings("pruned_converged_seeds_8_22", "quick")
+    sweep = sweeps.load(settings["gate_recipe"])
+    assert settings["gate_seeds"] == "same_heads"
+    chosen = {(lam, s): sweeps.trained_on_gate_seed(sweep, lam, s, settings.get("gate_seeds", "seed"))
+              for lam in settings["lambdas"] for s in settings["seeds"]}
+    assert chosen == {(lam, s): 0 for lam in (0.05, 0.02) for s in (1, 2)}
+    main = sweeps.main_runs(sweep, sweeps.main_settings(sweep))
+    assert {lam: main[lam]["n_kept"] for lam in settings["lambdas"]} == {0.05: 8, 0.02: 22}

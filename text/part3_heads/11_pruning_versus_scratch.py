@@ -105,8 +105,7 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 # known; the [reproduction page](../reproduction.ipynb) lists it).
 #
 # This rule replaced, with its data known, one that asked every seed's interval over verses to clear zero (the
-# [reproduction page](../reproduction.ipynb) lists it). More seeds could only lower that rule's power; they
-# raise this one's, towards a verdict on these verses and these pruned models.
+# [reproduction page](../reproduction.ipynb) lists it).
 #
 # How often can this rule say *reproduces* when the paper is right? A cell below simulates it with this
 # chapter's own noise (`stats.pooled_rule_power`): a seed-to-seed standard deviation of
@@ -306,7 +305,7 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 # noise in: from scratch's mean minus the trained-on arm's mean, with a Welch t interval
 # (`stats.two_arm_seed_intervals`). Each arm's seed-to-seed spread is pooled over the shapes, so a shape
 # with one trained-on seed still carries the arm's noise measured at 3 heads. Verdicts and power are decided
-# as above (`stats.two_arm_rule_power`). Where it is not shipped, the trained-on arm is held fixed, one seed per shape. This
+# as above (`stats.two_arm_rule_power`). This
 # rule was committed before the run. Every seed of both arms starts from, or repeats, the one converged model's
 # recipe, so the interval is conditional on that model: another converged model's seed would add noise
 # neither arm measures.
@@ -314,6 +313,8 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 # The run `pruned_converged_seeds_8_22` adds seeds 1 and 2 at 8 and 22
 # heads. There seed $s$ uses gate seed $s$ only if it keeps the main run's heads, else the main run's
 # (`sweeps.trained_on_gate_seed`), so each shape keeps one architecture; this too was committed before the run.
+# In the shipped sweep no gate seed keeps those shapes' heads, so there the seeds vary the batch order alone,
+# and the arm's pooled spread mixes that noise with the gate noise measured at 3 heads.
 #
 # The run `pruned_converged_2heads` trains on a fourth
 # shape, 2 heads, which has no from-scratch twin: it is there for the paper's 2-head point in the last

@@ -398,7 +398,8 @@ def compare(
             raise ValueError(f"claim {name!r}: p must be in [0, 1], got {p}")
         if not chance_name:
             raise ValueError(f"claim {name!r}: chance_name names the floor, got {chance_name!r}")
-        rule = (f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {p:.2g})"
+        shown = f"{p:.3g}" if 0.045 <= p < 0.055 else f"{p:.2g}"  # never "0.05" for a p below it
+        rule = (f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {shown})"
                 if test_in_rule else f"above {chance_name} with one-sided p < 0.05 (both printed with the test)")
         agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
         if smallest_p is not None:

@@ -213,8 +213,9 @@ def trained_on_gate_seed(sweep: Mapping, lam: float, seed: int, rule: str = "see
         return seed
     if rule != "same_heads":
         raise ValueError(f"the trained-on arm's gate-seed rule is 'seed' or 'same_heads', got {rule!r}")
+    defaults = main_settings(sweep)  # raises where the sweep does not record them
     try:
-        same = same_heads_replicates(sweep, main_settings(sweep), lam)["seeds"]
+        same = same_heads_replicates(sweep, defaults, lam)["seeds"]
     except ValueError:  # the sweep runs no other gate seed at lam
         return main_seed
     return seed if seed in same else main_seed
@@ -393,7 +394,7 @@ def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000,
     heads more specialised than heads kept at random?): the share of ``n_draws`` random kept sets of the same
     size whose role gap is at least the observed one, counting the observed set among the draws (so never 0).
     Draws are seeded and made on the CPU."""
-    observed = role_gap(strength, kept)
+    observed = role_gap(strength.double(), kept)  # in the draws' precision, so that a tie is a tie
     flat, k = strength.detach().flatten().double().cpu(), int(kept.bool().sum())
     gen = torch.Generator().manual_seed(seed)
     picks = torch.rand(n_draws, flat.numel(), generator=gen).argsort(1)[:, :k]
@@ -630,7 +631,8 @@ def trained_on_gains(trained_on: Mapping, control: Mapping, scratch: Mapping, re
 def seed_cost_finding(n_heads: int, trained_on: Mapping, control: Mapping, *, precomputed: str = "") -> Optional[Claim]:
     """The cost of pruning to ``n_heads`` encoder heads with seed noise on both arms (chapter "Pruning heads";
     the rule written before run ``unpruned_converged_seeds``): the trained-on pruned models of that shape over
-    their seeds (gate seed and batch order) minus the unpruned model trained on alike over its seeds (batch
+    their seeds (gate seed and batch order at 3 heads; the batch order alone at 8 and 22,
+    :func:`trained_on_gate_seed`) minus the unpruned model trained on alike over its seeds (batch
     order), beam BLEU, by Welch's t test (:func:`attnbook.stats.welch_t`, 95%). A finding: *higher*, *lower*
     or *not shown*. None while either arm has fewer than two seeds (the paired bootstrap of seed 0,
     :func:`trained_on_gains`, is then the only measurement). Both arms must be scored on the same verses."""

@@ -228,9 +228,9 @@ def position_prior_accuracy(train_labels: torch.Tensor, eval_labels: torch.Tenso
                             ignore_index: int = -100) -> float:
     """The accuracy of a predictor that sees only the position (chapter "Path effectiveness", sorting's floor
     beside the paper's chance line of one over the vocabulary): at each position, the label most common there
-    in ``train_labels`` (``(sequences, positions)``), scored on the labelled tokens of ``eval_labels``. A
-    sorted sequence starts low and ends high, so this beats chance well; a path that carries even the position
-    alone reaches it."""
+    in ``train_labels`` (``(sequences, positions)``, a fixed sample of the task's sequences), scored on the
+    labelled tokens of ``eval_labels``. A sorted sequence starts low and ends high, so this beats chance well;
+    a path that carries even the position alone, read by a readout fitted to it, reaches it."""
     train_labels, eval_labels = torch.as_tensor(train_labels).cpu(), torch.as_tensor(eval_labels).cpu()
     if train_labels.dim() != 2 or eval_labels.dim() != 2 or train_labels.shape[1] != eval_labels.shape[1]:
         raise ValueError(f"need (sequences, positions) labels with the same positions, got "
