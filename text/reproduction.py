@@ -135,11 +135,13 @@ except ImportError:
 # while the first half-data model trained, before its result but with its rising dev curve in view, after the
 # second quarter-data model had failed it and both had failed gate 2 (under the old rule the half-data model
 # would not be analysed); and the head-count rule, a t test over seeds, was written after the first wider-head run and
-# before its second seed). Chapter 11 has the gate-seed and settled open-start gates
+# before its second seed).
+#
+# Chapter 11 has the gate-seed and settled open-start gates
 # (`attnbook/data/pruning/README.md`); its like-with-like comparison at 2 heads, a shape added (`0415c0b`)
 # before it ran, under the rule already on the page; the two-arm rule for the trained-on arm's seeds (`d853f2c`,
 # before its first seed landed in `1b99cb1`); and the finding on the cost of pruning over the control's seeds
-# (`2305529`; those seeds are not run yet); and which gate seed the
+# (`2305529`, before the control's first further seed landed in `47b1f20`); and which gate seed the
 # trained-on arm's further seeds at 8 and 22 heads start from (`sweeps.trained_on_gate_seed`, committed before
 # `pruned_converged_seeds_8_22`, not run yet). `git log` on those files shows each rule before its data.
 #

@@ -411,6 +411,9 @@ def found(name, d, cmd):  # a difference between two arms, decided by its interv
                             test=BOOT, digits=2, precomputed=cmd)
 
 
+SEED_COST_CMD = f"{ON_CMDS}; {CONTROL_CMD}; {runs.command(MORE_CONTROL)}"
+seed_costs = {g["kept"]: c for g in pruned_gains if (c := sweeps.seed_cost_finding(
+    g["kept"], trained_on, control_record, precomputed=SEED_COST_CMD))}  # 2+ seeds each
 [
     found("control: the unpruned model trained on alike minus as it converged "
           "(beam BLEU)", control_gain["gain"], CONTROL_CMD),
@@ -422,10 +425,7 @@ def found(name, d, cmd):  # a difference between two arms, decided by its interv
     *[found(f"{g['kept']} encoder heads trained on minus the unpruned model trained "
             "on alike: the cost of pruning (beam BLEU)", g["cost"], made_by[g["kept"]])
       for g in pruned_gains],
-    *filter(None, (sweeps.seed_cost_finding(  # both arms over seeds, where both have 2+
-        g["kept"], trained_on, control_record,
-        precomputed=f"{ON_CMDS}; {CONTROL_CMD}; {runs.command(MORE_CONTROL)}")
-        for g in pruned_gains)),
+    *seed_costs.values(),
 ]
 
 # %% [markdown]
@@ -543,11 +543,17 @@ for what, rec in (("third", third), ("on", more_on), ("shapes", more_shapes),
     glue(f"ch11_{what}_status", "partly shipped"
          if rec and not rec["complete"]
          else "shipped" if rec else "not run yet")
-ends = {k: [(g["kept"], g[k]["low"], g[k]["high"]) for g in pruned_gains if g[k]]
-        for k in ("gain", "beyond_control")}
-for k, tag in (("gain", "gain"), ("beyond_control", "beyond")):
-    glue(f"ch11_{tag}_sides", prose.sides_in_words(
-        {n: (lo, hi) for n, lo, hi in ends[k]}, unit="heads"));
+
+# %% tags=["remove-input"]
+# the cost of pruning over the seeds of both arms, in words, where both have 2 or more
+SIDE = {"lower": "below zero beyond the seeds' noise", "higher": "above zero beyond "
+        "the seeds' noise", "not shown": "not told from zero by the seeds' noise"}
+costs_in_words = "; ".join(
+    f"{c.value:+.2f} BLEU at {n} heads ({c.interval[0]:+.2f} to {c.interval[1]:+.2f}), "
+    f"{SIDE[c.verdict]}" for n, c in seed_costs.items())
+glue("ch11_seed_cost", "Over the seeds of both arms (Welch's t, 95%), the cost is "
+     + costs_in_words if seed_costs else "The cost over the seeds of both arms waits "
+     "for the control's further seeds");
 
 # %% tags=["remove-input"]
 # the run's words for the prose: the gains' pattern and what they cannot credit
@@ -592,7 +598,7 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 #
 # Two consequences follow. Pruning is not free: trained on equally, the pruned models are
 # {glue:text}`ch11_costs_at` below the unpruned model's
-# {glue:text}`ch11_control_after:.2f`. {glue:text}`ch11_lead_vs_control`. {glue:text}`ch11_sc_stopped`. The paper's design shares
+# {glue:text}`ch11_control_after:.2f`. {glue:text}`ch11_seed_cost`. {glue:text}`ch11_lead_vs_control`. {glue:text}`ch11_sc_stopped`. The paper's design shares
 # the confound of more training: its pruned models start from a
 # converged model as well. Every training's steps and minutes are in the first table; whether each kept its
 # averaged checkpoint is in the run's file.
@@ -649,11 +655,10 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # them with `!` after `%cd attnbook`).
 #
 #
-# 1. Run the control's seeds 1 and 2, `python scripts/run.py unpruned_converged_seeds` (resumable; about an
-#    hour and a half a seed on one thread, where it is not shipped), and rerun this page. Where both the
-#    trained-on arm and the control have two seeds or more, the finding on the cost of pruning over seeds
-#    (`sweeps.seed_cost_finding`) appears beside the seed-0 costs. Does the cost at 3 heads stay below zero
-#    beyond the seeds' noise? Does the control's seed move BLEU as much as the trained-on arm's (its seed sd is
+# 1. Finish the control's seeds, `python scripts/run.py unpruned_converged_seeds` (resumable; about an
+#    hour and a half a seed on one thread), and rerun this page. The finding on the cost of pruning over the
+#    seeds of both arms (`sweeps.seed_cost_finding`) takes every seed shipped. How does its interval at 3 heads
+#    move with one more control seed? Does the control's seed move BLEU as much as the trained-on arm's (its seed sd is
 #    in the reasons of the trained-on claims)?
 
 # %% [markdown]
