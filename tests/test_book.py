@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -73,6 +74,27 @@ def test_notebook_committed_executed(path):
             assert figure.get("caption") and figure.get("name"), (
                 f"{path.name}: a figure without a numbered caption (cell metadata mystnb.figure)")
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3"
+
+
+GLUE_ROLE = re.compile(r"\{glue(?::\w+)?\}`([\w.-]+)")  # {glue:text}`key:.2f` and {glue}`key`
+GLUE_DIRECTIVE = re.compile(r"^```\{glue(?::\w+)?\}\s+([\w.-]+)", re.MULTILINE)  # ```{glue:md} key
+
+
+def glued_keys(nb) -> set:
+    """The keys a committed notebook's outputs glue (myst-nb's scrapbook records)."""
+    return {o.get("metadata", {}).get("scrapbook", {}).get("name") for c in nb.cells if c.cell_type == "code"
+            for o in c.get("outputs", [])} - {None}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_glue_the_prose_names_is_in_the_committed_outputs(path):
+    """A {glue} role whose key no cell glues renders as nothing (a sentence with a hole); the -W build catches
+    it in minutes, this in a second."""
+    nb = nbformat.read(path, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    named = {k.split(":")[0] for k in GLUE_ROLE.findall(text)} | set(GLUE_DIRECTIVE.findall(text))
+    missing = named - glued_keys(nb)
+    assert not missing, f"{path.name}: the prose names glue keys that no cell glues: {sorted(missing)}"
 
 
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name != "intro.ipynb"], ids=lambda p: p.name)

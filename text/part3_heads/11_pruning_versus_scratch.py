@@ -545,7 +545,12 @@ costs_in_words = "; ".join(
     f"{SIDE[c.verdict]}" for n, c in seed_costs.items())
 glue("ch11_seed_cost", "Over the seeds of both arms (Welch's t, 95%), the cost is "
      + costs_in_words if seed_costs else "The cost over the seeds of both arms waits "
-     "for the control's further seeds");
+     "for the control's further seeds")
+ends = {k: [(g["kept"], g[k]["low"], g[k]["high"]) for g in pruned_gains if g[k]]
+        for k in ("gain", "beyond_control")}
+for k, tag in (("gain", "gain"), ("beyond_control", "beyond")):
+    glue(f"ch11_{tag}_sides", prose.sides_in_words(
+        {n: (lo, hi) for n, lo, hi in ends[k]}, unit="heads"));
 
 # %% tags=["remove-input"]
 # the run's words for the prose: the gains' pattern and what they cannot credit
