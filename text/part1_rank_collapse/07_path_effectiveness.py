@@ -434,7 +434,7 @@ glue("ch07_sort_book_steps", int(rows["sort", "book"]["steps_to_target"]));
 # - A path-restricted forward pass keeps, of all the $(H+1)^L$ paths through a network with skip connections, only a few sampled ones of one length ({eq}`eq-path-step`).
 # - On sorting and memorization, paths of length 1 and 2 alone keep part of the accuracy above chance, and the longest paths fall back to chance: the networks compute mostly through short paths, as {cite:t}`dong2021attention` found.
 # - How much the short paths keep depends on the readout. A linear probe refitted to each path length reads much more from them than the full model's classifier (sorting {glue:text}`ch07_probe_sort:.2f` against {glue:text}`ch07_own_sort:.2f`). On memorization the best short path keeps {glue:text}`ch07_share_own:.0%` of the full model's gain over chance, read by the model's classifier ({glue:text}`ch07_share_probe:.0%` of it above length 0, read by a refitted probe). The paper prints no such share.
-# - Chance on sorting is one over the vocabulary; a predictor that knows only the position scores {glue:text}`ch07_position_floor:.2f`, and {glue:text}`ch07_position_words` (two findings of the book's own).
+# - Chance on sorting is one over the vocabulary; a predictor that knows only the position scores {glue:text}`ch07_position_floor:.2f`; {glue:text}`ch07_position_words` (two findings of the book's own).
 # - On the convex hull the sampled paths stay near the majority line. The paper's majority line, 0.54, is not its own generator's ({glue:text}`ch07_gen_majority:.3f`).
 # - The paper's recipe (Adam at $10^{-5}$, fixed order) takes {glue:text}`ch07_hull_ratio:.0f` times the book's time to reach the hull's accuracy.
 #
