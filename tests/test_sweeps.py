@@ -403,13 +403,16 @@ def test_gate_seed_agreement_compares_each_seed_with_the_main_run():
         return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates)}
     sweep = {"meta": {"settings": {"seed": 0}},
              "runs": [run(0.1, [1, 1, 0, 0]), run(0.1, [1, 0, 0, 0], seed=2), run(0.1, [1, 1, 1, 0], seed=1),
-                      run(0.1, [0, 0, 0, 1], steps=4), run(0.5, [1, 0, 0, 0], seed=1)]}
+                      run(0.1, [0, 0, 0, 1], steps=4), run(0.5, [1, 0, 0, 0], seed=1),
+                      run(0.3, [1, 0, 0, 0])]}
     out = sweeps.gate_seed_agreement(sweep, defaults, 0.1)
     assert out["seeds"] == [0, 1, 2] and out["kept"] == [2, 3, 1]
     assert out["overlaps"] == pytest.approx([2 / 3, 1 / 2]) and out["mean"] == pytest.approx(7 / 12)
     assert out["always"] == 1  # head 0 only; the steps=4 run is not a gate seed
-    with pytest.raises(ValueError, match="other gate seeds"):
+    with pytest.raises(ValueError, match="no main run"):
         sweeps.gate_seed_agreement(sweep, defaults, 0.5)  # no main run at 0.5
+    with pytest.raises(ValueError, match="no other gate seed"):
+        sweeps.gate_seed_agreement(sweep, defaults, 0.3)  # a main run alone at 0.3
     # the gate: a mean overlap of 7/12 < 0.6 fails it; seeds that keep the main run's heads pass
     failed = sweeps.seed_overlap_gate(out, 0.1, precomputed="cmd")
     assert failed.verdict == "fails" and not failed.holds and failed.precomputed == "cmd"
@@ -650,6 +653,8 @@ def test_trained_on_gate_seed_keeps_one_architecture_per_shape_under_same_heads(
         sweeps.trained_on_gate_seed({**sweep, "meta": {"settings": {"seed": 5}}}, 0.1, 1, "same_heads")
     with pytest.raises(ValueError, match="same_heads"):
         sweeps.trained_on_gate_seed(sweep, 0.1, 1, "heads")
+    with pytest.raises(ValueError, match="no main run"):  # no pruned model to rebuild, not "no gate seeds"
+        sweeps.trained_on_gate_seed(sweep, 0.2, 1, "same_heads")
 
 
 def test_the_named_run_for_8_and_22_heads_starts_every_seed_from_the_main_gate_run():

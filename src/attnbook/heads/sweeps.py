@@ -160,15 +160,27 @@ def settling_rows(sweep: Mapping, main: Mapping, window: int) -> list[dict]:
              "same_as_main": jaccard(kept_masks(r), kept_masks(main[r["spec"]["lam"]]))} for r in sweep["runs"]]
 
 
-def _gate_seed_runs(sweep: Mapping, defaults: Mapping, lam: float) -> list[Mapping]:
-    """The main run at ``lam`` and the runs that vary only its gate seed, in seed order (main first)."""
+def _gate_seed_runs(sweep: Mapping, defaults: Mapping, lam: float, *,
+                    others_required: bool = True) -> list[Mapping]:
+    """The main run at ``lam`` and the runs that vary only its gate seed, in seed order (main first). Raises
+    where the sweep has no main run at ``lam``, or (``others_required``) no other gate seed there."""
     main = main_runs(sweep, defaults).get(lam)
+    if main is None:
+        raise ValueError(f"the sweep has no main run at lambda={lam}")
     others = sorted((r for r in sweep["runs"] if set(r["spec"]) == set(defaults) | {"lam", "seed"}
                      and r["spec"] == {**defaults, "lam": lam, "seed": r["spec"]["seed"]}),
                     key=lambda r: r["spec"]["seed"])
-    if main is None or not others:
-        raise ValueError(f"the sweep has no main run and other gate seeds at lambda={lam}")
+    if others_required and not others:
+        raise ValueError(f"the sweep runs no other gate seed at lambda={lam}")
     return [main, *others]
+
+
+def _same_heads_runs(sweep: Mapping, defaults: Mapping, lam: float, *,
+                     others_required: bool = True) -> list[Mapping]:
+    """The main run at ``lam`` and those of its gate-seed runs that keep exactly its heads (main first)."""
+    main, *others = _gate_seed_runs(sweep, defaults, lam, others_required=others_required)
+    mask = kept_masks(main)
+    return [main, *(r for r in others if jaccard(kept_masks(r), mask) == 1.0)]
 
 
 def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
@@ -191,11 +203,9 @@ def same_heads_replicates(sweep: Mapping, defaults: Mapping, lam: float) -> dict
     and those of its gate-seed runs (:func:`gate_seed_agreement`) that keep exactly its heads, so that every one
     is the same pruned architecture as the from-scratch arm's. Returns their ``seeds`` (the main run's first),
     ``bleu_beam``, the heads ``kept`` and ``n_eval``, the test verses they were scored on."""
-    main, *others = _gate_seed_runs(sweep, defaults, lam)
-    mask = kept_masks(main)
-    same = [main, *(r for r in others if jaccard(kept_masks(r), mask) == 1.0)]
+    same = _same_heads_runs(sweep, defaults, lam)
     return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in same[1:]]],
-            "bleu_beam": [float(r["bleu_beam"]) for r in same], "kept": int(main["n_kept"]),
+            "bleu_beam": [float(r["bleu_beam"]) for r in same], "kept": int(same[0]["n_kept"]),
             "n_eval": sweep["n_eval"]}
 
 
@@ -214,11 +224,8 @@ def trained_on_gate_seed(sweep: Mapping, lam: float, seed: int, rule: str = "see
     if rule != "same_heads":
         raise ValueError(f"the trained-on arm's gate-seed rule is 'seed' or 'same_heads', got {rule!r}")
     defaults = main_settings(sweep)  # raises where the sweep does not record them
-    try:
-        same = same_heads_replicates(sweep, defaults, lam)["seeds"]
-    except ValueError:  # the sweep runs no other gate seed at lam
-        return main_seed
-    return seed if seed in same else main_seed
+    same = _same_heads_runs(sweep, defaults, lam, others_required=False)  # raises without a main run at lam
+    return seed if seed in {r["spec"]["seed"] for r in same[1:]} else main_seed
 
 
 def gate_noise_finding(row: Mapping, replicates: Mapping, *, precomputed: str = "") -> Claim:
