@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from attnbook.rank import tasks
-from attnbook.stats import bootstrap_mean_difference
 
 SIZE = dict(d_model=16, n_heads=2, depth=2, length=8, vocab=10, n_train=40, n_eval=20)
 
@@ -47,14 +46,18 @@ def test_best_short_and_gain_share():
         tasks.gain_share(table, full=0.5, floor=0.5)
 
 
-def test_more_paths_gain_pools_the_short_lengths():
+def test_more_paths_gain_takes_each_short_length_as_a_stratum():
     many = np.array([[0.0, 0.0], [0.5, 0.7], [0.6, 0.8], [0.0, 0.0]])
-    few = np.array([[1.0, 1.0], [0.4, 0.4], [0.5, 0.5], [1.0, 1.0]])
+    few = np.array([[1.0, 1.0], [0.4, 0.4], [0.5, 0.6], [1.0, 1.0]])
     r = tasks.more_paths_gain(many, few)
-    assert r["value"] == pytest.approx(0.65 - 0.45)  # lengths 1 and 2 only
-    est, lo, hi = bootstrap_mean_difference([0.5, 0.7, 0.6, 0.8], [0.4, 0.4, 0.5, 0.5])
-    assert (r["value"], r["interval"]) == (est, (lo, hi))
-    assert lo <= r["value"] <= hi
+    assert r["value"] == pytest.approx(0.65 - 0.475)  # lengths 1 and 2 only
+    # each length's variances of the means (0.02 / 2 and 0 at length 1; 0.02 / 2 and 0.005 / 2 at length 2),
+    # summed and divided by 2 lengths squared; Welch-Satterthwaite degrees of freedom over the four groups
+    parts = np.array([0.01, 0.0, 0.01, 0.0025]) / 4
+    dof = parts.sum() ** 2 / (parts ** 2).sum()
+    from scipy.stats import t as student_t
+    half = student_t.ppf(0.95, dof) * np.sqrt(parts.sum())
+    assert r["interval"] == pytest.approx((0.175 - half, 0.175 + half))
 
 
 def test_path_above_floor_tests_the_best_short_length_against_the_floor():

@@ -186,8 +186,7 @@ plt.show()
 # The rule for "falls to chance" on sorting, where the longest paths end on the chance line: the longest paths' accuracy minus chance, with a 90% t interval over the sampled path sets, must lie wholly within 0.05 of zero (an equivalence margin; a 90% interval inside it is the two one-sided tests at 5%). It *differs* if the whole interval lies outside the margin, and is *undecided* otherwise. The interval is over path sets, for this trained model and these evaluation sequences.
 
 # %%
-from attnbook.stats import (bootstrap_mean_difference, detectable_effect,
-                            pooled_seed_intervals)
+from attnbook.stats import detectable_effect, pooled_seed_intervals, welch_t
 
 A20 = {name: acc[name, 20] for name in TASKS}  # read by the model's classifier
 best_short = {name: tasks.best_short(A20[name]) for name in TASKS}  # k = 1, 2
@@ -208,9 +207,9 @@ for label, by_task in tests.items():
               f"against {floor:.3f}, one-sided p = {r['p']:.2g} ({r['n']} path sets)")
 print(f"model's classifier, hull, any length: best {any_length['length']}, "
       f"{any_length['value']:.3f}, one-sided p = {any_length['p']:.2g}")
-# longest minus the best short length, 90% bootstrap interval over path sets
+# longest minus the best short length, 90% Welch t interval over path sets
 best_k = tests["model's classifier"][MEM]["length"]
-_, *falls_interval = bootstrap_mean_difference(A20[MEM][LONGEST], A20[MEM][best_k])
+falls_interval = welch_t(A20[MEM][LONGEST], A20[MEM][best_k], 0.9)["interval"]
 # sorting's longest paths minus chance, 90% t interval over path sets (equivalence)
 AT_CHANCE = papers.number("dong2021", "path_effectiveness_longest_at_chance")
 at_chance = pooled_seed_intervals([A20["sort"][LONGEST] - CHANCE["sort"]], 0.9)[0]
@@ -351,7 +350,7 @@ glue("ch07_gen_majority", float(generator_majority));
 
 # %% tags=["nbval-check-output", "hide-input"]
 MORE_PATHS = papers.number("dong2021", "path_effectiveness_more_paths_help")
-# 20 paths minus 5 paths at lengths 1-2, with a 90% bootstrap interval over the repeats
+# 20 paths minus 5 at lengths 1-2: 90% Welch t interval, each length a stratum
 more = {name: tasks.more_paths_gain(acc[name, 20], acc[name, 5]) for name in TASKS}
 
 
@@ -359,7 +358,7 @@ def not_decided(r):  # and the gain this noise could find (the paper gives no si
     lo, hi = r["interval"]
     found = detectable_effect(r["interval"], level=0.9)
     return (f"20 minus 5 paths is {r['value']:+.3f}, interval [{lo:+.3f}, {hi:+.3f}] "
-            f"over the sampled repeats: not all above 0; at this noise the rule finds "
+            f"over the path sets: not all above 0; at this noise the rule finds "
             f"a true gain of {found:.3f} or more 4 times in 5")
 
 
