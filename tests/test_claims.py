@@ -257,6 +257,22 @@ def test_a_test_that_cannot_reach_the_level_leaves_the_verdict_undecided(value, 
     assert ("cannot decide" in c.condition) == (smallest_p >= 0.05)
 
 
+@pytest.mark.parametrize("value, p, p_below, verdict", [
+    (0.585, 1.0, 0.4, "undecided"),   # a hair under the line, within its noise: not shown below it
+    (0.557, 1.0, 0.01, "differs"),    # below the line beyond its noise
+    (0.63, 0.01, 0.99, "reproduces"),
+    (0.60, 0.2, 0.8, "undecided"),    # above, within its noise
+])
+def test_with_a_test_below_chance_differs_needs_its_evidence(value, p, p_below, verdict):
+    c = claims.compare("hull", value, paper=1, above_chance=(0.587, p, p_below), chance_name="the majority line",
+                       source="Fig. 4", reason="measured")
+    assert c.verdict == verdict
+    assert "below the majority line with one-sided p < 0.05 differs" in c.condition
+    with pytest.raises(ValueError, match="p must be in"):
+        claims.compare("hull", value, paper=1, above_chance=(0.587, p, 1.5), chance_name="the majority line",
+                       source="Fig. 4")
+
+
 def test_smallest_p_is_a_possible_p_of_the_chance_rule():
     with pytest.raises(ValueError, match="smallest possible p"):
         claims.compare("x", 0.0, paper=1, above_chance=(0.5, 0.5), smallest_p=0.6, source="s")

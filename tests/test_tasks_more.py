@@ -71,6 +71,12 @@ def test_path_above_floor_tests_the_best_short_length_against_the_floor():
     assert tasks.path_above_floor(table, floor=0.5, lengths=(3,))["p"] == 0  # no spread, above
     with pytest.raises(ValueError, match="at least 2"):
         tasks.path_above_floor(table[:, :1], floor=0.1)
+    # below: every length must lie below the floor; the largest of the lengths' one-sided p
+    assert r["p_below"] > 0.99  # far above 0.1
+    low = tasks.path_above_floor(table, floor=0.75)
+    assert low["p_below"] == pytest.approx(student_t.sf(0.05 / (0.1 / np.sqrt(3)), 2))  # length 2 decides
+    assert tasks.path_above_floor(table, floor=0.65)["p_below"] > 0.5  # length 2 is above 0.65: not all below
+    assert tasks.path_above_floor(table, floor=0.95, lengths=(3,))["p_below"] == 0  # no spread, below
 
 
 def test_path_above_floor_rejects_five_percent_of_null_tables():

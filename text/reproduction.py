@@ -132,6 +132,10 @@ except ImportError:
 #   (sorting, hull) and *reproduces* (memorization). In the committed `quick` run sorting's now
 #   *reproduces*; its interval changed with its data known, so weigh that verdict as such. "Accuracy falls
 #   with length" uses Welch's t too, since a percentile bootstrap over five path sets covers too little.
+#   Also then: chapter 7's tests above chance (or the majority line) say *differs* only when every length tested
+#   lies below the line beyond its path sets' spread (the same t test turned the other way). Before, any value
+#   at or below the line differed. The hull's best path of any length, a hair under the majority line, moved
+#   from *differs* to *undecided*.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, made with their data known, are to rules of runs already made). Chapter

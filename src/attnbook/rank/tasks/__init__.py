@@ -266,7 +266,10 @@ def path_above_floor(by_length, floor: float, lengths=(1, 2)) -> dict:
     ``(depth + 1, repeats)`` table of :func:`path_accuracy_by_length`, the evaluation set fixed; ``repeats - 1``
     degrees of freedom) against ``floor``, its p multiplied by ``len(lengths)`` (Bonferroni) because the best
     length was chosen after looking. Repeats without spread give p 0 when above the floor, 1 otherwise.
-    Returns ``dict(value=the best mean, p=..., length=k, n=repeats)``."""
+    ``p_below`` tests the opposite, that every one of the ``lengths`` lies below the floor (each length's
+    one-sided t test; the largest of their p, an intersection-union test, needs no correction): the evidence
+    that the paper's reading fails, not merely that it is not shown. Returns ``dict(value=the best mean,
+    p=..., p_below=..., length=k, n=repeats)``."""
     from scipy.stats import t as student_t
 
     table = [np.asarray(by_length[k], dtype=float) for k in lengths]
@@ -274,14 +277,20 @@ def path_above_floor(by_length, floor: float, lengths=(1, 2)) -> dict:
         raise ValueError(f"each path length needs at least 2 sampled repeats, got {[a.size for a in table]}")
     if not all(np.isfinite(a).all() for a in table) or not np.isfinite(floor):
         raise ValueError("the accuracies and the floor must be finite")
+    def above(a):  # one-sided p that this length's mean lies above the floor
+        mean, se = float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size))
+        if se == 0:
+            return 0.0 if mean > floor else 1.0
+        return float(student_t.sf((mean - floor) / se, a.size - 1))
+
+    def below(a):  # one-sided p that it lies below
+        if a.std() == 0:
+            return 0.0 if a.mean() < floor else 1.0
+        return 1.0 - above(a)
+
     best = int(np.argmax([a.mean() for a in table]))
-    a = table[best]
-    mean, se = float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size))
-    if se == 0:
-        p = 0.0 if mean > floor else 1.0
-    else:
-        p = float(student_t.sf((mean - floor) / se, a.size - 1))
-    return dict(value=mean, p=min(1.0, p * len(lengths)), length=int(lengths[best]), n=int(a.size))
+    return dict(value=float(table[best].mean()), p=min(1.0, above(table[best]) * len(lengths)),
+                p_below=max(below(a) for a in table), length=int(lengths[best]), n=int(table[best].size))
 
 
 def gain_share(by_length, full: float, floor: float, lengths=(1, 2)) -> float:
