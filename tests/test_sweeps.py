@@ -669,3 +669,31 @@ def test_the_named_run_for_8_and_22_heads_starts_every_seed_from_the_main_gate_r
     assert chosen == {(lam, s): 0 for lam in (0.05, 0.02) for s in (1, 2)}
     main = sweeps.main_runs(sweep, sweeps.main_settings(sweep))
     assert {lam: main[lam]["n_kept"] for lam in settings["lambdas"]} == {0.05: 8, 0.02: 22}
+
+
+def test_with_gate_seeds_adds_the_gate_seeds_that_keep_a_shape_to_its_pruned_arm():
+    """Chapter 11's 300-step pruned arm with the gate noise: at lambda 0.1 gate seed 1 keeps the main run's heads
+    and joins the pruned arm, gate seed 2 keeps others and does not; at 0.05 no other gate seed ran."""
+    defaults = {"lr": 2e-4, "gate_lr": 0.05, "init_log_alpha": "glorot", "steps": 300}
+
+    def run(lam, gates, bleu, **spec):
+        return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates),
+                "bleu_beam": bleu}
+    sweep = {"meta": {"settings": {**defaults, "seed": 5}}, "n_eval": 40,
+             "runs": [run(0.1, [1, 1, 0, 0], 30.0), run(0.1, [1, 1, 0, 0], 29.6, seed=1),
+                      run(0.1, [1, 0, 1, 0], 31.0, seed=2), run(0.05, [1, 1, 1, 0], 30.5)]}
+
+    def row(lam, kept, beam):
+        return {"lam": lam, "kept": kept, "n_eval": 40, "pruned_beam": beam,
+                "pruned_seeds": [{"seed": None, "bleu_beam": beam}], "scratch": []}
+    rows = sweeps.with_gate_seeds([row(0.1, 2, 30.0), row(0.05, 3, 30.5)], sweep)
+    assert rows[0]["pruned_seeds"] == [{"seed": 5, "bleu_beam": 30.0}, {"seed": 1, "bleu_beam": 29.6}]
+    assert rows[1]["pruned_seeds"] == [{"seed": None, "bleu_beam": 30.5}]  # no other gate seed: one model
+    assert sweeps.arm_difference({**rows[0], "scratch": [{"bleu_beam": 31.0}, {"bleu_beam": 30.6}]}) == \
+        pytest.approx(30.8 - 29.8)  # the arms' means once the pruned arm has seeds
+    with pytest.raises(ValueError, match="not the same model"):
+        sweeps.with_gate_seeds([row(0.1, 2, 30.4)], sweep)
+    with pytest.raises(ValueError, match="test verses"):
+        sweeps.with_gate_seeds([{**row(0.1, 2, 30.0), "n_eval": 200}], sweep)
+    with pytest.raises(ValueError, match="no main run"):
+        sweeps.with_gate_seeds([row(0.2, 2, 30.0)], sweep)

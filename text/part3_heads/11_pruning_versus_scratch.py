@@ -90,29 +90,31 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 # decoded with beam 4 on the same test verses, so the difference gets a paired bootstrap interval (Koehn's
 # test, as sacreBLEU's `--paired-bs` runs it; `stats.paired_bleu_difference`).
 #
-# The rule: each seed's difference *scratch minus pruned* is one measurement of what training from scratch
-# gives. A shape's mean over its seeds gets a 95% Student t interval over the seeds
-# (`stats.pooled_seed_intervals`). Two seeds cannot measure the seed-to-seed spread alone, so its variance is
-# pooled over the three shapes, whose seeds are trained alike. The interval is conditional on what is held fixed:
-# the test verses (the same for every seed and arm; each seed's own paired interval over verses is in the table)
-# and the one pruned model per shape, made with one gate seed. Their noise is not in it, so it is narrower, and
-# its power higher, than an interval over every source of noise would be. The paper's finding reproduces if the interval lies
-# wholly below zero, differs if it lies wholly above, and is *undecided* if it reaches across zero. The claim
-# gives the mean over seeds and their spread (largest difference minus smallest).
+# The rule: both arms have seeds. Each seed trained from scratch measures one arm. Each gate seed whose
+# 300-step pruned model keeps exactly the main run's heads measures the other (`sweeps.with_gate_seeds`; the
+# [second page](11_pruning_the_translation_encoder.ipynb) runs the gate seeds). A shape's difference of the two
+# arms' means gets a 95% Student t interval with Welch's degrees of freedom (`stats.two_arm_seed_intervals`).
+# Two or three seeds cannot measure an arm's spread alone, so each arm's variance is pooled over the shapes,
+# whose seeds are trained alike; a shape with one pruned model takes the gate seeds' spread measured at the
+# others. The interval is conditional on the test verses (the same for every seed and arm; each seed's own
+# paired interval over verses is in the table) and on the one converged model every pruned model comes from.
+# The paper's finding reproduces if the interval lies wholly below zero, differs if it lies wholly above, and is
+# *undecided* if it reaches across zero. The claim gives the mean over seeds and their spread (largest
+# difference minus smallest).
 #
 # The paper's gap is measured with all three kinds pruned, and the book prunes the encoder alone. So each of
 # these claims is counted as an *analogue*, apart from the comparisons with the paper (from 2026-12-06, with its data
 # known; the [reproduction page](../reproduction.ipynb) lists it).
 #
-# This rule replaced, with its data known, one that asked every seed's interval over verses to clear zero (the
-# [reproduction page](../reproduction.ipynb) lists it).
+# This rule replaced, with its data known, one that asked every seed's interval over verses to clear zero, and
+# then one that held the pruned model fixed (the [reproduction page](../reproduction.ipynb) lists both).
 #
 # How often can this rule say *reproduces* when the paper is right? A cell below simulates it with this
-# chapter's own noise (`stats.pooled_rule_power`): a seed-to-seed standard deviation of
-# {glue:text}`ch11_seed_sd:.2f` BLEU, pooled over {glue:text}`ch11_seed_dof` degrees of freedom. If the true gap
+# chapter's own noise (`stats.two_arm_rule_power`): seed-to-seed standard deviations of
+# {glue:text}`ch11_seed_sd:.2f` BLEU from scratch and {glue:text}`ch11_gate_sd:.2f` over gate seeds. If the true gap
 # is the paper's (that of its smallest all-kinds shape, for every shape here: the paper prints no from-scratch
 # result for encoder-only pruning, so this is the nearest number it gives), the rule says *reproduces* {glue:text}`ch11_rule_power:.0%` of the time with the seeds it has
-# (per shape: {glue:text}`ch11_rule_seeds`), and *undecided* {glue:text}`ch11_rule_undecided:.0%`. With three seeds per shape it would say
+# (per shape: {glue:text}`ch11_rule_seeds`), and *undecided* {glue:text}`ch11_rule_undecided:.0%`. With three seeds per shape on both arms it would say
 # *reproduces* {glue:text}`ch11_rule_power3:.0%` of the time. Each claim below states its power; the verdict a
 # faithful reproduction would most often get here is {glue:text}`ch11_rule_likeliest`.
 #
@@ -124,7 +126,9 @@ scratch = sweeps.merged(sweeps.load(SCRATCH), third)  # precomputed, by shape
 SCRATCH_CMD = runs.command(SCRATCH)
 n_planned = sum(len(runs.settings(n, "quick")["lambdas"])
                 * len(runs.settings(n, "quick")["seeds"]) for n in (SCRATCH, THIRD))
-scratch_rows = sweeps.scratch_versus_pruned(scratch, test_ref)
+# the pruned arm: the 300-step model and the gate seeds that keep its heads
+scratch_rows = sweeps.with_gate_seeds(
+    sweeps.scratch_versus_pruned(scratch, test_ref), enc_sweep)
 rescored = max(  # BLEU recomputed here from the file's beam hypotheses
     abs(stats.bleu(r["hypotheses_beam"], test_ref[: scratch["n_eval"]])
         - r["bleu_beam"]["bleu"]) for r in scratch["runs"])
@@ -147,21 +151,25 @@ print("minutes of training: " + "; ".join(
 
 # %%
 # Voita et al. Table 3: scratch minus pruned at the smallest shape; each shape's
-# verdict is by the seeds' t interval, variance pooled over shapes (the rule above)
+# verdict: both arms' seeds, each arm's variance pooled over shapes (the rule above)
 paper_gap = all_kinds.value["bleu_scratch"][-1] - all_kinds.value["bleu_pruned"][-1]
 gap_source = all_kinds.where + " (the smallest shape)"
 # another experiment than the paper's: its gap prunes all three kinds
 ENCODER_ONLY = "encoder-only shapes (Table 3 prunes all three attention kinds)"
-pooled = stats.pooled_seed_intervals(
-    [[sd["delta"] for sd in r["scratch"]] for r in scratch_rows])[0]
+arms = stats.two_arm_seed_intervals(  # each arm's seed sd, pooled over shapes
+    [[sd["bleu_beam"] for sd in r["scratch"]] for r in scratch_rows],
+    [[p["bleu_beam"] for p in r["pruned_seeds"]] for r in scratch_rows])[0]
 # how often the rule reproduces if the paper's gap is true: this chapter's own noise
 n_seeds = [len(r["scratch"]) for r in scratch_rows]  # the seeds each shape has
-power = stats.pooled_rule_power(paper_gap, pooled["sd"], n_seeds)
-power3 = stats.pooled_rule_power(paper_gap, pooled["sd"], [3] * len(n_seeds))
-print(f"seed-to-seed sd {pooled['sd']:.2f} BLEU ({pooled['dof']} degrees of freedom); "
-      f"at the paper's gap {paper_gap:+.2f}, the seeds it has: "
+n_gate = [len(r["pruned_seeds"]) for r in scratch_rows]
+sds = arms["sd_a"], arms["sd_b"]
+power = stats.two_arm_rule_power(paper_gap, *sds, n_seeds, n_gate)
+three = [3] * len(n_seeds)
+power3 = stats.two_arm_rule_power(paper_gap, *sds, three, three)
+print(f"seed sd {sds[0]:.2f} BLEU from scratch, {sds[1]:.2f} over gate seeds; at the "
+      f"paper's gap {paper_gap:+.2f}, with {n_seeds} and {n_gate} seeds: "
       + ", ".join(f"{k} {power[k]:.2f}" for k in ("reproduces", "undecided", "differs"))
-      + f" with {n_seeds} seeds; three seeds: reproduces {power3['reproduces']:.2f}")
+      + f"; three seeds on each arm: reproduces {power3['reproduces']:.2f}")
 # the verses' and the seeds' parts of the noise (the like-with-like section uses them)
 noise = stats.seed_noise([r["scratch"] for r in scratch_rows])
 
@@ -172,8 +180,8 @@ for name, i in (("big", 0), ("small", -1)):  # the paper's Table 3
     glue(f"ch11_paper_scratch_{name}", all_kinds.value["bleu_scratch"][i])
 glue("ch11_paper_gap", -paper_gap)
 glue("ch11_paper_gap_signed", paper_gap)  # scratch minus pruned
-glue("ch11_seed_sd", pooled["sd"])
-glue("ch11_seed_dof", pooled["dof"])
+glue("ch11_seed_sd", arms["sd_a"])
+glue("ch11_gate_sd", arms["sd_b"])
 glue("ch11_rule_power", power["reproduces"])
 glue("ch11_rule_power3", power3["reproduces"])
 by_count = {k: [r["kept"] for r, n in zip(scratch_rows, n_seeds) if n == k]
@@ -212,7 +220,7 @@ sc_claims = sweeps.scratch_claims(
 ]
 
 # %% [markdown]
-# **Noise on the pruned arm too.** The rule above holds the pruned model fixed: one gate seed per shape. The gate sweep repeats $\lambda = 0.1$ and $0.05$ with gate seeds 1 and 2 (the [second page](11_pruning_the_translation_encoder.ipynb)). Where a gate seed keeps exactly the heads of the main run, its 300-step model is one more measurement of the pruned arm, with the same architecture as the from-scratch arm. The finding below (`sweeps.gate_noise_finding`, written before the third from-scratch seed's first shape was shipped) compares the two arms over their seeds: scratch minus pruned by Welch's t test, each arm keeping its own variance (a seed trained from scratch moves BLEU far more than a gate seed does, so a pooled variance would make the interval too narrow). It is *higher* when the 95% interval lies above 0, *lower* when it lies below, and *not shown* when it contains 0. The gate seeds all prune the one converged model, so the pruned arm's noise is the gates', not a converged model's. It is a finding, not a comparison: the paper prints no encoder-only number to set beside it.
+# **The gate seeds' shape alone.** The rule above pools each arm's spread over the shapes. The finding below (`sweeps.gate_noise_finding`, written before the third from-scratch seed's first shape was shipped, and before the rule took the gate seeds in) compares the two arms at the shape with gate seeds without pooling: scratch minus pruned by Welch's t test, each arm keeping its own variance at that shape alone (a seed trained from scratch moves BLEU far more than a gate seed does). It is *higher* when the 95% interval lies above 0, *lower* when it lies below, and *not shown* when it contains 0. The gate seeds all prune the one converged model, so the pruned arm's noise is the gates', not a converged model's. It is a finding, not a comparison: the paper prints no encoder-only number to set beside it.
 
 # %% tags=["nbval-check-output", "hide-input"]
 # the pruned arm over the gate seeds that keep the main run's heads (300-step models)
@@ -301,12 +309,9 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 #
 # The run `pruned_converged_seeds` adds seeds 1 and 2 to the trained-on arm at 3 heads. Seed $s$ rebuilds the
 # pruned model from the gate sweep's run with gate seed $s$ (both keep the main run's 3 heads) and trains it on
-# with batch order $s$, so the gate noise is among the arm's seeds. Where it is shipped, the rule puts both arms'
-# noise in: from scratch's mean minus the trained-on arm's mean, with a Welch t interval
-# (`stats.two_arm_seed_intervals`). Each arm's seed-to-seed spread is pooled over the shapes, so a shape
-# with one trained-on seed still carries the arm's noise measured at 3 heads. Verdicts and power are decided
-# as above (`stats.two_arm_rule_power`). This
-# rule was committed before the run. Every seed of both arms starts from, or repeats, the one converged model's
+# with batch order $s$, so the gate noise is among the arm's seeds. Where it is shipped, the two-arm rule above
+# takes these seeds as the pruned arm's; a shape with one trained-on seed carries the arm's noise measured at 3
+# heads. This rule was committed before the run. Every seed of both arms starts from, or repeats, the one converged model's
 # recipe, so the interval is conditional on that model: another converged model's seed would add noise
 # neither arm measures.
 #
@@ -606,8 +611,8 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 #
 # Two things a referee would ask for are missing from the verdicts above. The first is noise on every arm. The page has {glue:text}`ch11_seed_words` seeds from scratch per shape,
 # trained-on seeds {glue:text}`ch11_on_seed_words` and {glue:text}`ch11_control_seeds` control run(s). The 300-step
-# rule uses pruned models from one gate seed (the finding on the gate seeds adds those that keep the same heads;
-# the [second page](11_pruning_the_translation_encoder.ipynb) measures how much the gate seed moves the kept
+# rule's pruned arm has gate seeds only where they keep the main run's heads (the
+# [second page](11_pruning_the_translation_encoder.ipynb) measures how much the gate seed moves the kept
 # heads). Each further seed is a named run (hours on a CPU, resumable), and this page adds what each ships:
 #
 # * the third seed from scratch, a shape at a time: `python scripts/run.py scratch_converged_seed2`

@@ -576,6 +576,35 @@ def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstra
 
 
 
+def with_gate_seeds(rows: Sequence[Mapping], sweep: Mapping) -> list[dict]:
+    """The rows of :func:`scratch_versus_pruned` (the 300-step pruned arm, one model per shape) with the gate
+    seeds' noise on the pruned arm (chapter "Pruning heads", pruned versus scratch; issue "Verdicts a referee
+    would sign": the gate-noise seed among a pruned arm's seeds): at a shape where gate seeds of ``sweep`` other
+    than the main run's keep exactly its heads (:func:`same_heads_replicates`), their 300-step models join the
+    row's ``pruned_seeds``, so that :func:`scratch_claims` takes both arms' noise. The row's own model must be
+    the sweep's main run (the same beam BLEU, to 0.01, on the same test verses); a shape whose gate seeds keep
+    other heads, or with no other gate seed, keeps its one model."""
+    defaults = main_settings(sweep)
+    out = []
+    for row in rows:
+        try:
+            rep = same_heads_replicates(sweep, defaults, row["lam"])
+        except ValueError as err:
+            if "no other gate seed" not in str(err):
+                raise
+            out.append(dict(row))
+            continue
+        if rep["n_eval"] != row["n_eval"] or rep["kept"] != row["kept"]:
+            raise ValueError(f"lambda {row['lam']}: the gate sweep's runs keep {rep['kept']} heads on "
+                             f"{rep['n_eval']} test verses, the row {row['kept']} on {row['n_eval']}")
+        if abs(rep["bleu_beam"][0] - row["pruned_beam"]) > 0.01:
+            raise ValueError(f"lambda {row['lam']}: the row's pruned model scores {row['pruned_beam']} (beam), the "
+                             f"sweep's main run {rep['bleu_beam'][0]}: not the same model")
+        out.append({**row, "pruned_seeds": [{"seed": s, "bleu_beam": b}
+                                            for s, b in zip(rep["seeds"], rep["bleu_beam"])]})
+    return out
+
+
 def first_seed_runs(record: Mapping) -> list[dict]:
     """The runs of a trained-on record (``pruned_converged`` or ``unpruned_converged``, merged with files of
     further seeds) made with its first seed, the recipe's own (chapter "Pruning heads"): one per shape, the
