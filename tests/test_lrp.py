@@ -166,3 +166,21 @@ def test_the_whole_model_s_relevance_is_that_of_the_rule_with_autograd_s_dense_j
     for kind in fast:
         assert fast[kind].abs().max() > 1e-3
         torch.testing.assert_close(slow[kind], fast[kind], atol=1e-9, rtol=1e-7, msg=kind)
+
+
+def test_a_head_that_writes_a_tenth_as_much_gets_less_relevance_but_some():
+    """A graded known ranking, both heads carrying signal: in every attention, head 2's value rows are scaled
+    by 0.1, so it writes a tenth of what it did; in every layer head 1 gets the larger share and head 2 a
+    share above zero (a rule that mixed up the heads' slices, or gave a head its share by whether it is
+    zero, fails)."""
+    model = small_model(1)
+    attentions = [layer.self_attn for layer in model.encoder] + [
+        a for layer in model.decoder for a in (layer.self_attn, layer.cross_attn)]
+    with torch.no_grad():
+        for attn in attentions:
+            attn.v.weight[8:] *= 0.1
+            attn.v.bias[8:] *= 0.1
+    shares = lrp.head_relevance(model, [SRC, SRC[1:]], [TGT, TGT])
+    for kind, share in shares.items():
+        assert (share[:, 0].abs() > share[:, 1].abs()).all(), kind
+        assert (share[:, 1].abs() > 1e-3).all(), kind

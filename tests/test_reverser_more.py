@@ -43,9 +43,16 @@ def test_sweep_table_marks_each_arm_s_best_learning_rate():
 
 
 def test_arm_difference_and_the_temperature_arm():
-    est, (lo, hi) = rv.arm_difference(SWEEP, "adam, tau=1", "sgd, tau=1")  # on the judged seeds
-    assert est == pytest.approx(0.9 - 0.25)
-    assert lo <= est <= hi
+    r = rv.arm_difference(SWEEP, "adam, tau=1", "sgd, tau=1")  # on the judged seeds
+    assert r["value"] == pytest.approx(0.9 - 0.25)
+    from attnbook.stats import welch_t
+    assert r["interval"] == pytest.approx(welch_t([0.9, 0.9], [0.2, 0.3], level=0.9)["interval"])
+    assert r["cannot_decide"] == ""  # sgd's seeds are below the ceiling
+    full = {"by_name": {**SWEEP["by_name"], "sgd, tau=1": {
+        **SWEEP["by_name"]["sgd, tau=1"],
+        "runs": [{**run, "acc": 1.0} for run in SWEEP["by_name"]["sgd, tau=1"]["runs"]]}}}
+    assert "ceiling" in rv.arm_difference(full, "adam, tau=1", "sgd, tau=1")["cannot_decide"]
+    assert rv.arm_difference(full, "sgd, tau=1", "adam, tau=1")["cannot_decide"] == ""  # adam's below it
     assert rv.temperature_arm(SWEEP) == "sgd, tau=0.25"
     with pytest.raises(ValueError, match="one SGD arm"):
         rv.temperature_arm({"by_name": {"a": {"optimizer": "sgd", "temperature": 1.0}}})

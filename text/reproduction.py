@@ -125,22 +125,22 @@ except ImportError:
 #   little; both say *lower*); and chapter 7's "the longest paths fall to chance" judged by its
 #   interval over path sets within the margin of 0.05, instead of by its mean alone (it still reproduces).
 #
-# * on 2026-12-07, with their data known: chapter 7's "20 paths beat 5" is judged by Welch's t over the
-#   path sets, each short length a stratum (`stats.stratified_welch_t`). It had been a percentile bootstrap
-#   over the path sets of the short lengths pooled. That counted the gap between the lengths as noise: on
-#   simulated path sets its interval covers a known gain nearly always. The verdicts had been *undecided*
-#   (sorting, hull) and *reproduces* (memorization). In the committed `quick` run sorting's now
-#   *reproduces*; its interval changed with its data known, so weigh that verdict as such. "Accuracy falls
-#   with length" uses Welch's t too, since a percentile bootstrap over five path sets covers too little.
+# * on 2026-12-07, with their data known: chapter 7's "20 paths beat 5" is judged by Welch's t, each
+#   short length a stratum (`stats.stratified_welch_t`). It was a percentile bootstrap over the lengths' path
+#   sets pooled, which counted the gap between lengths as noise. It had been *undecided* for sorting
+#   and the hull; sorting's now *reproduces*, a verdict made by an interval changed with its data known.
+#   "Accuracy falls with length" uses Welch's t too.
 #
 # * also then: chapter 7's tests above chance (or the majority line) say *differs* only when every length
-#   tested lies below the line beyond its path sets' spread (the same t test turned the other way). Before,
-#   any value at or below the line differed. The hull's best path of any length, a hair under the majority
-#   line, moved from *differs* to *undecided*.
+#   tested lies below the line beyond its path sets' spread (the same t test turned the other way). The
+#   hull's best path of any length, a hair under the majority line, moved from *differs* to *undecided*.
 #
 # * also then: chapter 11's 300-step pruned arm counts the gate seeds that keep a shape's heads among its
-#   seeds (`sweeps.with_gate_seeds`), so the two-arm rule of the trained-on arm decides it too; before, the
-#   pruned model was held fixed. Its verdicts stayed.
+#   seeds (`sweeps.with_gate_seeds`), so the two-arm rule decides it too. Its verdicts stayed.
+#
+# * also then: chapter 9's comparisons of final accuracy use Welch's t over the judged seeds, not a
+#   percentile bootstrap over three seeds. They are *undecided* where every seed of the second arm ends at full
+#   accuracy (no gain can show). Both had been *differs* at ties on the ceiling.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, made with their data known, are to rules of runs already made). Chapter
