@@ -262,12 +262,17 @@ def test_a_test_that_cannot_reach_the_level_leaves_the_verdict_undecided(value, 
     (0.557, 1.0, 0.01, "differs"),    # below the line beyond its noise
     (0.63, 0.01, 0.99, "reproduces"),
     (0.60, 0.2, 0.8, "undecided"),    # above, within its noise
+    (0.55, 1.0, 0.05, "undecided"),   # p_below at 0.05 is not below it
+    (0.55, 1.0, 0.0499, "differs"),
 ])
 def test_with_a_test_below_chance_differs_needs_its_evidence(value, p, p_below, verdict):
     c = claims.compare("hull", value, paper=1, above_chance=(0.587, p, p_below), chance_name="the majority line",
                        source="Fig. 4", reason="measured")
     assert c.verdict == verdict
-    assert "below the majority line with one-sided p < 0.05 differs" in c.condition
+    assert "differs only when below the majority line with one-sided p < 0.05" in c.condition
+    with pytest.raises(ValueError, match="one test"):  # above the line and shown below it: inconsistent
+        claims.compare("hull", 0.63, paper=1, above_chance=(0.587, 0.5, 0.01), chance_name="the majority line",
+                       source="Fig. 4")
     with pytest.raises(ValueError, match="p must be in"):
         claims.compare("hull", value, paper=1, above_chance=(0.587, p, 1.5), chance_name="the majority line",
                        source="Fig. 4")

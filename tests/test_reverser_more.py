@@ -51,8 +51,14 @@ def test_arm_difference_and_the_temperature_arm():
     full = {"by_name": {**SWEEP["by_name"], "sgd, tau=1": {
         **SWEEP["by_name"]["sgd, tau=1"],
         "runs": [{**run, "acc": 1.0} for run in SWEEP["by_name"]["sgd, tau=1"]["runs"]]}}}
-    assert "ceiling" in rv.arm_difference(full, "adam, tau=1", "sgd, tau=1")["cannot_decide"]
-    assert rv.arm_difference(full, "sgd, tau=1", "adam, tau=1")["cannot_decide"] == ""  # adam's below it
+    # only sgd at the ceiling: adam's loss can show (its interval decides), no "cannot decide"
+    assert rv.arm_difference(full, "adam, tau=1", "sgd, tau=1")["cannot_decide"] == ""
+    assert rv.arm_difference(full, "sgd, tau=1", "adam, tau=1")["cannot_decide"] == ""
+    both = {"by_name": {**full["by_name"], "adam, tau=1": {
+        **SWEEP["by_name"]["adam, tau=1"],
+        "runs": [{**run, "acc": 1.0} for run in SWEEP["by_name"]["adam, tau=1"]["runs"]]}}}
+    tie = rv.arm_difference(both, "adam, tau=1", "sgd, tau=1")  # a tie at the ceiling
+    assert "ceiling" in tie["cannot_decide"] and tie["interval"] == (0.0, 0.0)
     assert rv.temperature_arm(SWEEP) == "sgd, tau=0.25"
     with pytest.raises(ValueError, match="one SGD arm"):
         rv.temperature_arm({"by_name": {"a": {"optimizer": "sgd", "temperature": 1.0}}})

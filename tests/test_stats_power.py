@@ -272,9 +272,14 @@ def test_share_rule_detectable_is_exact():
 
 
 def test_stratified_welch_t_keeps_the_strata_apart_and_covers_at_its_level():
-    # one stratum is Welch's test
+    # one stratum is Welch's test (scipy's)
+    from scipy.stats import ttest_ind
     a, b = [31.5, 30.4, 30.9], [30.1, 30.0, 29.9, 29.85]
-    assert stats.stratified_welch_t([a], [b]) == stats.welch_t(a, b)
+    assert stats.stratified_welch_t([a], [b])["p"] == pytest.approx(ttest_ind(a, b, equal_var=False).pvalue)
+    # strata without spread, even where float rounding gives a variance of 1e-34: a point interval
+    flat = stats.stratified_welch_t([[0.1] * 3, [0.3] * 3], [[0.1] * 3, [0.1] * 3])
+    assert flat["interval"] == pytest.approx((0.1, 0.1)) and flat["p"] == 0.0
+    assert stats.welch_t([0.1] * 3, [0.1] * 3)["p"] == 1.0  # no change at all
     # by hand, two strata: (1 - 0) and (3 - 2) average to 1; the variances of the four means are
     # 0.5 / 2, 0.5 / 2, 2 / 2, 0 / 2, their sum over 2 strata squared is 0.375
     out = stats.stratified_welch_t([[0.5, 1.5], [2.0, 4.0]], [[-0.5, 0.5], [2.0, 2.0]], level=0.9)

@@ -689,6 +689,8 @@ def test_with_gate_seeds_adds_the_gate_seeds_that_keep_a_shape_to_its_pruned_arm
     rows = sweeps.with_gate_seeds([row(0.1, 2, 30.0), row(0.05, 3, 30.5)], sweep)
     assert rows[0]["pruned_seeds"] == [{"seed": 5, "bleu_beam": 30.0}, {"seed": 1, "bleu_beam": 29.6}]
     assert rows[1]["pruned_seeds"] == [{"seed": None, "bleu_beam": 30.5}]  # no other gate seed: one model
+    # a rebuilt model scoring a little off the sweep's matters only where the sweep's seeds join it
+    assert sweeps.with_gate_seeds([row(0.05, 3, 30.52)], sweep)[0]["pruned_seeds"][0]["bleu_beam"] == 30.52
     assert sweeps.arm_difference({**rows[0], "scratch": [{"bleu_beam": 31.0}, {"bleu_beam": 30.6}]}) == \
         pytest.approx(30.8 - 29.8)  # the arms' means once the pruned arm has seeds
     with pytest.raises(ValueError, match="not the same model"):

@@ -77,6 +77,9 @@ def test_path_above_floor_tests_the_best_short_length_against_the_floor():
     assert low["p_below"] == pytest.approx(student_t.sf(0.05 / (0.1 / np.sqrt(3)), 2))  # length 2 decides
     assert tasks.path_above_floor(table, floor=0.65)["p_below"] > 0.5  # length 2 is above 0.65: not all below
     assert tasks.path_above_floor(table, floor=0.95, lengths=(3,))["p_below"] == 0  # no spread, below
+    at_chance = np.full((2, 3), 0.1)  # a table fixed at sorting's chance: neither above nor below it
+    assert tasks.path_above_floor(at_chance, floor=0.1, lengths=(1,)) | {"value": 0} == {
+        "value": 0, "p": 1.0, "p_below": 1.0, "length": 1, "n": 3}
 
 
 def test_path_above_floor_rejects_five_percent_of_null_tables():

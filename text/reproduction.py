@@ -139,8 +139,9 @@ except ImportError:
 #   seeds (`sweeps.with_gate_seeds`), so the two-arm rule decides it too. Its verdicts stayed.
 #
 # * also then: chapter 9's comparisons of final accuracy use Welch's t over the judged seeds, not a
-#   percentile bootstrap over three seeds. They are *undecided* where every seed of the second arm ends at full
-#   accuracy (no gain can show). Both had been *differs* at ties on the ceiling.
+#   percentile bootstrap over three seeds, and a tie at the ceiling (every seed of both arms at full accuracy)
+#   is *undecided*. Both had been *differs*; both are *undecided*. Its depth-16 cosine gap uses a one-sample t
+#   (it still reproduces).
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, made with their data known, are to rules of runs already made). Chapter

@@ -1,7 +1,10 @@
 """Noise in the book's results: every interval the book computes, in one place.
 
-* :func:`bootstrap_mean_difference`: seed-bootstrap intervals of a difference of means (every chapter that
-  compares runs over seeds; :func:`attnbook.claims.compare`'s ``interval`` rule).
+* :func:`bootstrap_mean_difference`: seed-bootstrap intervals of a difference of means (chapter "The circle
+  task", over 16 seeds; :func:`attnbook.claims.compare`'s ``interval`` rule).
+* :func:`two_sample_t`, :func:`welch_t`, :func:`stratified_welch_t`: t tests of a difference of means over few
+  seeds (pooled variance; each group its own; and over strata whose levels differ, chapter "Path
+  effectiveness").
 * :func:`bleu`, :func:`bleu_interval`: corpus BLEU and sacreBLEU's bootstrap interval (chapters "A translation
   model" and "Pruning heads").
 * :func:`paired_bleu_difference`, :func:`paired_bleu_contrast`: Koehn's paired bootstrap of a difference of BLEUs
@@ -263,7 +266,8 @@ def stratified_welch_t(a_strata: Sequence[Sequence[float]], b_strata: Sequence[S
     parts = [float(g.var(ddof=1)) / g.size / k ** 2 for g in groups]
     se = float(np.sqrt(sum(parts)))
     n = (int(sum(a.size for a, _ in pairs)), int(sum(b.size for _, b in pairs)))
-    if se == 0:
+    if all(np.ptp(g) == 0 for g in groups):  # no spread (the var and mean of equal floats can be off by 1e-17)
+        change = float(sum(a[0] - b[0] for a, b in pairs)) / k
         return {"change": change, "p": 0.0 if change else 1.0, "interval": (change, change),
                 "dof": float(sum(g.size - 1 for g in groups)), "n": n}
     dof = sum(parts) ** 2 / sum(v ** 2 / (g.size - 1) for v, g in zip(parts, groups))
@@ -458,8 +462,9 @@ def detectable_effect(interval: Sequence[float], level: float, power: float = 0.
     data could have found, so that an *undecided* verdict says how large an effect it leaves open. Normal
     approximation: the interval's half-width is ``z_level`` standard errors, and the rule finds an effect
     ``delta`` (its distance from the threshold) with probability ``Phi(delta / se - z_level)``, so
-    ``delta = (z_level + z_power) * se``. ``level``: the interval's two-sided level (0.9 for
-    :func:`bootstrap_mean_difference`'s)."""
+    ``delta = (z_level + z_power) * se``. ``level``: the interval's two-sided level (0.9 for chapter 7's
+    :func:`stratified_welch_t` intervals; for a t interval on few degrees of freedom the normal approximation
+    overstates the standard error a little, so the effect it gives errs large)."""
     lo, hi = (float(x) for x in interval)
     if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
         raise ValueError(f"expected a finite interval (lo, hi) with lo <= hi, got {interval!r}")

@@ -184,6 +184,8 @@ plt.show()
 # The rule for "above chance", stated before the result here (it replaced, with the data known, a rule on levels read by eye; the [reproduction page](../reproduction.ipynb) lists it): a one-sided t test over the sampled path sets of the best short length (`tasks.path_above_floor`; its p is doubled because the better of two lengths is chosen after looking). The statement reproduces when the accuracy is above chance with p < 0.05. It differs only when every short length lies below chance, by the same test turned the other way (the largest of the lengths' one-sided p under 0.05), and is undecided in between. At length 1 the figure's curves sit well above those lines, at levels that can only be read by eye (the paper column below gives them). A reading by eye is not a printed number, so no rule tests those levels.
 #
 # The rule for "falls to chance" on sorting, where the longest paths end on the chance line: the longest paths' accuracy minus chance, with a 90% t interval over the sampled path sets, must lie wholly within 0.05 of zero (an equivalence margin; a 90% interval inside it is the two one-sided tests at 5%). It *differs* if the whole interval lies outside the margin, and is *undecided* otherwise. The interval is over path sets, for this trained model and these evaluation sequences.
+#
+# The two directions, "accuracy falls with length" (memorization: the longest path minus the best short one) and "20 paths beat 5" (lengths 1 and 2, each length a stratum: `stats.stratified_welch_t`), are read from a 90% Welch t interval over the path sets. A direction reproduces when the whole interval lies on the paper's side of 0, differs when it lies wholly on the other side, and is *undecided* otherwise.
 
 # %%
 from attnbook.stats import detectable_effect, pooled_seed_intervals, welch_t
@@ -219,11 +221,9 @@ at_chance = pooled_seed_intervals([A20["sort"][LONGEST] - CHANCE["sort"]], 0.9)[
 
 # %% tags=["nbval-check-output", "hide-input"]
 def why_not(floor, label, r):  # called for a verdict other than reproduces
-    def reason(value):
-        side = "above" if value > floor else "at or below"
-        within = "beyond" if r["p_below"] < 0.05 else "within"
-        return f"{side} {label}, {within} its path sets' spread (tests printed above)"
-    return reason
+    within = "beyond" if r["p_below"] < 0.05 else "within"
+    return lambda value: (f"{'above' if value > floor else 'at or below'} {label}, "
+                          f"{within} its path sets' spread (tests printed above)")
 
 
 FLOOR_NAME = {"sort": "chance", "hull": "the majority line", "memorization": "chance"}
@@ -243,7 +243,8 @@ FLOOR_NAME = {"sort": "chance", "hull": "the majority line", "memorization": "ch
                      reason=lambda _: f"the 90% interval over path sets runs from "
                      f"{at_chance['low']:+.3f} to {at_chance['high']:+.3f}"),
     attnbook.compare(
-        "paths: memorization, longest path minus best short path (20 paths)",
+        "paths: memorization, longest path minus best short path (20 paths; 90% "
+        "Welch t over path sets)",
         float(A20[MEM][LONGEST].mean()) - best_short[MEM], paper=FALLS.value,
         same_side_of=0, interval=falls_interval, band=0.02, source=FALLS.where,
         reason="the interval over path sets is not wholly below 0"),
@@ -366,7 +367,8 @@ def not_decided(r):  # and the gain this noise could find (the paper gives no si
 
 
 [
-    attnbook.compare(f"paths: {name}, 20 paths minus 5 paths (lengths 1-2)",
+    attnbook.compare(f"paths: {name}, 20 paths minus 5 paths (lengths 1-2; 90% Welch "
+                     "t over path sets, each length a stratum)",
                      **more[name], paper=MORE_PATHS.value, same_side_of=0, band=0.01,
                      source=MORE_PATHS.where, reason=not_decided(more[name]))
     for name in TASKS

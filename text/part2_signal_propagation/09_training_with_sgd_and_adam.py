@@ -153,9 +153,9 @@ glue("ch09_adam_live", round(acc["adam", False, 1.0], 1))
 #
 # The rules, stated before the results: each comparison takes every arm at its chosen learning rate and reports the
 # difference of mean accuracies over the judged seeds with a 90% Welch t interval; a direction counts only if the
-# whole interval lies on it. Where every judged seed of the second arm ends at full accuracy, no gain can show at
-# the ceiling, and the comparison is *undecided*. A gate asks that no arm's loss still falls by more than 0.05 between the tenth of
-# training before 80% and the last tenth (an arm still improving would be judged before its end). Rules changed
+# whole interval lies on it. Where every judged seed of both arms ends at full accuracy (a tie at the ceiling), no
+# gain can show, and the comparison is *undecided*. A gate asks that no arm's loss still falls by more than 0.05
+# between the tenth of training before 80% and the last tenth (an arm still improving would be judged before its end). Rules changed
 # after a run: ties between learning rates now go to the lower loss (the data README says why); the balancing
 # temperature's arm is the book's finding, not a comparison; the interval was a percentile bootstrap, which covers
 # too little over three seeds; and a tie at the ceiling had counted as *differs* (the

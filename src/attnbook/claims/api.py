@@ -406,7 +406,10 @@ def compare(
                 if test_in_rule else f"above {chance_name} with one-sided p < 0.05 (both printed with the test)")
         agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
         if p_below:  # "differs" needs the test's evidence that the statistic lies below chance
-            rule += f"; below {chance_name} with one-sided p < 0.05 differs"
+            if value > chance and p_below[0] < 0.05:
+                raise ValueError(f"claim {name!r}: a value above {chance_name} with p_below = {p_below[0]} < 0.05: "
+                                 "the two one-sided p-values do not come from one test")
+            rule += f"; differs only when below {chance_name} with one-sided p < 0.05, else undecided"
             undecided = not agrees and p_below[0] >= 0.05
         if smallest_p is not None:
             smallest_p = _number(name, "smallest_p", smallest_p)

@@ -188,7 +188,7 @@ def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
     (gate seed of the recipe) and the runs that vary only the gate seed (a variant's ``seed``: the initial log
     alpha and the gate noise). Returns the ``seeds`` (the main run's first), heads ``kept`` by each, the
     :func:`jaccard` ``overlaps`` of the other seeds' kept heads with the main run's and their ``mean``, and
-    ``always``, the heads every seed keeps. Raises if the sweep has no other seed at ``lam``."""
+    ``always``, the heads every seed keeps. Raises if the sweep has no main run, or no other seed, at ``lam``."""
     main, *others = _gate_seed_runs(sweep, defaults, lam)
     masks = [kept_masks(r) for r in [main, *others]]
     overlaps = [jaccard(m, masks[0]) for m in masks[1:]]
@@ -581,27 +581,25 @@ def with_gate_seeds(rows: Sequence[Mapping], sweep: Mapping) -> list[dict]:
     seeds' noise on the pruned arm (chapter "Pruning heads", pruned versus scratch; issue "Verdicts a referee
     would sign": the gate-noise seed among a pruned arm's seeds): at a shape where gate seeds of ``sweep`` other
     than the main run's keep exactly its heads (:func:`same_heads_replicates`), their 300-step models join the
-    row's ``pruned_seeds``, so that :func:`scratch_claims` takes both arms' noise. The row's own model must be
-    the sweep's main run (the same beam BLEU, to 0.01, on the same test verses); a shape whose gate seeds keep
+    row's ``pruned_seeds``, so that :func:`scratch_claims` takes both arms' noise. Every row must have the main
+    run's heads and test verses; where seeds join, the row's own model must score as the sweep's main run (beam
+    BLEU to 0.01), since the arm then mixes the row's evaluation with the sweep's. A shape whose gate seeds keep
     other heads, or with no other gate seed, keeps its one model."""
-    defaults = main_settings(sweep)
+    defaults, main_seed = main_settings(sweep), sweep["meta"]["settings"]["seed"]
     out = []
     for row in rows:
-        try:
-            rep = same_heads_replicates(sweep, defaults, row["lam"])
-        except ValueError as err:
-            if "no other gate seed" not in str(err):
-                raise
+        main, *same = _same_heads_runs(sweep, defaults, row["lam"], others_required=False)
+        if sweep["n_eval"] != row["n_eval"] or main["n_kept"] != row["kept"]:
+            raise ValueError(f"lambda {row['lam']}: the gate sweep's main run keeps {main['n_kept']} heads on "
+                             f"{sweep['n_eval']} test verses, the row {row['kept']} on {row['n_eval']}")
+        if not same:  # no other gate seed keeps these heads: the one model
             out.append(dict(row))
             continue
-        if rep["n_eval"] != row["n_eval"] or rep["kept"] != row["kept"]:
-            raise ValueError(f"lambda {row['lam']}: the gate sweep's runs keep {rep['kept']} heads on "
-                             f"{rep['n_eval']} test verses, the row {row['kept']} on {row['n_eval']}")
-        if abs(rep["bleu_beam"][0] - row["pruned_beam"]) > 0.01:
+        if abs(float(main["bleu_beam"]) - row["pruned_beam"]) > 0.01:  # the arm joins the sweep's scores
             raise ValueError(f"lambda {row['lam']}: the row's pruned model scores {row['pruned_beam']} (beam), the "
-                             f"sweep's main run {rep['bleu_beam'][0]}: not the same model")
-        out.append({**row, "pruned_seeds": [{"seed": s, "bleu_beam": b}
-                                            for s, b in zip(rep["seeds"], rep["bleu_beam"])]})
+                             f"sweep's main run {main['bleu_beam']}: not the same model")
+        out.append({**row, "pruned_seeds": [{"seed": main_seed, "bleu_beam": float(main["bleu_beam"])}] + [
+            {"seed": r["spec"]["seed"], "bleu_beam": float(r["bleu_beam"])} for r in same]})
     return out
 
 

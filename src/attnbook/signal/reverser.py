@@ -398,13 +398,14 @@ def arm_difference(sweep: dict, a: str, b: str) -> dict:
     learning rate, with a 90% Welch t interval over the seeds (:func:`attnbook.stats.welch_t`; a percentile
     bootstrap over three seeds covers too little) (chapter "Training with SGD and Adam": the sweep's
     comparisons). Returns ``compare``'s keywords ``value``, ``interval`` and ``cannot_decide``: where every
-    judged seed of ``b`` ends at full accuracy, no gain of ``a`` can show at the ceiling, and the comparison is
-    undecided whatever the value."""
+    judged seed of both arms ends at full accuracy, a tie at the ceiling, no gain of ``a`` can show, and the
+    comparison is undecided whatever the rule (where only ``b`` is at the ceiling a loss of ``a`` can still
+    show, and the interval decides)."""
     arms = sweep["by_name"]
     t = welch_t(seed_accuracies(arms[a]), seed_accuracies(arms[b]), level=0.9)
-    ceiling = min(seed_accuracies(arms[b])) >= 1.0
+    tie = min(seed_accuracies(arms[a]) + seed_accuracies(arms[b])) >= 1.0
     return dict(value=t["change"], interval=t["interval"], cannot_decide=(
-        f"every judged seed of {b} ends at full accuracy: no gain can show at the ceiling" if ceiling else ""))
+        "every judged seed of both arms ends at full accuracy: no gain can show at the ceiling" if tie else ""))
 
 
 def temperature_arm(sweep: dict) -> str:
