@@ -90,15 +90,11 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 # decoded with beam 4 on the same test verses, so the difference gets a paired bootstrap interval (Koehn's
 # test, as sacreBLEU's `--paired-bs` runs it; `stats.paired_bleu_difference`).
 #
-# The rule: both arms have seeds. Each seed trained from scratch measures one arm. Each gate seed whose
-# 300-step pruned model keeps exactly the main run's heads measures the other (`sweeps.with_gate_seeds`; the
-# [second page](11_pruning_the_translation_encoder.ipynb) runs the gate seeds). A shape's difference of the two
-# arms' means gets a 95% Student t interval with Welch's degrees of freedom (`stats.two_arm_seed_intervals`).
-# Two or three seeds cannot measure an arm's spread alone, so each arm's variance is pooled over the shapes,
-# whose seeds are trained alike; a shape with one pruned model takes the gate seeds' spread measured at the
-# others. The interval is conditional on the test verses (the same for every seed and arm; each seed's own
-# paired interval over verses is in the table) and on the one converged model every pruned model comes from.
-# The paper's finding reproduces if the interval lies wholly below zero, differs if it lies wholly above, and is
+# The rule: both arms have seeds, those trained from scratch and the gate seeds whose 300-step pruned models
+# keep exactly the main run's heads (`sweeps.with_gate_seeds`). A shape's difference of the arms' means gets a
+# 95% Student t interval with Welch's degrees of freedom (`stats.two_arm_seed_intervals`), each arm's variance
+# pooled over the shapes (two or three seeds cannot measure it alone). The interval is conditional on the test
+# verses and on the one converged model every pruned model comes from. The paper's finding reproduces if the interval lies wholly below zero, differs if it lies wholly above, and is
 # *undecided* if it reaches across zero. The claim gives the mean over seeds and their spread (largest
 # difference minus smallest).
 #
