@@ -668,11 +668,11 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # them with `!` after `%cd attnbook`).
 #
 #
-# 1. Finish the control's seeds, `python scripts/run.py unpruned_converged_seeds` (resumable; about an
-#    hour and a half a seed on one thread), and rerun this page. The finding on the cost of pruning over the
-#    seeds of both arms (`sweeps.seed_cost_finding`) takes every seed shipped. How does its interval at 3 heads
-#    move with one more control seed? Does the control's seed move BLEU as much as the trained-on arm's (its seed sd is
-#    in the reasons of the trained-on claims)?
+# 1. Run the trained-on arm's seeds at 8 and 22 heads, `python scripts/run.py pruned_converged_seeds_8_22`
+#    (resumable; hours of training on a CPU), and rerun this page. How do the two-arm
+#    intervals at 8 and 22 heads move? The finding on the cost of pruning over the seeds of both arms
+#    (`sweeps.seed_cost_finding`) takes every seed shipped: does it appear at 8 and 22 heads? Does the control's
+#    seed move BLEU as much as the trained-on arm's (its seed sd is in the reasons of the trained-on claims)?
 
 # %% [markdown]
 # ### A checked exercise

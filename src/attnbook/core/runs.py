@@ -316,8 +316,8 @@ _PRUNING: dict[str, dict[str, Any]] = {
         "pruned_converged_seeds",
         settings=dict(_UNPRUNED_CONVERGED, seeds=[1, 2]),
         # about 1.5 hours a seed on one thread (unpruned_converged_seed1: 95 minutes); shipped seed by seed: seed 1
-        # (3500 steps, stopped early, 82 minutes on two threads over two sessions, 2026-12-06); seed 2 follows
-        # with the same command (resumable)
+        # (3500 steps, stopped early, 82 minutes on two threads over two sessions, 2026-12-06) and seed 2 (5600
+        # steps, stopped early, 131 minutes on two threads over three sessions, 2026-12-07)
         minutes=200,
     ),
     "unpruned_converged_h4": _gate1_control("translation_model_h4", "the model with 4 heads of 32 dimensions"),
