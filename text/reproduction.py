@@ -102,8 +102,7 @@ except ImportError:
 #   collapse; their tracking gate is now recorded as a failed gate. All three had been *reproduces*.
 #
 # * also then: chapter 11's all-kinds layer slopes tested against chance (a permutation test over random kept
-#   sets of the same size) instead of judged by their sign alone. Both had the paper's sign and reproduced;
-#   both still do.
+#   sets of the same size) instead of judged by their sign alone. Both reproduced and still do.
 #
 # * later on 2026-12-06, with their data known: chapter 6's six-seed delays of collapse are no longer verdicts.
 #   At $d = 128$ a run trained on another CPU code path merges at another step. So their verdict could change
@@ -142,6 +141,10 @@ except ImportError:
 #   percentile bootstrap over three seeds, and a tie at the ceiling (every seed of both arms at full accuracy)
 #   is *undecided*. Both had been *differs*; both are *undecided*. Its depth-16 cosine gap uses a one-sample t
 #   (it still reproduces).
+#
+# * later on 2026-12-07, with their data known: chapter 6's tracking gate asks for 16 steps, one more than
+#   standing still gives (it asked for 10). Its live sweep leaves out and counts models that fail a gate. The
+#   verdicts stay.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, made with their data known, are to rules of runs already made). Chapter
