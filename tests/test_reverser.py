@@ -109,12 +109,13 @@ def test_the_plateau_gate_fails_while_an_arm_s_loss_still_falls():
     flat = [2.0] * 10
     falling = [2.0 - 0.1 * i for i in range(10)]
     drops = {"flat": rv.late_loss_drop(_arm([flat])), "falling": rv.late_loss_drop(_arm([falling]))}
-    gate = rv.plateau_gate(drops, precomputed="cmd")
+    gate = rv.plateau_gate(drops, what="two arms", guards="their comparison", precomputed="cmd")
     assert gate.verdict == "fails" and gate.value == pytest.approx(0.2) and gate.precomputed == "cmd"
-    assert rv.plateau_gate({"flat": drops["flat"]}).holds
-    assert rv.plateau_gate({"edge": rv.MAX_LATE_DROP}).holds
+    assert "two arms" in gate.name and "their comparison" in gate.reason
+    assert rv.plateau_gate({"flat": drops["flat"]}, what="one arm", guards="it").holds
+    assert rv.plateau_gate({"edge": rv.MAX_LATE_DROP}, what="one arm", guards="it").holds
     with pytest.raises(ValueError, match="at least one arm"):
-        rv.plateau_gate({})
+        rv.plateau_gate({}, what="no arm", guards="nothing")
 
 
 def test_learnable_residual_scales_start_at_alpha_and_move():

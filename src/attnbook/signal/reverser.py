@@ -298,15 +298,16 @@ def late_loss_drop(arm: dict, window: float = 0.1) -> float:
 MAX_LATE_DROP = 0.05
 
 
-def plateau_gate(late_drops: Mapping[str, float], *, precomputed: str = "") -> Claim:
-    """The plateau gate of chapter "Training with SGD and Adam": the largest :func:`late_loss_drop` over a sweep's
-    arms (``late_drops``, by arm name) is at most :data:`MAX_LATE_DROP`. It guards the comparisons of the arms:
-    an arm whose loss still falls would be judged before its end. Recorded whether it passes or fails."""
+def plateau_gate(late_drops: Mapping[str, float], *, what: str, guards: str, precomputed: str = "") -> Claim:
+    """The plateau gate of chapter "Training with SGD and Adam" on the arms one claim compares (``late_drops``:
+    their :func:`late_loss_drop`, by arm name; ``what``: the claim, named in the gate): the largest is at most
+    :data:`MAX_LATE_DROP`. An arm whose loss still falls would be judged before its end, so the claim it guards
+    (``guards``) is made only if the gate passes. Recorded whether it passes or fails."""
     if not late_drops:
         raise ValueError("the plateau gate needs the late loss drop of at least one arm")
-    return gate("sweep: largest late drop of an arm's loss (mean over judged seeds, last tenth against the tenth "
-                "before 80% of training)", max(late_drops.values()), at_most=MAX_LATE_DROP, digits=2,
-                guards="the comparisons of the sweep's arms (an arm still improving would be judged before its end)",
+    return gate(f"plateau gate, {what}: largest late drop of an arm's loss (mean over judged seeds, last tenth "
+                "against the tenth before 80% of training)", max(late_drops.values()), at_most=MAX_LATE_DROP,
+                digits=2, guards=f"{guards} (an arm still improving would be judged before its end)",
                 precomputed=precomputed)
 
 
