@@ -31,12 +31,15 @@ def test_accuracy_is_one_for_a_perfect_reverser():
 
 
 def test_a_lower_temperature_raises_the_query_value_gradient_ratio():
+    """The batch is drawn from a seeded generator (unseeded, the ratio's gain ran from 1.2 to 2.5 over batches,
+    and a bar of 1.5 failed about one process in six); a temperature that is ignored gives a gain of exactly 1."""
+    torch.manual_seed(0)
     batch = rv.batches(SIZE)(0)
     ratios = []
     for tau in (1.0, 0.25):
         torch.manual_seed(0)
         ratios.append(rv.qv_ratio(rv.Reverser(SIZE, True, tau), batch))
-    assert ratios[1] > 1.5 * ratios[0], "dividing the logits by tau scales the W_Q gradient up"
+    assert ratios[1] > 1.15 * ratios[0], "dividing the logits by tau scales the W_Q gradient up"
 
 
 def test_qv_ratios_share_one_batch_and_the_balancing_temperature_is_the_closest_to_one():
