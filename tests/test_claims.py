@@ -231,28 +231,30 @@ def test_reaches_is_one_rule_among_the_others():
         compare("x", 1.0, paper=1.0, source="s", reaches=-0.1)
 
 
-@pytest.mark.parametrize("value, chance, p, verdict", [
-    (0.4, 0.0, 0.01, "reproduces"),   # above chance, significant
-    (0.4, 0.0, 0.2, "undecided"),     # above chance, the test cannot tell it from chance
-    (-0.1, 0.0, 0.7, "differs"),      # not above chance
-    (0.0, 0.0, 0.5, "differs"),       # at chance is not above it
+@pytest.mark.parametrize("value, chance, p, p_below, verdict", [
+    (0.4, 0.0, 0.01, 0.99, "reproduces"),  # above chance, significant
+    (0.4, 0.0, 0.2, 0.8, "undecided"),     # above chance, the test cannot tell it from chance
+    (-0.1, 0.0, 0.7, 0.3, "undecided"),    # under chance within its noise: no evidence the effect is absent
+    (-0.4, 0.0, 0.99, 0.01, "differs"),    # below chance beyond its noise
+    (0.0, 0.0, 0.5, 0.5, "undecided"),     # at chance is not above it
 ])
-def test_a_qualitative_statement_is_decided_against_chance(value, chance, p, verdict):
-    c = claims.compare("rho", value, paper=1, above_chance=(chance, p), source="Sec. 4", reason="measured")
+def test_a_qualitative_statement_is_decided_against_chance(value, chance, p, p_below, verdict):
+    c = claims.compare("rho", value, paper=1, above_chance=(chance, p, p_below), source="Sec. 4",
+                       reason="measured")
     assert c.verdict == verdict
     assert "one-sided p < 0.05" in c.condition
 
 
-@pytest.mark.parametrize("value, p, smallest_p, verdict", [
-    (0.0, 1.0, 0.125, "undecided"),   # the opposite of the paper's, but 8 ranks cannot reach p < 0.05 either way
-    (1.0, 0.125, 0.125, "undecided"),  # the paper's side at its most extreme: still cannot decide
-    (1.0, 0.05, 0.05, "undecided"),   # 20 heads: the best rank gives p = 0.05, not below it
-    (0.0, 1.0, 0.01, "differs"),      # a test that could decide: the usual rule
-    (1.0, 0.01, 0.01, "reproduces"),
+@pytest.mark.parametrize("value, p, p_below, smallest_p, verdict", [
+    (0.0, 1.0, 0.125, 0.125, "undecided"),  # the opposite of the paper's, but 8 ranks cannot reach p < 0.05
+    (1.0, 0.125, 1.0, 0.125, "undecided"),  # the paper's side at its most extreme: still cannot decide
+    (1.0, 0.05, 1.0, 0.05, "undecided"),    # 20 heads: the best rank gives p = 0.05, not below it
+    (0.0, 1.0, 0.01, 0.01, "differs"),      # a test that could decide: the usual rule
+    (1.0, 0.01, 1.0, 0.01, "reproduces"),
 ])
-def test_a_test_that_cannot_reach_the_level_leaves_the_verdict_undecided(value, p, smallest_p, verdict):
-    c = claims.compare("layer 1", value, paper=1, above_chance=(0.5, p), smallest_p=smallest_p, source="Sec. 4",
-                       reason="measured")
+def test_a_test_that_cannot_reach_the_level_leaves_the_verdict_undecided(value, p, p_below, smallest_p, verdict):
+    c = claims.compare("layer 1", value, paper=1, above_chance=(0.5, p, p_below), smallest_p=smallest_p,
+                       source="Sec. 4", reason="measured")
     assert c.verdict == verdict
     assert ("cannot decide" in c.condition) == (smallest_p >= 0.05)
 
@@ -280,16 +282,18 @@ def test_with_a_test_below_chance_differs_needs_its_evidence(value, p, p_below, 
 
 def test_smallest_p_is_a_possible_p_of_the_chance_rule():
     with pytest.raises(ValueError, match="smallest possible p"):
-        claims.compare("x", 0.0, paper=1, above_chance=(0.5, 0.5), smallest_p=0.6, source="s")
+        claims.compare("x", 0.0, paper=1, above_chance=(0.5, 0.5, 0.5), smallest_p=0.6, source="s")
     with pytest.raises(ValueError, match="goes with the above_chance rule"):
         claims.compare("x", 0.0, paper=1, same_side_of=0.5, smallest_p=0.1, source="s")
 
 
 def test_above_chance_needs_a_direction_and_a_probability():
     with pytest.raises(ValueError, match="paper=1"):
-        claims.compare("rho", 0.4, paper=0.5, above_chance=(0.0, 0.01), source="Sec. 4")
+        claims.compare("rho", 0.4, paper=0.5, above_chance=(0.0, 0.01, 0.99), source="Sec. 4")
     with pytest.raises(ValueError, match="p must be in"):
-        claims.compare("rho", 0.4, paper=1, above_chance=(0.0, 1.5), source="Sec. 4")
+        claims.compare("rho", 0.4, paper=1, above_chance=(0.0, 1.5, 0.5), source="Sec. 4")
+    with pytest.raises(ValueError, match="p_below"):  # the test turned the other way is part of the rule
+        claims.compare("rho", 0.4, paper=1, above_chance=(0.0, 0.01), source="Sec. 4")
 
 
 def test_an_analogue_names_its_model_and_keeps_its_verdict():
@@ -374,21 +378,21 @@ def test_a_malformed_finding_is_refused():
 
 
 def test_above_chance_names_its_floor_in_the_rule():
-    c = claims.compare("hull", 0.63, paper=1, above_chance=(0.587, 0.06), chance_name="the majority line",
+    c = claims.compare("hull", 0.63, paper=1, above_chance=(0.587, 0.06, 0.94), chance_name="the majority line",
                        source="Fig. 4", reason="measured")
     assert c.condition.startswith("above the majority line (0.587)") and c.verdict == "undecided"
-    assert claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01), source="s").condition.startswith(
+    assert claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01, 0.99), source="s").condition.startswith(
         "above chance (0.1)")
-    hidden = claims.compare("y", 0.4, paper=1, above_chance=(0.1234, 0.0123), test_in_rule=False, source="s")
+    hidden = claims.compare("y", 0.4, paper=1, above_chance=(0.1234, 0.0123, 0.99), test_in_rule=False, source="s")
     assert "0.01" not in hidden.condition and "0.12" not in hidden.condition and "printed" in hidden.condition
     # the verdict still uses p and the floor
     assert hidden.verdict == "reproduces"
-    assert claims.compare("y", 0.4, paper=1, above_chance=(0.1, 0.2), test_in_rule=False, source="s",
+    assert claims.compare("y", 0.4, paper=1, above_chance=(0.1, 0.2, 0.8), test_in_rule=False, source="s",
                           reason="measured").verdict == "undecided"
-    assert claims.compare("y", 0.4, paper=1, above_chance=(0.5, 0.01), test_in_rule=False, source="s",
+    assert claims.compare("y", 0.4, paper=1, above_chance=(0.5, 0.99, 0.01), test_in_rule=False, source="s",
                           reason="measured").verdict == "differs"
     with pytest.raises(ValueError, match="chance_name"):
-        claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01), chance_name="", source="s")
+        claims.compare("x", 0.4, paper=1, above_chance=(0.1, 0.01, 0.99), chance_name="", source="s")
 
 
 def test_a_comparison_whose_data_cannot_decide_is_undecided_whatever_the_value():
@@ -411,7 +415,7 @@ def test_an_equivalence_margin_says_so_and_does_not_mix_with_a_relative_toleranc
 def test_an_undecided_claim_s_line_says_what_left_it_undecided():
     straddles = compare("d", 1.0, paper=1.0, same_side_of=0, interval=(-1.0, 2.0), source="s")
     assert "the interval straddles" in straddles.line()
-    untested = compare("r", 0.6, paper=1, above_chance=(0.5, 0.2), source="s")
+    untested = compare("r", 0.6, paper=1, above_chance=(0.5, 0.2, 0.8), source="s")
     assert "does not reach p < 0.05" in untested.line() and "straddles" not in untested.line()
     blind = compare("d", 0.0, paper=1.0, same_side_of=0, interval=(0.0, 0.0), cannot_decide="none merge",
                     source="s")
@@ -421,5 +425,5 @@ def test_an_undecided_claim_s_line_says_what_left_it_undecided():
 @pytest.mark.parametrize("p, shown", [(0.0496, "0.0496"), (0.0504, "0.0504"), (0.00314, "0.0031"), (0.167, "0.17")])
 def test_the_rule_prints_p_so_that_it_never_reads_as_the_level(p, shown):
     """Two significant digits, three near 0.05: p = 0.0496 must not print as "0.05" beside "p < 0.05"."""
-    c = claims.compare("rho", 0.4, paper=1, above_chance=(0.0, p), source="Sec. 4", reason="measured")
+    c = claims.compare("rho", 0.4, paper=1, above_chance=(0.0, p, 1 - p), source="Sec. 4", reason="measured")
     assert f"(here p = {shown})" in c.condition

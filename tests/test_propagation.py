@@ -289,6 +289,7 @@ def test_build_stack_device_and_readout_follow_device():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_build_stack_and_readout_on_the_gpu():
+    torch.manual_seed(0)  # the weights come from the global generator (CUDA's too): seeded
     c = prop.build_stack(3, 16, 2, device="cuda")
     assert next(c.parameters()).is_cuda
     X = prop.correlated_tokens(2, 4, 16, 0.2, torch.Generator().manual_seed(0))

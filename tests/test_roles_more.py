@@ -66,6 +66,13 @@ def test_relevance_against_roles_known_answer():
     assert out["top_layer1"] == 2 and out["less_confident"] == 1  # only head 1 (0.5) beats 0.3
     # one of the layer's 2 other heads is more confident; rank test: P(at least 1 of 3 heads above) = 2/3
     assert out["less_confident_share"] == pytest.approx(0.5) and out["less_confident_p"] == pytest.approx(2 / 3)
+    # turned the other way: P(at most 1 of 3 heads above) = 2/3
+    assert out["less_confident_p_below"] == pytest.approx(2 / 3)
+    # overlap 2 of top 3 among 6: P(overlap <= 2) = 1 - P(3) = 1 - 1/20; rho's two tails sum to 1
+    assert out["both_p_below"] == pytest.approx(1 - 1 / 20)
+    assert out["rho_p"] + out["rho_p_below"] == pytest.approx(1.0)
+    assert out["tests"]["both"] == (out["both_chance"], out["both_p"], out["both_p_below"]) == pytest.approx((1.5, 0.5, 0.95))
+    assert out["tests"]["less_confident"] == pytest.approx((0.5, 2 / 3, 2 / 3)) and out["tests"]["rho"][0] == 0.0
     torch.testing.assert_close(out["neighbour"], torch.maximum(prev, nxt))
     # ranks of confidence 1 5 3 2 4 6 against relevance 2 1 6 5 4 3
     assert out["rho"] == pytest.approx(1 - 6 * (1 + 16 + 9 + 9 + 0 + 9) / (6 * 35))
@@ -90,6 +97,7 @@ def test_less_confident_p_is_a_valid_one_sided_test_under_no_link():
     rel = torch.tensor([[0.1, 0.2, 0.9, 0.3], [0.0] * 4])
     out = hd.relevance_against_roles(conf, rel, torch.zeros(2, 4), torch.zeros(2, 4))
     assert out["less_confident"] == 3 and out["less_confident_p"] == pytest.approx(1 / 4)
+    assert out["less_confident_p_below"] == pytest.approx(1.0)  # the most extreme on the paper's side
     # the least confident head is the best the test can see: its p is the smallest possible
     assert out["less_confident_smallest_p"] == pytest.approx(out["less_confident_p"])
 

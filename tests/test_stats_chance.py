@@ -16,6 +16,11 @@ def test_known_values():
     assert top_overlap_p(48, 3, 1) == pytest.approx(1 - comb(45, 3) / comb(48, 3))
     assert top_overlap_p(48, 3, 3) == pytest.approx(1 / comb(48, 3))
     assert top_overlap_p(48, 3, 0) == pytest.approx(1.0)
+    # the lower tail: P(overlap <= 0) = C(45, 3) / C(48, 3); the two tails overlap in P(overlap = k)
+    assert top_overlap_p(48, 3, 0, below=True) == pytest.approx(comb(45, 3) / comb(48, 3))
+    assert top_overlap_p(48, 3, 3, below=True) == pytest.approx(1.0)
+    assert top_overlap_p(48, 3, 1) + top_overlap_p(48, 3, 1, below=True) == pytest.approx(
+        1 + 3 * comb(45, 2) / comb(48, 3))
 
 
 def test_random_rankings_reject_at_most_at_the_level():

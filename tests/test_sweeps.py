@@ -69,7 +69,9 @@ def test_kind_order_p_finds_an_order_that_heads_make_and_not_one_they_do_not():
     assert t["value"] == pytest.approx(expect)
     assert t["value"] > 0.5 and t["p"] < 0.01  # far beyond what random kinds give
     # the reverse order: the same heads, judged against the other order, do not pass
-    assert sweeps.kind_order_p(ordered, ref[::-1], n_draws=2000)["p"] > 0.9
+    reverse = sweeps.kind_order_p(ordered, ref[::-1], n_draws=2000)
+    assert reverse["p"] > 0.9 and reverse["p_below"] < 0.01  # and the test turned the other way finds it
+    assert t["p_below"] > 0.9
     # kinds kept alike: no order, p far from 0
     alike = _kind_runs([{"enc_self": [[0, 1, 0, 1]] * 4, "dec_self": [[0, 1, 0, 1]] * 2,
                          "dec_cross": [[1, 0, 1, 0]] * 2}])
@@ -330,6 +332,9 @@ def test_layer_slope_p_is_small_for_a_steep_pattern_and_valid_for_random_ones():
     steep = torch.tensor([[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]])  # lower layers keep more: slope -2
     p_down = sweeps.layer_slope_p(steep, -1, n_draws=4000)
     assert p_down < 0.02 and sweeps.layer_slope_p(steep, +1, n_draws=4000) > 0.95
+    # turned the other way: the slope lies below chance in direction +1, not in direction -1
+    assert sweeps.layer_slope_p(steep, +1, n_draws=4000, below=True) < 0.02
+    assert sweeps.layer_slope_p(steep, -1, n_draws=4000, below=True) > 0.95
     # against every kept set of the same size, enumerated: the share whose slope is at most the observed one
     import itertools
     for mask in (steep, torch.tensor([[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 1, 0]])):  # slopes -2 and 0
@@ -361,6 +366,9 @@ def test_role_gap_p_is_small_for_the_strongest_heads_and_valid_for_random_ones()
     bottom = torch.zeros(48, dtype=torch.bool)
     bottom[:4] = True
     assert sweeps.role_gap_p(strength, bottom.reshape(6, 8), n_draws=2000) == pytest.approx(1.0)
+    # turned the other way: the 4 weakest heads lie below chance, the 4 strongest do not
+    assert sweeps.role_gap_p(strength, bottom.reshape(6, 8), n_draws=2000, below=True) == pytest.approx(1 / 2001)
+    assert sweeps.role_gap_p(strength, top.reshape(6, 8), n_draws=2000, below=True) == pytest.approx(1.0)
     # under no link the p-value is uniform: about 10% of random kept sets give p <= 0.1
     gen = torch.Generator().manual_seed(1)
     ps = []

@@ -289,6 +289,7 @@ def test_path_accuracy_draws_fresh_paths_of_the_given_length():
 
 def test_path_tasks_train_and_evaluate():
     """The training path of chapter 7 for a few steps: the first loss is the initial model's on that batch."""
+    torch.manual_seed(0)  # the models' weights come from the global generator: seeded
     for name in ("sort", "hull", "memorization"):
         t = tasks.path_task(name, SIZE, torch.Generator().manual_seed(0))
         batch = t["batch_fn"](8, torch.Generator().manual_seed(1))

@@ -512,16 +512,19 @@ def permutation_p(drawn, observed: float, tie: float = 1e-9) -> float:
     return float(((drawn >= observed - tie).sum() + 1) / (drawn.size + 1))
 
 
-def top_overlap_p(n_items: int, top: int, overlap: int) -> float:
+def top_overlap_p(n_items: int, top: int, overlap: int, below: bool = False) -> float:
     """One-sided p-value of an overlap of ``overlap`` items between the ``top`` items of two rankings of
     ``n_items`` (chapter "A translation model": are the most relevant heads the most positional ones?): the
     probability that two independent random top-``top`` sets share at least ``overlap`` items, the upper tail of
-    the hypergeometric distribution."""
+    the hypergeometric distribution; ``below=True``: at most ``overlap`` items, the lower tail (the same test
+    turned the other way, for a verdict that the overlap lies below chance)."""
     if not 1 <= top <= n_items or not 0 <= overlap <= top:
         raise ValueError(f"need 1 <= top <= n_items and 0 <= overlap <= top, got n_items={n_items}, top={top}, "
                          f"overlap={overlap}")
     from scipy.stats import hypergeom
 
+    if below:
+        return float(hypergeom.cdf(overlap, n_items, top, top))
     return float(hypergeom.sf(overlap - 1, n_items, top, top))
 
 

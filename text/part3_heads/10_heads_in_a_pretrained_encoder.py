@@ -199,21 +199,21 @@ LM = dict(precomputed=shipped_lm["meta"]["command"], analogue=MINILM)
 lm_claims = [
     attnbook.compare("MiniLM: rank correlation of confidence and LRP relevance",
         lm_rho, paper=VOITA["confidence_tracks_relevance"].value,
-        above_chance=(0.0, lm_vs["rho_p"]), digits=2, band=0.02,
+        above_chance=lm_vs["tests"]["rho"], digits=2, band=0.02,
         source=VOITA["confidence_tracks_relevance"].where,
         reason=f"rank correlation {lm_rho:.2f}", **LM),
     attnbook.compare(
         "MiniLM: of the 3 most relevant heads, how many are among the 3 most "
         "positional (hypergeometric test)", len(lm_both),
         paper=VOITA["relevant_heads_have_roles"].value, digits=1,
-        above_chance=(lm_vs["both_chance"], lm_vs["both_p"]),
+        above_chance=lm_vs["tests"]["both"],
         source=VOITA["relevant_heads_have_roles"].where,
         reason=f"{len(lm_both)} of the 3 most relevant heads are among the 3 most "
         "positional", **LM),
     attnbook.compare(
         "MiniLM: the most relevant layer-1 head: share of its layer's other heads more "
         "confident than it (one-sided rank test against chance)",
-        lm_vs["less_confident_share"], above_chance=(0.5, lm_vs["less_confident_p"]),
+        lm_vs["less_confident_share"], above_chance=lm_vs["tests"]["less_confident"],
         smallest_p=lm_vs["less_confident_smallest_p"],
         paper=VOITA["relevant_first_layer_head_not_confident"].value, digits=2,
         source=VOITA["relevant_first_layer_head_not_confident"].where,

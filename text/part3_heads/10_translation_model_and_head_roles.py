@@ -487,7 +487,7 @@ lrp_claims = [
         precomputed=shipped_lrp["meta"]["command"]),
     attnbook.compare("rank correlation of confidence and LRP relevance, encoder heads",
         rho_enc, paper=VOITA["confidence_tracks_relevance"].value,
-        above_chance=(0.0, rho_p), digits=2, band=0.02,
+        above_chance=against["tests"]["rho"], digits=2, band=0.02,
         reason="the ranking by LRP is reliable (split-half "
         f"{lrp_split['enc_self']:.2f}) "
         f"but does not follow confidence (rank correlation {rho_enc:.2f})",
@@ -498,7 +498,7 @@ lrp_claims = [
         "confident than it (one-sided rank test against chance)",
         against["less_confident_share"],
         paper=VOITA["relevant_first_layer_head_not_confident"].value,
-        above_chance=(0.5, against["less_confident_p"]), digits=2,
+        above_chance=against["tests"]["less_confident"], digits=2,
         smallest_p=against["less_confident_smallest_p"],
         reason=f"the most relevant layer-1 head is more confident than "
         f"{cfg.n_heads - 1 - less_confident} of the layer's other {cfg.n_heads - 1} "

@@ -159,7 +159,7 @@ roles_claim = attnbook.compare(
     "of the 3 most relevant encoder heads (LRP), how many are among the 3 most "
     "positional (hypergeometric test)", len(both),
     paper=VOITA["relevant_heads_have_roles"].value, digits=1,
-    above_chance=(against["both_chance"], both_p),
+    above_chance=against["tests"]["both"],
     source=VOITA["relevant_heads_have_roles"].where,
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
            "positional; why: reason not measured",

@@ -142,9 +142,13 @@ for k, v in slope_at.items():  # the slope at every lambda that prunes the kind
           [(lam, round(s, 2)) for lam, s in v["every"]])
 pattern = papers.number("voita2019", "layer_pattern")
 beyond = papers.number("voita2019", "layer_pattern_beyond_chance")  # coded 1
-slope_p = {k: sweeps.layer_slope_p(sweeps.kept_masks(next(  # one-sided, against chance
-    r for r in all_runs if r["spec"]["lam"] == v["lam"]))[k], pattern.value[k])
-    for k, v in slope_at.items()}
+masks = {k: sweeps.kept_masks(next(r for r in all_runs
+                                   if r["spec"]["lam"] == v["lam"]))[k]
+         for k, v in slope_at.items()}  # the kept heads at each kind's lambda
+# one-sided permutation tests against chance, and the same turned the other way
+slope_p = {k: sweeps.layer_slope_p(m, pattern.value[k]) for k, m in masks.items()}
+slope_below = {k: sweeps.layer_slope_p(m, pattern.value[k], below=True)
+               for k, m in masks.items()}
 print("permutation p of each slope, in the paper's direction:",
       {k: round(p, 4) for k, p in slope_p.items()})
 order_test = sweeps.kind_order_p(all_runs, kind_order.value)  # heads, permutation
@@ -159,13 +163,15 @@ order_claims = [
     attnbook.compare(
         "all kinds: share of head pairs whose kind the paper prunes earlier is kept "
         "less often (permutation test)", order_test["value"], paper=ORDER.value,
-        above_chance=(order_test["chance"], order_test["p"]), digits=2,
+        above_chance=(order_test["chance"], order_test["p"],
+                      order_test["p_below"]), digits=2,
         source=ORDER.where, precomputed=ALL_CMD,
         reason=f"measured order, pruned first: {order}"),
     *[attnbook.compare(
         f"all kinds, {k}: slope of heads kept against layer, in the paper's direction "
         f"(lambda={v['lam']}; permutation test)", pattern.value[k] * v["slope"],
-        paper=beyond.value, above_chance=(0.0, slope_p[k]), chance_name="0 (no slope)",
+        paper=beyond.value, above_chance=(0.0, slope_p[k], slope_below[k]),
+        chance_name="0 (no slope)",
         source=beyond.where, precomputed=ALL_CMD,
         reason=f"heads kept per layer {v['per_layer']}")
       for k, v in slope_at.items()],

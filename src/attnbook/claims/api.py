@@ -307,14 +307,14 @@ def compare(
       ``value >= paper - reaches`` (``lower_is_better=True``: ``value <= paper + reaches``, for an error or a
       loss), so that doing better than the paper never counts as differing; with ``interval``, reproduces when
       the whole interval reaches the level, differs when none of it does, and is *undecided* otherwise;
-    * ``above_chance``: ``(chance, p)``, for a qualitative statement of the paper ("the most confident heads
-      are the most relevant"), coded ``paper=1`` (the effect exists): ``value`` is the book's statistic,
-      ``chance`` its value under no effect and ``p`` the one-sided p-value of a stated test against chance (name
-      the test in the claim); reproduces when ``value`` is above chance with ``p < 0.05``, differs when it is
-      not above chance, and is *undecided* when it is above chance but ``p >= 0.05``; ``(chance, p, p_below)``,
-      with ``p_below`` the one-sided p-value of the same test that the statistic lies below chance: differs
-      only when ``p_below < 0.05``, and is *undecided* for any other value not above chance beyond its noise
-      (chapter "Path effectiveness": a path accuracy a hair under the majority line) (``chance_name`` names the
+    * ``above_chance``: ``(chance, p, p_below)``, for a qualitative statement of the paper ("the most confident
+      heads are the most relevant"), coded ``paper=1`` (the effect exists): ``value`` is the book's statistic,
+      ``chance`` its value under no effect, ``p`` the one-sided p-value of a stated test against chance (name
+      the test in the claim) and ``p_below`` that of the same test turned the other way (the statistic lies
+      below chance); reproduces when ``value`` is above chance with ``p < 0.05``, differs only when
+      ``p_below < 0.05``, and is *undecided* otherwise: a value not above chance beyond its noise is no
+      evidence that the effect is absent (chapter "Path effectiveness": a path accuracy a hair under the
+      majority line) (``chance_name`` names the
       floor in the rule's text where it is not chance: "the majority line", "the probe at length 0";
       ``test_in_rule=False`` leaves the test's numbers (``chance`` and ``p``) out of the rule's text, for a test
       on a model trained in the reader's run, whose digits differ between CPUs while the verdict does not:
@@ -393,24 +393,24 @@ def compare(
         agrees = paper - tol <= lo and hi <= paper + tol
         undecided = not agrees and lo <= paper + tol and hi >= paper - tol
     if above_chance is not None:
-        if len(above_chance) not in (2, 3) or paper != 1:
-            raise ValueError(f"claim {name!r}: above_chance is (chance, p) or (chance, p, p_below) and goes with "
-                             f"paper=1 (the effect exists), got {above_chance!r} and paper={paper!r}")
-        chance, p, *p_below = (_number(name, "above_chance", x) for x in above_chance)
-        if not all(0 <= q <= 1 for q in (p, *p_below)):
-            raise ValueError(f"claim {name!r}: p must be in [0, 1], got {(p, *p_below)}")
+        if len(above_chance) != 3 or paper != 1:
+            raise ValueError(f"claim {name!r}: above_chance is (chance, p, p_below) and goes with paper=1 (the "
+                             f"effect exists), got {above_chance!r} and paper={paper!r}")
+        chance, p, p_below = (_number(name, "above_chance", x) for x in above_chance)
+        if not all(0 <= q <= 1 for q in (p, p_below)):
+            raise ValueError(f"claim {name!r}: p must be in [0, 1], got {(p, p_below)}")
         if not chance_name:
             raise ValueError(f"claim {name!r}: chance_name names the floor, got {chance_name!r}")
         shown = f"{p:.3g}" if 0.045 <= p < 0.055 else f"{p:.2g}"  # never "0.05" for a p below it
         rule = (f"above {chance_name} ({_fmt(_round(chance, digits))}) with one-sided p < 0.05 (here p = {shown})"
                 if test_in_rule else f"above {chance_name} with one-sided p < 0.05 (both printed with the test)")
-        agrees, undecided = value > chance and p < 0.05, value > chance and p >= 0.05
-        if p_below:  # "differs" needs the test's evidence that the statistic lies below chance
-            if value > chance and p_below[0] < 0.05:
-                raise ValueError(f"claim {name!r}: a value above {chance_name} with p_below = {p_below[0]} < 0.05: "
-                                 "the two one-sided p-values do not come from one test")
-            rule += f"; differs only when below {chance_name} with one-sided p < 0.05, else undecided"
-            undecided = not agrees and p_below[0] >= 0.05
+        # "differs" needs the test's evidence that the statistic lies below chance
+        if value > chance and p_below < 0.05:
+            raise ValueError(f"claim {name!r}: a value above {chance_name} with p_below = {p_below} < 0.05: "
+                             "the two one-sided p-values do not come from one test")
+        rule += f"; differs only when below {chance_name} with one-sided p < 0.05, else undecided"
+        agrees = value > chance and p < 0.05
+        undecided = not agrees and p_below >= 0.05
         if smallest_p is not None:
             smallest_p = _number(name, "smallest_p", smallest_p)
             if not 0 < smallest_p <= p:

@@ -497,7 +497,11 @@ def relevance_against_roles(confidence: torch.Tensor, relevance: torch.Tensor, p
     ``top_layer1`` (the most relevant first-layer head), ``less_confident`` (how many first-layer heads
     are more confident than it) and ``less_confident_share`` (that count over the layer's other heads; 0.5 by
     chance). Against chance: ``rho_p``, Spearman's one-sided test of ``rho > 0``; ``both_p``, the chance of an
-    overlap at least as large between random top sets (:func:`attnbook.stats.top_overlap_p`);
+    overlap at least as large between random top sets (:func:`attnbook.stats.top_overlap_p`); each with its
+    test turned the other way, ``rho_p_below``, ``both_p_below`` and ``less_confident_p_below`` (at most ``k``
+    heads more confident: ``(k + 1) / h``), for a verdict that a statistic lies below chance; ``tests``: each
+    statistic's ``(chance, p, p_below)`` by name (``rho``, ``both``, ``less_confident``), as
+    :func:`attnbook.claims.compare`'s ``above_chance`` takes it;
     ``both_chance``, the overlap expected by chance; ``less_confident_p``, the one-sided rank test of "the
     relevant head is not confident": were relevance unrelated to confidence, the relevant head's rank in its
     layer of ``h`` heads would be uniform, and at least ``k`` heads would be more confident with probability
@@ -508,13 +512,19 @@ def relevance_against_roles(confidence: torch.Tensor, relevance: torch.Tensor, p
     both = top_relevant & set(neighbour.flatten().topk(top).indices.tolist())
     top_layer1 = int(relevance[0].argmax())
     rho = spearmanr(confidence.flatten(), relevance.flatten(), alternative="greater")
+    rho_below = spearmanr(confidence.flatten(), relevance.flatten(), alternative="less")
     n, h = relevance.numel(), relevance.shape[1]
     less = int((confidence[0] > confidence[0, top_layer1]).sum())
-    return dict(rho=float(rho.statistic), rho_p=float(rho.pvalue), neighbour=neighbour,
-                top_relevant=sorted(top_relevant), both=sorted(both), both_p=top_overlap_p(n, top, len(both)),
-                both_chance=top * top / n, top_layer1=top_layer1, less_confident=less,
-                less_confident_share=less / (h - 1), less_confident_p=(h - less) / h,
-                less_confident_smallest_p=1 / h)
+    out = dict(rho=float(rho.statistic), rho_p=float(rho.pvalue), rho_p_below=float(rho_below.pvalue),
+               neighbour=neighbour, top_relevant=sorted(top_relevant), both=sorted(both),
+               both_p=top_overlap_p(n, top, len(both)), both_p_below=top_overlap_p(n, top, len(both), below=True),
+               both_chance=top * top / n, top_layer1=top_layer1, less_confident=less,
+               less_confident_share=less / (h - 1), less_confident_p=(h - less) / h,
+               less_confident_p_below=(less + 1) / h, less_confident_smallest_p=1 / h)
+    out["tests"] = {"rho": (0.0, out["rho_p"], out["rho_p_below"]),
+                    "both": (out["both_chance"], out["both_p"], out["both_p_below"]),
+                    "less_confident": (0.5, out["less_confident_p"], out["less_confident_p_below"])}
+    return out
 
 
 def largest_syntactic_gain(table: Sequence[Mapping]) -> float:

@@ -363,13 +363,16 @@ def layer_slopes(sweep_runs: Sequence[Mapping], per_run: Sequence[Mapping[str, l
     return out
 
 
-def layer_slope_p(kept: torch.Tensor, direction: int, n_draws: int = 10000, seed: int = 0) -> float:
+def layer_slope_p(kept: torch.Tensor, direction: int, n_draws: int = 10000, seed: int = 0,
+                  below: bool = False) -> float:
     """The one-sided permutation test of :func:`layer_slope` against chance (chapter "Pruning heads", Voita et
     al.'s layer pattern: do the gates keep heads by depth, or could the slope come from keeping the same number
     of heads at random?): ``kept`` is one kind's ``(layers, heads)`` mask; the share of ``n_draws`` random kept
     sets of the same size, over every head of the kind, whose slope is at least as far in ``direction``
     (``+1``: upper layers keep more; ``-1``: lower layers keep more) as the observed one, counting the observed
-    set among the draws (so never 0). Draws are seeded and made on the CPU."""
+    set among the draws (so never 0). ``below=True``: the same test turned the other way, the share of draws
+    at most as far in ``direction`` (evidence that the slope lies below chance). Draws are seeded and made on
+    the CPU."""
     if direction not in (1, -1):
         raise ValueError(f"direction is +1 or -1 (the paper's sign of the slope), got {direction!r}")
     kept = torch.as_tensor(kept).detach().cpu() != 0
@@ -383,7 +386,7 @@ def layer_slope_p(kept: torch.Tensor, direction: int, n_draws: int = 10000, seed
     picks = torch.rand(n_draws, kept.numel(), generator=gen).argsort(1)[:, :k]
     per_layer = torch.zeros(n_draws, kept.numel(), dtype=torch.float64).scatter_(1, picks, 1.0)
     slopes = direction * layer_slope(per_layer.reshape(n_draws, layers, heads).sum(2).numpy())
-    return permutation_p(slopes, observed)
+    return permutation_p(-slopes, -observed) if below else permutation_p(slopes, observed)
 
 
 def role_gap(strength: torch.Tensor, kept: torch.Tensor) -> float:
@@ -396,11 +399,13 @@ def role_gap(strength: torch.Tensor, kept: torch.Tensor) -> float:
     return float(strength[kept].mean() - strength[~kept].mean())
 
 
-def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000, seed: int = 0) -> float:
+def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000, seed: int = 0,
+               below: bool = False) -> float:
     """The one-sided permutation test of :func:`role_gap` against chance (chapter "Pruning heads": are the kept
     heads more specialised than heads kept at random?): the share of ``n_draws`` random kept sets of the same
-    size whose role gap is at least the observed one, counting the observed set among the draws (so never 0).
-    Draws are seeded and made on the CPU."""
+    size whose role gap is at least the observed one, counting the observed set among the draws (so never 0);
+    ``below=True``: at most the observed one (the same test turned the other way). Draws are seeded and made on
+    the CPU."""
     observed = role_gap(strength.double(), kept)  # in the draws' precision, so that a tie is a tie
     flat, k = strength.detach().flatten().double().cpu(), int(kept.bool().sum())
     gen = torch.Generator().manual_seed(seed)
@@ -409,7 +414,7 @@ def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000,
     total = flat.sum()
     kept_mean = (flat * in_kept).sum(1) / k
     gaps = kept_mean - (total - kept_mean * k) / (flat.numel() - k)
-    return permutation_p(gaps.numpy(), observed)
+    return permutation_p(-gaps.numpy(), -observed) if below else permutation_p(gaps.numpy(), observed)
 
 
 def kind_order_p(runs: Sequence[Mapping], reference: Sequence[str], n_draws: int = 10000, seed: int = 0) -> dict:
@@ -422,8 +427,8 @@ def kind_order_p(runs: Sequence[Mapping], reference: Sequence[str], n_draws: int
     ``reference``, in which the earlier kind's head has the lower keep score (ties count a half): 0.5 by
     chance, 1 when every head of an earlier kind is kept less often. ``p``: the one-sided permutation test
     against heads' kinds assigned at random (the kinds' sizes kept), the share of ``n_draws`` seeded draws at
-    least as high, counting the observed assignment (so never 0). Returns ``dict(value, chance=0.5, p,
-    smallest_p, pairs)``."""
+    least as high, counting the observed assignment (so never 0); ``p_below``: the same draws, at most as high
+    (the test turned the other way). Returns ``dict(value, chance=0.5, p, p_below, smallest_p, pairs)``."""
     if sorted(set(reference)) != sorted(reference) or not runs:
         raise ValueError(f"need runs and distinct kinds in the reference order, got {len(runs)} runs and {reference}")
     masks = [kept_masks(r) for r in runs]
@@ -443,8 +448,8 @@ def kind_order_p(runs: Sequence[Mapping], reference: Sequence[str], n_draws: int
     gen = torch.Generator().manual_seed(seed)
     shuffled = label[torch.rand(n_draws, label.numel(), generator=gen).argsort(1)]
     drawn = statistic(eye[shuffled])
-    p = permutation_p(drawn.numpy(), observed)
-    return dict(value=observed, chance=0.5, p=p, smallest_p=1 / (n_draws + 1), pairs=int(pairs))
+    p, p_below = permutation_p(drawn.numpy(), observed), permutation_p(-drawn.numpy(), -observed)
+    return dict(value=observed, chance=0.5, p=p, p_below=p_below, smallest_p=1 / (n_draws + 1), pairs=int(pairs))
 
 
 def bleu_at(n_heads: float, points: Sequence[tuple[float, float]]) -> float:
