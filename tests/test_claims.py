@@ -11,7 +11,6 @@ from attnbook.claims import (
     compare,
     records_agree,
 )
-from attnbook.stats import bootstrap_mean_difference
 
 
 def test_check_that_holds_is_recorded_and_rounded():
@@ -163,20 +162,6 @@ def test_accept_claims_within_band_replaces_only_agreeing_claims():
     assert accepted[1]["data"] == committed[1]["data"] and accepted[0] is close[0]
     assert accept_claims_within_band(far, committed)[1]["data"] == far[1]["data"]
     assert close[1]["data"] != committed[1]["data"], "the live outputs are not modified in place"
-
-
-def test_bootstrap_mean_difference():
-    est, lo, hi = bootstrap_mean_difference([1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 1.0, 1.0], seed=0)
-    assert est == pytest.approx(2.0) and lo < est < hi
-    assert (est, lo, hi) == bootstrap_mean_difference([1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 1.0, 1.0], seed=0)
-    est1, lo1, hi1 = bootstrap_mean_difference([10.0, 11.0, 12.0, 13.0])
-    assert est1 == pytest.approx(11.5) and 10.0 <= lo1 < 11.5 < hi1 <= 13.0
-    # a constant difference has a zero-width interval
-    assert bootstrap_mean_difference([2.0, 2.0, 2.0], [1.0, 1.0]) == (1.0, 1.0, 1.0)
-    with pytest.raises(ValueError):
-        bootstrap_mean_difference([1.0])
-    with pytest.raises(ValueError):
-        bootstrap_mean_difference([1.0, 2.0], level=1.5)
 
 
 def test_a_section_without_its_file_records_one_not_available_claim():

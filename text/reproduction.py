@@ -141,7 +141,8 @@ except ImportError:
 #   (it still reproduces).
 #
 # * later on 2026-12-07, with their data known: chapter 6's tracking gate asks for 16 steps, one more than
-#   standing still gives (it asked for 10); models that fail a gate are left out. Chapter 9's plateau gate is
+#   standing still gives (it asked for 10); models that fail a gate are left out. Its delays use Welch's t over
+#   seeds (a percentile bootstrap covered too little). Chapter 9's plateau gate is
 #   per claim; the temperature's arm still improves, so its finding (*lower*) is gone. Chapters 10 and 11's tests
 #   against chance say *differs* only as chapter 7's do. No other verdict changed.
 #

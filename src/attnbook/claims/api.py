@@ -328,7 +328,7 @@ def compare(
     * ``interval`` with ``same_side_of``: reproduces when the whole interval lies on the paper's side of the
       threshold, differs when it lies wholly on the other side, and is *undecided* when it straddles the
       threshold: a direction counts only when the seeds decide it (for example a delay, or a gain, that the
-      paper reports as positive; :func:`attnbook.stats.bootstrap_mean_difference` makes intervals).
+      paper reports as positive; :func:`attnbook.stats.welch_t` makes intervals).
 
     The verdict is computed, never raised: ``"reproduces"``, ``"differs"`` or ``"undecided"``. ``reason``
     explains a *differs* (and says what was measured for an *undecided*): compute it from measured values when
