@@ -225,7 +225,7 @@ def run_gate_sweep(name: str, out_dir: Optional[Path] = None, smoke: bool = Fals
 
 def run_scratch(name: str, out_dir: Optional[Path] = None, smoke: bool = False,
                 time_limit: Optional[float] = None) -> None:
-    """Voita et al.'s Table 3 on the encoder (chapter "Pruning heads"): every pruned shape of the gate recipe
+    """Voita et al.'s Table 2 on the encoder (chapter "Pruning heads"): every pruned shape of the gate recipe
     trained from scratch with the converged model's recipe (:func:`attnbook.heads.translation.train_to_convergence`,
     the binary mask fixed throughout), seed by seed, and the pruned models rebuilt with the gate recipe's
     settings (their masks checked against the shipped sweep); a recipe's ``arms`` may instead name

@@ -51,13 +51,13 @@ def test_seed_noise_needs_seeds():
 
 def test_compare_states_the_rules_power():
     claims.REGISTRY.clear()
-    c = claims.compare("x", -0.2, paper=-0.5, source="Table 3", same_side_of=0.0, interval=(-0.6, 0.1),
+    c = claims.compare("x", -0.2, paper=-0.5, source="Table 2", same_side_of=0.0, interval=(-0.6, 0.1),
                        power=0.19)
     assert "power: 0.19" in c.condition and c.verdict == "undecided"
     with pytest.raises(ValueError, match="interval rule"):
-        claims.compare("y", -0.2, paper=-0.5, source="Table 3", same_side_of=0.0, power=0.5)
+        claims.compare("y", -0.2, paper=-0.5, source="Table 2", same_side_of=0.0, power=0.5)
     with pytest.raises(ValueError, match="share in"):
-        claims.compare("z", -0.2, paper=-0.5, source="Table 3", same_side_of=0.0, interval=(-0.6, 0.1),
+        claims.compare("z", -0.2, paper=-0.5, source="Table 2", same_side_of=0.0, interval=(-0.6, 0.1),
                        power=1.5)
     claims.REGISTRY.clear()
 

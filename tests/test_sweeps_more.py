@@ -125,7 +125,7 @@ def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
     # seed sd pooled over the shapes: squared deviations 0.0625 * 2 and 0.01 * 2, 2 degrees of freedom
     rows = [_row(3, 2.0, 0.2, 1.4, deltas=[1.75, 2.25]), _row(8, -0.6, -1.0, -0.1, seeds=(0,)),
             _row(22, 0.1, -0.3, 0.5, deltas=[0.0, 0.2]), {"kept": 40, "scratch": [], "across_seeds": None}]
-    claims = sweeps.scratch_claims(rows, "pruned", "2 of 2 done", -0.5, "Table 3", "python run.py x")
+    claims = sweeps.scratch_claims(rows, "pruned", "2 of 2 done", -0.5, "Table 2", "python run.py x")
     assert len(claims) == 3  # the shape without runs from scratch has no claim
     first, second, third = (dataclasses.asdict(c) for c in claims)
     sd = (0.145 / 2) ** 0.5
@@ -141,16 +141,16 @@ def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
     # the rule's power at the paper's effect: higher for a shape with two seeds than for one with one
     power = [float(c.condition.split("power: ")[1].split(" ")[0]) for c in claims]
     assert 0 < power[1] < power[0] < 1
-    pruned_better, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 3", "")
+    pruned_better, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 2", "")
     assert "power" not in pruned_better.condition  # one seed: the seeds' noise is not measured
     assert pruned_better.verdict == "differs"
     assert pruned_better.reason == ("-0.60 BLEU over 1 seed(s); one seed: its paired 95% interval over verses "
                                     "runs from -1.00 to -0.10: the pruned model is the better beyond the seeds' "
                                     "noise; done")
     assert first["kind"] == "comparison"
-    other, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 3", "", analogue="encoder-only shapes")
+    other, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 2", "", analogue="encoder-only shapes")
     assert (other.kind, other.verdict) == ("analogue", "differs")  # another experiment: same verdict, counted apart
-    assert other.paper_note.startswith("analogue on encoder-only shapes") and other.paper_note.endswith("Table 3")
+    assert other.paper_note.startswith("analogue on encoder-only shapes") and other.paper_note.endswith("Table 2")
 
 
 def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():
@@ -161,7 +161,7 @@ def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():
                 "pruned_seeds": [{"seed": i, "bleu_beam": b} for i, b in enumerate(pruned)],
                 "across_seeds": stats.across_seeds(seeds)}
     rows = [row(3, [30.0, 31.0, 30.5], [31.5, 31.0, 31.2]), row(8, [30.2, 30.8], [31.4])]
-    claims = sweeps.scratch_claims(rows, "trained-on pruned", "done", -0.5, "Table 3", "cmd")
+    claims = sweeps.scratch_claims(rows, "trained-on pruned", "done", -0.5, "Table 2", "cmd")
     expect = stats.two_arm_seed_intervals([[30.0, 31.0, 30.5], [30.2, 30.8]], [[31.5, 31.0, 31.2], [31.4]])
     for c, e in zip(claims, expect):
         assert c.value == pytest.approx(e["mean"], abs=0.005)  # compare() rounds to its digits
@@ -180,7 +180,7 @@ def test_scratch_claims_put_the_pruned_arm_s_seeds_in_when_it_has_them():
                                                             [1, 3])["reproduces"], abs=0.01)
     assert power1 < power  # one trained-on seed and two from scratch: less power than at 3 heads
     # one pruned seed everywhere: the pruned arm is held fixed (the pooled rule), as before
-    fixed = sweeps.scratch_claims([row(3, [30.0, 31.0, 30.5], [31.5])], "pruned", "done", -0.5, "Table 3", "")
+    fixed = sweeps.scratch_claims([row(3, [30.0, 31.0, 30.5], [31.5])], "pruned", "done", -0.5, "Table 2", "")
     assert "seed sd" in fixed[0].reason and "pooled over 1 shape;" not in fixed[0].reason
 
 

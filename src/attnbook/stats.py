@@ -120,7 +120,7 @@ def paired_bleu_contrast(systems: Sequence[Sequence[str]], weights: Sequence[flo
 
 
 def across_seeds(per_seed: Sequence[Mapping]) -> dict:
-    """One shape's paired differences over its seeds (chapter "Pruning heads", Voita et al.'s Table 3): the
+    """One shape's paired differences over its seeds (chapter "Pruning heads", Voita et al.'s Table 2): the
     mean of the seeds' differences, the envelope of their paired 95% intervals over verses (lowest ``low`` to
     highest ``high``; with one seed, that seed's interval, which decides its verdict) and the spread of the
     seeds' differences (largest minus smallest: how much the seed decides)."""
@@ -248,7 +248,7 @@ def stratified_welch_t(a_strata: Sequence[Sequence[float]], b_strata: Sequence[S
 
 def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0.95) -> list[dict]:
     """Seed-level intervals of each shape's mean difference over its training seeds (chapter "Pruning
-    heads", the verdict of Voita et al.'s Table 3): ``per_shape`` holds, for each shape, one difference per
+    heads", the verdict of Voita et al.'s Table 2): ``per_shape`` holds, for each shape, one difference per
     seed. Each shape's mean gets a Student t interval, ``mean +- t * sd / sqrt(n_seeds)``, whose seed-to-seed
     standard deviation ``sd`` is pooled over the shapes (the within-shape variance, with ``sum(n - 1)``
     degrees of freedom): two seeds per shape cannot estimate it alone, the shapes together can. The test
@@ -290,7 +290,7 @@ def _two_arm_interval(diff, sd_a, dof_a, n_a, sd_b, dof_b, n_b, level: float):
 def two_arm_seed_intervals(arm_a: Sequence[Sequence[float]], arm_b: Sequence[Sequence[float]],
                            level: float = 0.95) -> list[dict]:
     """Seed-level intervals of each shape's difference of two arms' mean results, noise on both arms
-    (chapter "Pruning heads", Voita et al.'s Table 3 with seeds on the pruned arm too; issue "Verdicts a
+    (chapter "Pruning heads", Voita et al.'s Table 2 with seeds on the pruned arm too; issue "Verdicts a
     referee would sign"): ``arm_a[i]`` and ``arm_b[i]`` hold shape ``i``'s results, one per training seed (beam
     BLEU from scratch, and of the pruned models). Each arm's seed-to-seed sd is pooled over the shapes
     (:func:`pooled_sd`, its own degrees of freedom), so a shape where an arm has one seed still gets that arm's

@@ -374,10 +374,6 @@ def not_decided(r):  # and the gain this noise could find (the paper gives no si
     for name in TASKS
 ]
 
-# %% tags=["remove-input"]
-for name in TASKS:  # 20 minus 5 paths at lengths 1-2
-    glue(f"ch07_more_{name}", float(more[name]["value"]))
-
 # %% [markdown]
 # ## How fast can it be trained?
 #

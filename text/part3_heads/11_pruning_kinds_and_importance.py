@@ -120,7 +120,7 @@ for r in all_runs:
     print(f"  lambda={r['spec']['lam']}: {r['kept']} (total {r['n_kept']}), "
           f"BLEU greedy {r['bleu_greedy']:.2f}, beam {r['bleu_beam']:.2f}")
 print("order, pruned first:", order, "| paper:", kind_order.value)
-all_kinds = papers.number("voita2019", "all_kinds_wmt")  # Table 3's shapes
+all_kinds = papers.number("voita2019", "all_kinds_wmt")  # Table 2's shapes
 paper_n = sweeps.heads_per_kind(papers.number("voita2019", "model").value)
 paper_total, book_total = sum(paper_n.values()), sum(n_heads.values())
 # the run nearest the paper's largest shape by the share of all heads kept
@@ -179,7 +179,7 @@ order_claims = [
 order_claims
 
 # %% [markdown]
-# **How much BLEU the all-kinds pruning costs.** The paper's Table 3 gives BLEU for four shapes pruned
+# **How much BLEU the all-kinds pruning costs.** The paper's Table 2 gives BLEU for four shapes pruned
 # from all three kinds (75, 58, 36 and 26 of its 144 heads). The agreement rule is applied at each of the
 # paper's shapes whose share of heads lies within the book's runs: the book's BLEU change from its unpruned
 # model (beam 4, as the paper decodes) at the same share of its 96 heads, linear between its two runs around

@@ -306,7 +306,7 @@ glue("ch11_open_covers", open_covers);
 # own masks applied to the unchanged model, which separates *which* heads are chosen from the retraining that
 # follows. The paper's encoder-only curve (WMT EN-RU, Transformer-base) is drawn as BLEU change from its
 # unpruned model, so that the two models share an axis. The agreement rule applies at each number of heads
-# for which the paper prints a BLEU (10 and 2 of 48): the rule is one-sided, as for a level the
+# for which the paper prints a BLEU, 10 of 48 (its Fig. 7 plots the rest without printing it): the rule is one-sided, as for a level the
 # paper reports reaching (its BLEU with that many heads): *reproduces* if the book's BLEU change is at least the
 # paper's less a margin of 0.5 BLEU, *differs* otherwise; doing better than the paper is no failure. The book reads its own curve at that number, linear between its runs where no run kept exactly that
 # many heads. (Until 2026-12-05 the rule compared at the book's head counts against the paper's curve
@@ -363,7 +363,7 @@ plt.show()
 # %%
 # the cost of pruning measured like with like where the paper prints its curve: the
 # pruned and unpruned models both trained on to convergence (the chapter's last page)
-# with the 2-head model, where shipped
+# (the 2-head model, where shipped, among the trained-on runs)
 on = sweeps.merged(sweeps.load("pruned_converged"),
                    runs.find("pruned_converged_2heads", "quick"))
 control = sweeps.load("unpruned_converged")
@@ -401,8 +401,8 @@ def nearest_run(n):  # the book's run closest to n heads (for the reason)
 # %% [markdown]
 # The curve has the paper's shape: most encoder heads go at almost no cost, the last few matter, and with no
 # encoder self-attention at all BLEU falls by {glue:text}`ch11_enc_fewest_drop:.1f` points even after fine-tuning ({glue:text}`ch11_enc_drop_no_ft:.1f` without it:
-# [chapter 10](10_translation_model_and_head_roles.ipynb)'s gate). It is steeper than the paper's between 10 and 2 heads; the claims above give the
-# measured reasons. Beam search adds {glue:text}`ch11_beam_gain_lo:.1f` to {glue:text}`ch11_beam_gain_hi:.1f` BLEU at every point and leaves the curve as it is. Michel et
+# [chapter 10](10_translation_model_and_head_roles.ipynb)'s gate). Below 10 heads the paper prints no BLEU, so the book's curve is not compared
+# there. Beam search adds {glue:text}`ch11_beam_gain_lo:.1f` to {glue:text}`ch11_beam_gain_hi:.1f` BLEU at every point and leaves the curve as it is. Michel et
 # al.'s masks and the gates' own masks, both without fine-tuning, show how much of the
 # gates' advantage is retraining. Fine-tuning adds from {glue:text}`ch11_ft_gain_most:.2f` BLEU with {glue:text}`ch11_ft_gain_most_kept:d` heads to
 # {glue:text}`ch11_ft_gain_fewest:.1f` with none. On the unchanged model the two selections are close (measured at the same shapes

@@ -206,7 +206,7 @@ _PRUNING: dict[str, dict[str, Any]] = {
     "scratch_converged": dict(
         script="scripts/sweep_gates.py",
         part="scratch",
-        what="Voita et al.'s Table 3 on the encoder: each pruned shape of encoder_gates_converged (the binary "
+        what="Voita et al.'s Table 2 on the encoder: each pruned shape of encoder_gates_converged (the binary "
         "mask of one lambda) trained from scratch with the converged model's own recipe (preset translation "
         "quick, scripts/train_translation.py), the mask fixed for the whole training; the pruned models "
         "rebuilt with the gate sweep's settings; test BLEU greedy and beam 4 with sacreBLEU intervals and the "
@@ -257,9 +257,9 @@ _PRUNING: dict[str, dict[str, Any]] = {
     "pruned_converged_2heads": dict(
         script="scripts/sweep_gates.py",
         part="scratch",
-        what="pruned_converged at one more shape, 2 of 48 encoder heads (lambda 0.2), in a file of its own: the "
-        "paper's smallest encoder-only point, so that chapter 11's like-with-like rule compares it at a trained-on "
-        "model of that shape instead of not at all (the shape was added, commit 0415c0b, before it ran); the "
+        what="pruned_converged at one more shape, 2 of 48 encoder heads (lambda 0.2), in a file of its own, added "
+        "(commit 0415c0b, before it ran) for the paper's smallest encoder-only point, which the paper only plots "
+        "(Fig. 7), so no comparison uses it; its cost of pruning is a finding; the "
         "chapter adds its run to pruned_converged's (sweeps.merged). It has no from-scratch twin",
         settings=dict(_PRUNED_CONVERGED, lambdas=[0.2]),  # 2 of 48 encoder heads
         minutes=90,

@@ -147,7 +147,7 @@ def kinds_and_layers(by_kind: Mapping, layers_of_run: Sequence[Mapping], paper: 
         i = paper["kinds"].index(k)
         axes[0].plot(paper_x, [kept[i] / paper_n[k] for kept in paper["kept"]], mk + ":", color=f"C{j}",
                      mfc="none")
-    axes[0].plot([], [], "o:", color="black", mfc="none", label="paper, Table 3 (hollow)")
+    axes[0].plot([], [], "o:", color="black", mfc="none", label="paper, Table 2 (hollow)")
     lam_axis = axes[0].secondary_xaxis("top")
     lam_axis.set_xticks(book_x, [f"{r['spec']['lam']:g}" for r in sweep_runs])
     lam_axis.set_xlabel("lambda (book)")
@@ -180,7 +180,7 @@ def all_kinds_curves(gate_all, no_ft_all, michel_all: Mapping, paper_by_share, n
         ax.plot([r["n_kept"] for r in rows], [r["bleu"] for r in rows], mk + "-", alpha=0.8,
                 label=f"Michel: {name}")
     paper_marker(ax, [n_total * s for s, _ in paper_by_share[1:]],
-                 [full_bleu + d for _, d in paper_by_share[1:]], label="Table 3, fine-tuned (BLEU change)")
+                 [full_bleu + d for _, d in paper_by_share[1:]], label="Table 2, fine-tuned (BLEU change)")
     ax.set_xlabel(f"heads kept (of {n_total})")
     ax.set_ylabel("test BLEU (greedy)")
     ax.set_title("All kinds: selection and retraining (precomputed)")

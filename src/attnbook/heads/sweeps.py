@@ -466,7 +466,7 @@ def bleu_at(n_heads: float, points: Sequence[tuple[float, float]]) -> float:
 def changes_at_paper_shares(sweep_runs: Sequence[Mapping], n_total: int, full_bleu: float,
                             paper_by_share: Sequence[tuple[float, float]], key: str = "bleu_beam") -> dict:
     """Each run's BLEU change from the unpruned model beside the paper's at the same share of heads kept (chapter
-    "Pruning heads", Voita et al.'s Table 3 compared by share, linear between the paper's points
+    "Pruning heads", Voita et al.'s Table 2 compared by share, linear between the paper's points
     ``(share kept, BLEU change)``): ``{n_kept: (run, book change, paper change)}`` for the runs whose share of
     the ``n_total`` heads lies within the paper's points."""
     lowest = min(share for share, _ in paper_by_share)
@@ -482,7 +482,7 @@ def changes_at_paper_shapes(sweep_runs: Sequence[Mapping], n_total: int, full_bl
                             paper_shapes: Sequence[tuple[int, float]], paper_total: int,
                             key: str = "bleu_beam") -> dict:
     """The book's BLEU change from its unpruned model at each shape the paper prints (chapter "Pruning heads",
-    Voita et al.'s Table 3 compared where the paper gives a number, never the paper interpolated):
+    Voita et al.'s Table 2 compared where the paper gives a number, never the paper interpolated):
     ``paper_shapes`` holds ``(heads kept, BLEU change)`` of the paper's ``paper_total`` heads; the book's change
     at the same share of its ``n_total`` heads is linear in the share between its two runs around it. Returns
     ``{paper heads kept: {"share", "book", "paper", "between", "nearest"}}`` for the paper's shapes within the
@@ -531,7 +531,7 @@ def gaps_to_curve(points: Sequence[tuple[float, float]], curve: Sequence[tuple[f
 
 def scratch_versus_pruned(record: Mapping, references: Sequence[str], n_bootstrap: int = 1000,
                           pruned_arm: Optional[Mapping] = None) -> list[dict]:
-    """The rows of chapter "Pruning heads"'s pruned-versus-scratch comparison (Voita et al. Table 3) from
+    """The rows of chapter "Pruning heads"'s pruned-versus-scratch comparison (Voita et al. Table 2) from
     the result of recipe ``scratch_converged``: one row per pruned shape that has a pruned arm, with
     ``lam``, ``kept``, ``n_eval`` (the verses scored), the pruned model's beam BLEU and, per seed trained from scratch, its beam BLEU and
     the paired bootstrap difference scratch minus pruned on the same ``references``
@@ -891,7 +891,7 @@ def arm_difference(row: Mapping) -> float:
 def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, source: str,
                    precomputed: str, analogue: str = "") -> list[Claim]:
     """One comparison with the paper per shape of :func:`scratch_versus_pruned`'s ``rows`` that has
-    from-scratch runs (Voita et al. Table 3, ``paper``: its scratch-minus-pruned BLEU, read at ``source``):
+    from-scratch runs (Voita et al. Table 2, ``paper``: its scratch-minus-pruned BLEU, read at ``source``):
     from scratch minus the ``arm`` model, the mean over seeds, decided by the seeds' 95% t interval with the
     seed-to-seed variance pooled over the shapes (:func:`attnbook.stats.pooled_seed_intervals`), with the
     rule's power at the paper's effect from that variance (:func:`attnbook.stats.pooled_rule_power`). With
@@ -903,7 +903,7 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
     seeds at some shape too (else the one seed's interval over verses decides, as above). Both arms' seeds
     prune or train one converged model's recipe, so the interval is conditional on that model. ``done`` says
     how much of the recipe finished. ``analogue``: the experiment the book ran where the paper ran another
-    (encoder-only shapes against Table 3's all-kinds gap), so that each claim counts as an analogue."""
+    (encoder-only shapes against Table 2's all-kinds gap), so that each claim counts as an analogue."""
     shaped = [row for row in rows if row["scratch"]]
     deltas = [[s["delta"] for s in row["scratch"]] for row in shaped]
     scratch_bleu = [[s["bleu_beam"] for s in row["scratch"]] for row in shaped]

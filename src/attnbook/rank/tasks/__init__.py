@@ -279,10 +279,10 @@ def path_above_floor(by_length, floor: float, lengths=(1, 2)) -> dict:
         raise ValueError("the accuracies and the floor must be finite")
 
     def above(a):  # one-sided p that this length's mean lies above the floor
-        mean, se = float(a.mean()), float(a.std(ddof=1) / np.sqrt(a.size))
         if np.ptp(a) == 0:  # no spread (the std, and the mean, of equal floats can be off by 1e-17)
             return 0.0 if a[0] > floor else 1.0
-        return float(student_t.sf((mean - floor) / se, a.size - 1))
+        se = float(a.std(ddof=1) / np.sqrt(a.size))
+        return float(student_t.sf((float(a.mean()) - floor) / se, a.size - 1))
 
     def below(a):  # one-sided p that it lies below
         if np.ptp(a) == 0:
