@@ -236,6 +236,7 @@ def test_a_qualitative_statement_is_decided_against_chance(value, chance, p, p_b
     (1.0, 0.05, 1.0, 0.05, "undecided"),    # 20 heads: the best rank gives p = 0.05, not below it
     (0.0, 1.0, 0.01, 0.01, "differs"),      # a test that could decide: the usual rule
     (1.0, 0.01, 1.0, 0.01, "reproduces"),
+    (0.0, 1.0, 0.01, 0.125, "undecided"),   # below chance by p_below, but a test that cannot decide says so
 ])
 def test_a_test_that_cannot_reach_the_level_leaves_the_verdict_undecided(value, p, p_below, smallest_p, verdict):
     c = claims.compare("layer 1", value, paper=1, above_chance=(0.5, p, p_below), smallest_p=smallest_p,

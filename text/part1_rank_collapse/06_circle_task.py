@@ -208,10 +208,10 @@ fewest = min(r["tracking_steps"] for r in every_run)
 print(f"of {len(every_run)} models: worst one-step MSE / stay put {worst:.2f}, "
       f"fewest steps a rollout follows the circle {fewest}")
 [
-    # a model that fails a gate is left out above; more than one means the recipe
+    # a model that fails a gate is left out above; more than two means the recipe
     # does not train at this preset (which model fails can depend on the CPU)
     attnbook.check("live sweep: models that fail a gate (left out of the counts)",
-                   failed_live, at_most=1, band=1),
+                   failed_live, at_most=2, band=1),  # as for the 16-seed file
     # the tracking gate asks for more than a rollout that stands still
     attnbook.check("a rollout that stands still: steps it follows the circle, "
                    "below the tracking gate's", stay_tracking,
@@ -309,16 +309,16 @@ def share_found(n):  # the paper gives no share: which shares could n seeds find
 
 # %% tags=["remove-input"]
 merged = {key: sum(s is not None for s in steps) for key, steps in live_steps.items()}
-glue("ch06_n_seeds", cfg["n_seeds"])
-for d in cfg["widths"]:
-    glue(f"ch06_merged_san_{d}", merged[d, "SAN"])
-    glue(f"ch06_merged_mlp_{d}", merged[d, "SAN+MLP"]);
+for d in cfg["widths"]:  # merged, of the runs that pass the gates
+    for v, name in (("SAN", "san"), ("SAN+MLP", "mlp")):
+        glue(f"ch06_merged_{name}_{d}", merged[d, v])
+        glue(f"ch06_gated_{name}_{d}", len(live_steps[d, v]));
 
 
 # %% [markdown]
 # On models that pass the gates, the pure SAN merges its tokens in {glue:text}`ch06_merged_san_32:d` of
-# {glue:text}`ch06_n_seeds:d` runs at $d = 32$ and {glue:text}`ch06_merged_san_128:d` at $d = 128$; with an MLP,
-# {glue:text}`ch06_merged_mlp_32:d` and {glue:text}`ch06_merged_mlp_128:d`. Whether width or an MLP *delays* collapse
+# {glue:text}`ch06_gated_san_32:d` runs at $d = 32$ and {glue:text}`ch06_merged_san_128:d` of {glue:text}`ch06_gated_san_128:d` at $d = 128$; with an MLP,
+# {glue:text}`ch06_merged_mlp_32:d` of {glue:text}`ch06_gated_mlp_32:d` and {glue:text}`ch06_merged_mlp_128:d` of {glue:text}`ch06_gated_mlp_128:d`. Whether width or an MLP *delays* collapse
 # is a comparison of two groups of seeds, decided by the test in the box below. The skip connection is different
 # in kind: with $X_{t+1} = X_t + f(X_t)$ the two tokens never merged in any run; its failure mode is the opposite
 # one, drift (some trajectories leave the circle, see the grid).
@@ -334,7 +334,7 @@ for d in cfg["widths"]:
 #
 # How sure is the sign? The seeds are the only source of variation, so the interval is over seeds: a 90%
 # **Welch t interval** of the difference of the two groups' means, each group keeping its own variance
-# (`stats.welch_t`). A percentile bootstrap over 16 seeds covers too little (about 88% for a nominal 90% on
+# (`stats.welch_t`). A percentile bootstrap over 16 seeds covers too little (about 87% for a nominal 90% on
 # simulated sweeps; the unit tests check the t interval's coverage). The rule, stated before
 # the result: a direction counts only if the whole interval lies on it, so the verdict is *reproduces* when
 # the interval lies on the paper's side of zero, *differs* when it lies on the other side, and *undecided*
@@ -523,7 +523,7 @@ glue("ch06_own128_hi", round(max(own128), 2));
 # $d = 128$ {glue:text}`ch06_own128_pass` of {glue:text}`ch06_ctrl_seeds` do, with one-step errors of at most
 # {glue:text}`ch06_own128_hi` of staying put, without ever reading the other token. So learning the step does not
 # need attention to read the other token; what the first control lacked at $d = 32$ was capacity. None of the
-# gated runs of either control merges its tokens, against {glue:text}`ch06_merged_san_32:d` of {glue:text}`ch06_n_seeds:d` pure-SAN runs with attention at $d = 32$: the learned
+# gated runs of either control merges its tokens, against {glue:text}`ch06_merged_san_32:d` of {glue:text}`ch06_gated_san_32:d` gated pure-SAN runs with attention at $d = 32$: the learned
 # token-wise maps do not contract the two points together; where tokens merge in this chapter, attention moved
 # them.
 

@@ -321,11 +321,6 @@ for key, value in found.items():
 # %% tags=["remove-input"]
 if sweep:  # the temperature's finding, in the prose's words
     lo, hi = tau_test["interval"]
-    # why more training could not put the unfinished arm ahead of one at the ceiling
-    tie = (f"; tau = 1 already reaches accuracy {mean(plain_sgd):.2f}, so more "
-           "training of the lagging arm could at best tie, never put it ahead"
-           if late_drop[tau_name] > rv.MAX_LATE_DROP and mean(plain_sgd) >= 0.995
-           else "")
     glue("ch09_tau_effect", (
         "makes SGD worse" if hi < 0 else "makes SGD better" if lo > 0 else
         "does not move SGD's accuracy beyond the seeds' noise")
@@ -340,10 +335,10 @@ if sweep:  # the temperature's finding, in the prose's words
          f"the balance is gone by step {tau_log[0]['step']} (QK/V "
          f"{tau_log[0]['qk_grad'] / tau_log[0]['v_grad']:.2f}) and the output tokens "
          f"stay collapsed (cosine {tau_log[-1]['cosine']:.3f} at step "
-         f"{tau_log[-1]['step']})" + tie)
+         f"{tau_log[-1]['step']})")
 
 # %% [markdown]
-# The two comparisons and the temperature's finding judge final accuracy, where every arm that trains ends at the ceiling. How fast each
+# The two comparisons judge final accuracy, where every arm that trains ends at the ceiling. How fast each
 # arm gets there is the book's own finding, not a number the paper prints: each judged seed's first logged step
 # with a loss below 0.5, and the difference of two arms' means over their seeds with a 95% Student t interval
 # (3 against 3 seeds, variance pooled over both arms; `stats.two_sample_t`). *Lower* means the first arm is

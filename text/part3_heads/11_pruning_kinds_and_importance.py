@@ -104,7 +104,7 @@ print(f"precomputed by {ALL_CMD} and {MICHEL_CMD}; unpruned greedy "
 # * The slope of heads kept against the layer has the paper's sign, at the $\lambda$ that keeps closest to
 #   half of that kind's heads ({numref}`fig-ch11-6`), beyond chance: a one-sided permutation test against
 #   random kept sets of the same size (`sweeps.layer_slope_p`). It *reproduces* with p < 0.05, is
-#   *undecided* with the paper's sign and p of 0.05 or more, and *differs* with the other sign. This test
+#   *undecided* with p of 0.05 or more, and *differs* only when the same test turned the other way puts the slope below chance (p < 0.05). This test
 #   was added with the slopes known; before, the sign alone decided, with the same verdicts.
 # * Before, the order of the three kinds was compared exactly (no pair reversed) and *reproduced*. That rule
 #   could not be tested against chance at 5%, so the head-level test replaced it in the evening of 2026-12-06,

@@ -282,9 +282,9 @@ def side(c):  # +1: the claim's interval lies above 0, -1: below, 0: it holds 0
 pooled = dict(zip(shapes, sc_claims))  # the rule's claim at each shape
 glue("ch11_pool_vs_alone", "; ".join(
     f"at {n} heads they {'agree' if side(pooled[n]) == side(f) else 'disagree'} "
-    f"(the rule's 90% interval {pooled[n].interval[0]:+.2f} to "
-    f"{pooled[n].interval[1]:+.2f}, the shape alone's 95% interval "
-    f"{f.interval[0]:+.2f} to {f.interval[1]:+.2f})"
+    f"(both 95%: the rule's interval {pooled[n].interval[0]:+g} to "
+    f"{pooled[n].interval[1]:+g}, the shape alone's {f.interval[0]:+g} to "
+    f"{f.interval[1]:+g})"
     for n, f in gate_findings.items() if n in pooled) or "no shape has both");
 
 # %% tags=["remove-input"]

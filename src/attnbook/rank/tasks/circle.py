@@ -405,7 +405,7 @@ def censored_steps(steps: Sequence[Optional[int]], rollout_steps: int) -> list[i
 def collapse_delay(steps_a: Sequence[Optional[int]], steps_b: Sequence[Optional[int]], rollout_steps: int) -> dict:
     """How much later runs ``a`` collapse than runs ``b`` (chapter "The circle task"): the mean censored collapse
     step of ``a`` minus that of ``b``, with a 90% Welch t interval over the seeds (:func:`attnbook.stats.welch_t`;
-    a percentile bootstrap over 16 seeds covers too little, about 88% for a nominal 90% on simulated runs), as
+    a percentile bootstrap over 16 seeds covers too little, about 87% for a nominal 90% on simulated runs), as
     ``compare``'s ``value``, ``interval`` and ``cannot_decide``: where no run of ``b`` merges within the rollout,
     no delay of ``a`` can show, and the comparison is undecided whatever the value."""
     if len(steps_a) < 2 or len(steps_b) < 2:
