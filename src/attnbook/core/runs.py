@@ -302,10 +302,11 @@ _PRUNING: dict[str, dict[str, Any]] = {
         "otherwise exactly as pruned_converged. The chapter adds its runs to pruned_converged's (sweeps.merged), "
         "run by run; its rule (the two-arm rule of sweeps.scratch_claims) was committed before it ran",
         settings=dict(_PRUNED_CONVERGED, lambdas=[0.05, 0.02], seeds=[1, 2], gate_seeds="same_heads"),
-        # about 1.5 to 2 hours a training on two threads (pruned_converged_seeds: 120 and 144 minutes)
+        # about 1.5 to 2 hours a training on two threads (pruned_converged_seeds: 120 and 144 minutes); shipped
+        # training by training: seed 1 at lambda 0.05 (6300 steps, stopped early, 136 minutes of steps on one and
+        # two threads over two sessions, 2026-12-07); three remain (seed 2 at 0.05, seeds 1 and 2 at 0.02):
+        # rerun the command, it resumes
         minutes=480,
-        pending="four CPU trainings not yet made (about 1.5 to 2 hours each on two threads, after "
-        "unpruned_converged_seeds; resumable: rerun the command), or minutes on a GPU",
     ),
     "unpruned_converged_seeds": dict(
         script="scripts/sweep_gates.py",
