@@ -47,7 +47,7 @@ except ImportError:
 # {glue:text}`ch11_on_minutes` (the last section).
 # :::
 
-# %%
+# %% tags=["hide-input"]
 import numpy as np
 import torch
 
@@ -117,7 +117,7 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 # faithful reproduction would most often get here is {glue:text}`ch11_rule_likeliest`.
 #
 
-# %%
+# %% tags=["hide-input"]
 SCRATCH, THIRD = "scratch_converged", "scratch_converged_seed2"
 third = runs.find(THIRD, "quick")  # the third seed's own file, where shipped
 scratch = sweeps.merged(sweeps.load(SCRATCH), third)  # precomputed, by shape
@@ -353,7 +353,7 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 # by adapting the model to its mask.
 #
 
-# %%
+# %% tags=["hide-input"]
 CONVERGED, CONTROL = "pruned_converged", "unpruned_converged"
 TWO_HEADS = "pruned_converged_2heads"  # one more shape, in its own file where shipped
 MORE_ON, MORE_CONTROL = "pruned_converged_seeds", "unpruned_converged_seeds"
