@@ -67,6 +67,11 @@ def test_permutation_p_counts_the_observed_draw_and_ties():
     assert permutation_p(drawn, 0.0) == pytest.approx(1.0)
     assert permutation_p(drawn, 9.0 + 1e-12) == pytest.approx(2 / 10)  # a tie summed in another order
     assert permutation_p(drawn, 9.0 + 1e-6) == pytest.approx(1 / 10)  # a draw 1e-6 below is no tie
+    # turned the other way: the share at most the observed one, ties counted the same way
+    assert permutation_p(drawn, 1.0, below=True) == pytest.approx(2 / 10)
+    assert permutation_p(drawn, 1.0 - 1e-12, below=True) == pytest.approx(2 / 10)
+    assert permutation_p(drawn, 1.0 - 1e-6, below=True) == pytest.approx(1 / 10)
+    assert permutation_p(drawn, 100.0, below=True) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="finite"):
         permutation_p([], 1.0)
     with pytest.raises(ValueError, match="finite"):

@@ -469,17 +469,19 @@ def share_rule_detectable(n: int, threshold: float = 0.5, level: float = 0.95, p
     return hi
 
 
-def permutation_p(drawn, observed: float, tie: float = 1e-9) -> float:
+def permutation_p(drawn, observed: float, tie: float = 1e-9, below: bool = False) -> float:
     """The one-sided p-value of a permutation (or Monte Carlo) test (chapter "Pruning heads": the layer slope,
     the role gap and the order of the kinds against chance): the share of the statistics ``drawn`` under the
     null that are at least ``observed``, counting the observed one among the draws, ``(hits + 1) / (draws +
     1)``, so never 0 (Phipson and Smyth, 2010). A draw within ``tie`` of the observed value counts as a hit, so
-    that the same statistic summed in another order is not missed as a tie."""
+    that the same statistic summed in another order is not missed as a tie. ``below=True``: the same test turned
+    the other way, the share at most ``observed`` (evidence that the statistic lies below chance)."""
     drawn = np.asarray(drawn, dtype=float).ravel()
     if drawn.size == 0 or not np.isfinite(drawn).all() or not np.isfinite(observed):
         raise ValueError(f"need finite drawn statistics and a finite observed one, got {drawn.size} draws and "
                          f"observed={observed!r}")
-    return float(((drawn >= observed - tie).sum() + 1) / (drawn.size + 1))
+    hits = drawn <= observed + tie if below else drawn >= observed - tie
+    return float((hits.sum() + 1) / (drawn.size + 1))
 
 
 def top_overlap_p(n_items: int, top: int, overlap: int, below: bool = False) -> float:

@@ -386,7 +386,7 @@ def layer_slope_p(kept: torch.Tensor, direction: int, n_draws: int = 10000, seed
     picks = torch.rand(n_draws, kept.numel(), generator=gen).argsort(1)[:, :k]
     per_layer = torch.zeros(n_draws, kept.numel(), dtype=torch.float64).scatter_(1, picks, 1.0)
     slopes = direction * layer_slope(per_layer.reshape(n_draws, layers, heads).sum(2).numpy())
-    return permutation_p(-slopes, -observed) if below else permutation_p(slopes, observed)
+    return permutation_p(slopes, observed, below=below)
 
 
 def role_gap(strength: torch.Tensor, kept: torch.Tensor) -> float:
@@ -414,7 +414,7 @@ def role_gap_p(strength: torch.Tensor, kept: torch.Tensor, n_draws: int = 10000,
     total = flat.sum()
     kept_mean = (flat * in_kept).sum(1) / k
     gaps = kept_mean - (total - kept_mean * k) / (flat.numel() - k)
-    return permutation_p(-gaps.numpy(), -observed) if below else permutation_p(gaps.numpy(), observed)
+    return permutation_p(gaps.numpy(), observed, below=below)
 
 
 def kind_order_p(runs: Sequence[Mapping], reference: Sequence[str], n_draws: int = 10000, seed: int = 0) -> dict:
@@ -448,7 +448,7 @@ def kind_order_p(runs: Sequence[Mapping], reference: Sequence[str], n_draws: int
     gen = torch.Generator().manual_seed(seed)
     shuffled = label[torch.rand(n_draws, label.numel(), generator=gen).argsort(1)]
     drawn = statistic(eye[shuffled])
-    p, p_below = permutation_p(drawn.numpy(), observed), permutation_p(-drawn.numpy(), -observed)
+    p, p_below = (permutation_p(drawn.numpy(), observed, below=b) for b in (False, True))
     return dict(value=observed, chance=0.5, p=p, p_below=p_below, smallest_p=1 / (n_draws + 1), pairs=int(pairs))
 
 
