@@ -130,6 +130,21 @@ def test_late_trend_reads_only_the_last_snapshots():
         hd.late_trend(trace, "enc_self", ("prev",), 10000, late_fraction=1.0)
 
 
+def test_rise_step_is_the_first_step_past_the_share_of_the_rise():
+    trace = [dict(step=s, enc_self=dict(prev=[[v, 0.0]], next=[[0.0, 0.0]]))
+             for s, v in [(0, 0.1), (10, 0.2), (30, 0.5), (90, 0.9), (200, 0.7)]]
+    # rise 0.1 -> 0.9 (the peak, not the last value): half is 0.5, first reached at step 30
+    assert hd.rise_step(trace, "enc_self", ("prev",)) == 30
+    assert hd.rise_step(trace, "enc_self", ("prev",), share=0.2) == 30  # 0.26: step 10's 0.2 is short
+    assert hd.rise_step(trace, "enc_self", ("prev",), share=0.1) == 10  # 0.18: step 10's 0.2 is past
+    assert hd.rise_step(trace, "enc_self", ("prev",), share=1.0) == 90
+    flat = [dict(step=s, enc_self=dict(prev=[[0.3]], next=[[0.0]])) for s in (0, 10)]
+    with pytest.raises(ValueError, match="never rises"):
+        hd.rise_step(flat, "enc_self", ("prev",))
+    with pytest.raises(ValueError, match="share"):
+        hd.rise_step(trace, "enc_self", ("prev",), share=0.0)
+
+
 def test_checkpoint_comparison_rows():
     def ckpt(bleus, test, prev, nxt, seconds, threads, rare=None):
         meta = dict(evals=[dict(dev_bleu=b) for b in bleus], test_bleu_greedy=test, train_wall_seconds=seconds,

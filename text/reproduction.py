@@ -165,7 +165,7 @@ except ImportError:
 # before its first seed landed in `1b99cb1`); and the finding on the cost of pruning over the control's seeds
 # (`2305529`, before the control's first further seed landed in `47b1f20`); and which gate seed the
 # trained-on arm's further seeds at 8 and 22 heads start from (`sweeps.trained_on_gate_seed`, committed before
-# `pruned_converged_seeds_8_22`, not run yet). `git log` on those files shows each rule before its data.
+# `pruned_converged_seeds_8_22` in `9aef9dd`, before its first training landed in `cce1598`). `git log` on those files shows each rule before its data.
 #
 # This page lists every claim of every chapter, in book order, side by side with the paper's value. Nothing
 # on it is typed in by hand: each claim a chapter displays carries a machine-readable record in the notebook's

@@ -204,7 +204,7 @@ with torch.no_grad():
     with hooks.gating(one_off):
         gated = embed(eval_sents)
     saved = dense.weight[:, 5 * d_head : 6 * d_head].clone()
-    # surgery: remove head (2, 5) from W_O
+    # surgery: remove layer 3's head 6 (0-based index [2, 5]) from W_O
     dense.weight[:, 5 * d_head : 6 * d_head] = 0.0
     surgery = embed(eval_sents)
     dense.weight[:, 5 * d_head : 6 * d_head] = saved

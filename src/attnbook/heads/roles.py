@@ -562,6 +562,20 @@ def late_trend(trace: Sequence[Mapping], kind: str, stats: Sequence[str], last_s
             "change": float(v[-1] - v[0]) if s.size else float("nan"), "slope": slope}
 
 
+def rise_step(trace: Sequence[Mapping], kind: str, stats: Sequence[str], share: float = 0.5) -> int:
+    """When does a role appear? (chapter "A translation model"'s order of the roles): the first recorded step
+    at which the best head's value (:func:`best_over_training`) has covered ``share`` of its rise, from its
+    value at the first snapshot to its largest value (a role that peaks and falls, like the EOS sink, counts
+    from its peak's side of the rise). Raises ``ValueError`` for a trace with no rise."""
+    if not 0 < share <= 1:
+        raise ValueError(f"expected 0 < share <= 1, got {share}")
+    steps, best = best_over_training(trace, kind, stats)
+    if steps.size == 0 or best.max() <= best[0]:
+        raise ValueError(f"the best {kind} {stats} never rises above its first snapshot")
+    level = best[0] + share * (best.max() - best[0])
+    return int(steps[np.argmax(best >= level - 1e-12)])
+
+
 def checkpoint_comparison(checkpoints: Mapping[str, tuple[Mapping, Mapping]],
                           arcs: Optional[Sequence[Sequence]] = None) -> list[tuple[str, list]]:
     """Translation checkpoints side by side, the role table of chapter "A translation model" (the shipped model
