@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/circle_runs.py control   # the two controls, every seed, both widths (~2 minutes)
     .venv/bin/python scripts/circle_runs.py seeds16   # SAN, SAN+skip, SAN+MLP with 16 seeds (~6 minutes)
+    .venv/bin/python scripts/circle_runs.py control_seeds16   # each token attending to itself, 16 seeds
 
 Every model is trained with the book's recipe (the chapter's own training, sizes of the ``circle`` preset): the
 seeds of one width and variant as one batched model (``circle_ensemble.ensemble_sweep``, the models ``circle.fit``
@@ -42,7 +43,7 @@ from train_translation import cpu_name  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run", choices=("control", "seeds16"))
+    ap.add_argument("run", choices=("control", "seeds16", "control_seeds16"))
     ap.add_argument("--preset", choices=attnbook.core.presets.PRESET_NAMES, default="quick")
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--device", default="cpu", help="where the ensembles train (cuda on a GPU machine)")

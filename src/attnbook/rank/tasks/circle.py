@@ -352,10 +352,11 @@ def control_report(every: Mapping[tuple, Sequence[Mapping]], gated: Mapping[int,
 
 def load_runs(run: str, preset: str | None = None) -> dict:
     """The shipped file of run ``circle_<run>`` at ``preset`` (default: the active one; ``"control"``: attention
-    removed; ``"seeds16"``: the chapter's sweep over 16 seeds) (chapter "The circle task"):
-    :func:`attnbook.core.runs.find`: the file, or a falsy :class:`attnbook.core.runs.Missing` where there is none."""
-    if run not in ("control", "seeds16"):
-        raise ValueError(f"expected run 'control' or 'seeds16', got {run!r}")
+    removed; ``"seeds16"``: the chapter's sweep over 16 seeds; ``"control_seeds16"``: the control matched in
+    capacity over 16 seeds) (chapter "The circle task"): :func:`attnbook.core.runs.find`: the file, or a falsy
+    :class:`attnbook.core.runs.Missing` where there is none."""
+    if run not in ("control", "seeds16", "control_seeds16"):
+        raise ValueError(f"expected run 'control', 'seeds16' or 'control_seeds16', got {run!r}")
     return runs.find(f"circle_{run}", preset)
 
 
