@@ -300,6 +300,25 @@ def test_a_gate_that_fails_is_recorded_not_raised():
         claims.gate("gain", 0.2, guards="x")
 
 
+def test_guarded_makes_the_claims_only_when_every_gate_passes():
+    ok = claims.gate("late loss drop", 0.01, at_most=0.05, guards="the comparison")
+    bad = claims.gate("late loss drop", 0.2, at_most=0.05, guards="the comparison")
+    made = []
+
+    def analysis():
+        made.append(1)
+        return [claims.check("accuracy", 0.9, at_least=0.5)]
+
+    assert [c.name for c in claims.guarded([ok], analysis)] == ["late loss drop", "accuracy"]
+    assert made == [1]
+    out = claims.guarded([ok, bad], analysis)  # one failing gate withholds everything
+    assert out == [ok, bad] and made == [1]  # and the analysis is never run
+    with pytest.raises(ValueError, match="gates"):
+        claims.guarded([claims.check("not a gate", 1.0, at_most=2.0)], analysis)
+    with pytest.raises(ValueError, match="gates"):
+        claims.guarded([], analysis)
+
+
 def test_the_result_box_lists_each_comparison_with_its_verdict_and_counts_the_rest():
     from attnbook.claims.api import Claim
     from attnbook.claims.render import result_summary

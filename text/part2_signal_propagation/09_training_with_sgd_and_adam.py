@@ -253,8 +253,8 @@ attnbook.claims.when_available(sweep, lambda: [
         "unscaled model, first logged step: QK/V ratio of the update, Adam over SGD",
         step_ratio["adam"] / step_ratio["sgd"], at_least=3, digits=1,
         precomputed=sweep["meta"]["command"]),
-    plateaus["adam"],  # the comparison is made only if its gate passes
-    *([attnbook.compare(
+    # the comparison is made only if its gate passes
+    *attnbook.claims.guarded([plateaus["adam"]], lambda: [attnbook.compare(
         "unscaled model: Adam minus SGD, accuracy at each one's best learning rate",
         **adam_vs_sgd, paper=NOCI["adam_trains_what_sgd_cannot"].value,
         same_side_of=0.0,
@@ -265,13 +265,13 @@ attnbook.claims.when_available(sweep, lambda: [
                f"{when(speed['sgd, alpha=1, tau=1'])} (SGD) and "
                f"{when(speed['adam, alpha=1, tau=1'])} (Adam), means over the "
                "judged seeds",
-        precomputed=sweep["meta"]["command"]) ] if plateaus["adam"].holds else []),
+        precomputed=sweep["meta"]["command"])]),
 ], "optimiser sweep: the live run and Adam against SGD")
 
 # %% tags=["nbval-check-output", "hide-input"]
 attnbook.claims.when_available(sweep, lambda: [
-    plateaus["scaling"],  # the comparison is made only if its gate passes
-    *([attnbook.compare(
+    # the comparison is made only if its gate passes
+    *attnbook.claims.guarded([plateaus["scaling"]], lambda: [attnbook.compare(
         "SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning "
         "rate", **scaled_vs_not, paper=NOCI["residual_scaling_helps_sgd"].value,
         same_side_of=0.0, digits=2,
@@ -280,19 +280,19 @@ attnbook.claims.when_available(sweep, lambda: [
                "at its chosen rate); loss below 0.5 at "
                f"{when(speed['sgd, alpha=1/sqrt(L), tau=1'])} with alpha = 1/sqrt(L) "
                f"and at {when(speed['sgd, alpha=1, tau=1'])} without",
-        precomputed=sweep["meta"]["command"]) ] if plateaus["scaling"].holds else []),
+        precomputed=sweep["meta"]["command"])]),
 ], "optimiser sweep: residual scaling with SGD")
 
 # %% tags=["nbval-check-output", "hide-input"]
 attnbook.claims.when_available(sweep, lambda: [
-    plateaus["tau"],  # the finding is made only if its gate passes
-    *([attnbook.finding(
+    # the finding is made only if its gate passes
+    *attnbook.claims.guarded([plateaus["tau"]], lambda: [attnbook.finding(
         "SGD, unscaled: its balancing temperature minus tau = 1, accuracy at each "
         "one's best learning rate", tau_test["change"], interval=tau_test["interval"],
         digits=2, test="Student's two-sample t over the judged seeds ({} and {}; {} "
         "degrees of freedom), each arm at its chosen rate".format(*tau_test["n"],
                                                                    tau_test["dof"]),
-        precomputed=sweep["meta"]["command"]) ] if plateaus["tau"].holds else []),
+        precomputed=sweep["meta"]["command"])]),
 ], "optimiser sweep: the balancing temperature with SGD")
 
 # %% tags=["remove-input"]

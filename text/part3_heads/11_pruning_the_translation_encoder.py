@@ -272,10 +272,9 @@ seed_claims = [sweeps.seed_overlap_gate(a, lam, precomputed=ENC_CMD)
                for lam, a in agree.items()]
 settled = sweeps.settling_gates(open_settle, "gates started open, 900 steps", 60,
                                 precomputed=ENC_CMD)
-open_claim = [sweeps.init_overlap_gate(open_same, 0.1, "gates started open",
-                                       precomputed=ENC_CMD)
-              ] if all(g.holds for g in settled) else []
-seed_claims + settled + open_claim
+open_claim = attnbook.claims.guarded(settled, lambda: [sweeps.init_overlap_gate(
+    open_same, 0.1, "gates started open", precomputed=ENC_CMD)])  # only once settled
+seed_claims + open_claim
 
 # %% tags=["remove-input"]
 for lam, a in agree.items():

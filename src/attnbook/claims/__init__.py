@@ -26,6 +26,7 @@ from attnbook.claims.api import (
     compare,
     finding,
     gate,
+    guarded,
     not_available,
     when_available,
 )
@@ -33,6 +34,6 @@ from attnbook.claims.bands import accept_claims_within_band, records_agree
 from attnbook.claims.render import html_table
 
 __all__ = ["ANALOGUE", "CHECK", "COMPARISON", "DEFAULT_REL_BAND", "MIMETYPE", "REGISTRY", "Claim", "ClaimFailed", "check",
-           "compare", "finding", "gate", "GATE", "FINDING", "HIGHER", "LOWER", "NOT_SHOWN", "not_available", "when_available", "NOT_AVAILABLE",
+           "compare", "finding", "gate", "guarded", "GATE", "FINDING", "HIGHER", "LOWER", "NOT_SHOWN", "not_available", "when_available", "NOT_AVAILABLE",
            "NOT_MEASURED", "REPRODUCES", "DIFFERS", "UNDECIDED",
            "accept_claims_within_band", "records_agree", "html_table"]

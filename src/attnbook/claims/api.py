@@ -559,3 +559,14 @@ def when_available(shipped, claims: Callable[[], Sequence[Claim]], name: str) ->
     :func:`not_available` claim called ``name`` that names the command making the file. A chapter's section
     that reads a precomputed file states its claims through this, so that it runs at every preset."""
     return list(claims()) if shipped else [not_available(name, shipped)]
+
+
+def guarded(gates: Sequence[Claim], claims: Callable[[], Sequence[Claim]]) -> list:
+    """The gates, then ``claims()`` only if every gate passes: the analysis a gate guards is not made when the
+    gate fails (the book's rule, "What a result is here"), and ``claims`` is not even called then, so nothing
+    it would compute or record reaches the page. Each of ``gates`` must be a recorded gate (:func:`gate`)."""
+    gates = list(gates)
+    if not gates or any(not isinstance(g, Claim) or g.kind != GATE for g in gates):
+        raise ValueError("guarded needs one or more gates made by attnbook.claims.gate, got "
+                         f"{[getattr(g, 'kind', type(g).__name__) for g in gates]}")
+    return gates + (list(claims()) if all(g.holds for g in gates) else [])

@@ -442,8 +442,7 @@ RUNS: dict[str, Run] = {r.name: r for r in [
         {"quick": _circle("quick", {"SAN, each token attending to itself": {"attention": "self"}}, 16)},
         "the control matched in capacity (each token attending only to itself) over 16 seeds at both widths, the "
         "book's recipe, for the finding on merging with attention against without (at paper circle_control has "
-        "16 seeds)", args=("control_seeds16",), minutes=4,
-        pending="its finding's rule is committed first (2026-12-07); the run follows (about 4 minutes)"),
+        "16 seeds)", args=("control_seeds16",), minutes=4),
     Run("circle_seeds16", "The circle task", "scripts/circle_runs.py", "circle/seeds16_{preset}.json",
         {"quick": _circle("quick", {"SAN": {}, "SAN+skip": {"skip": True}, "SAN+MLP": {"mlp": True}}, 16)},
         "the chapter's sweep (SAN, SAN+skip, SAN+MLP at both widths) over 16 seeds, the book's recipe (at paper "
