@@ -138,6 +138,10 @@ def test_rise_step_is_the_first_step_past_the_share_of_the_rise():
     assert hd.rise_step(trace, "enc_self", ("prev",), share=0.2) == 30  # 0.26: step 10's 0.2 is short
     assert hd.rise_step(trace, "enc_self", ("prev",), share=0.1) == 10  # 0.18: step 10's 0.2 is past
     assert hd.rise_step(trace, "enc_self", ("prev",), share=1.0) == 90
+    assert hd.rise_step(trace, "enc_self", ("prev",), share=0.6) == 90  # 0.58 of the peak's rise, not the end's
+    falling = [dict(step=s, enc_self=dict(prev=[[v]], next=[[0.0]])) for s, v in ((0, 0.5), (10, 0.2))]
+    with pytest.raises(ValueError, match="never rises"):
+        hd.rise_step(falling, "enc_self", ("prev",))
     flat = [dict(step=s, enc_self=dict(prev=[[0.3]], next=[[0.0]])) for s in (0, 10)]
     with pytest.raises(ValueError, match="never rises"):
         hd.rise_step(flat, "enc_self", ("prev",))

@@ -84,7 +84,7 @@ except ImportError:
 #   sets; the hull probe is tested on the short lengths (its best of six had p on either side of 0.05 from one
 #   CPU to another), and `quick` samples five path sets, as `paper` does.
 #
-# * also then: chapter 5's order of convergence on pretrained MiniLM counted as an analogue.
+# * also then: chapter 5's order of convergence on MiniLM counted as an analogue.
 #
 # * also then: chapter 11's encoder-only costs of the 300-step gates counted as analogues. The paper trains its
 #   gates to convergence; the like-with-like comparison at the same head counts, whose models are trained on
@@ -145,7 +145,7 @@ except ImportError:
 #
 # * later still on 2026-12-07, with their data known: chapter 11's three all-kinds costs, from 300-step gates
 #   where the paper trains its gates to convergence, counted as analogues, as the encoder-only ones were. All
-#   three *differ*; chapter 11 counts three fewer comparisons.
+#   three *differ*: chapter 11 has no comparison left that differs.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, made with their data known, are to rules of runs already made). Chapter
@@ -175,7 +175,7 @@ except ImportError:
 #
 # * **the paper's value**: the number the paper reports for the same quantity, with where it was read off;
 #   "–" where the paper gives none (the claim is then about a property, such as a bound holding). A value
-#   only plotted is used where the authors' own figure files or code hold it (Dong et al.'s Figs. 2 and 4),
+#   only plotted counts where the authors' own figure files or code hold it (Dong et al.'s Figs. 2 and 4),
 #   never from a reading of the plot (Voita et al.'s Fig. 7).
 # * **this book, `quick`**: the value in this build's run of the `quick` preset on a CPU. In the rendered book
 #   every chapter is executed by the same `make book`. Executed on its own, as nbval and Colab do, the page

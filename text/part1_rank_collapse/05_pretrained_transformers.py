@@ -244,7 +244,13 @@ glue("ch05_both_layer",
      max(first_layer_below(mini[v], 0.01) for v in ("SAN", "SAN+MLP")))
 glue("ch05_mini_skip", float(mini["SAN+skip"][-1].mean()))
 glue("ch05_mini_full", float(mini["Transformer"][-1].mean()))
-glue("ch05_mini_r0", float(mini["SAN"][0].mean()));
+glue("ch05_mini_r0", float(mini["SAN"][0].mean()))
+bert = papers.number("dong2021", "fig2_relative_residual").value["bert-base-cased"]
+pretrained = bert["pretrained"]
+skip, full = dict(pretrained["SAN+skip"]), dict(pretrained["Transformer"])
+for key, value in (("skip12", skip[12]), ("skip6", skip[6]), ("full12", full[12]),
+                   ("r0", pretrained["embeddings"])):  # the paper's Fig. 2
+    glue(f"ch05_bert_{key}", value);
 
 # %% tags=["nbval-check-output", "hide-input"]
 MINILM = "pretrained all-MiniLM-L6-v2 (the paper: pretrained BERT-base)"
@@ -424,9 +430,9 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # ## Where MiniLM differs from the paper's BERT-base
 #
 # The pretrained models differ most with skip connections. In the paper, pretrained BERT-base with skips
-# but without MLPs falls to 0.07 at layer 12 (0.2 at layer 6), and the full transformer sits around 0.31 at
+# but without MLPs falls to {glue:text}`ch05_bert_skip12:.2f` at layer 12 ({glue:text}`ch05_bert_skip6:.1f` at layer 6), and the full transformer sits around {glue:text}`ch05_bert_full12:.2f` at
 # the last layer. Pretrained MiniLM stays high: about {glue:text}`ch05_mini_skip:.2f` with skips and no MLPs, about {glue:text}`ch05_mini_full:.2f` for the full
-# model (after a dip in the middle layers), and its embeddings start higher ({glue:text}`ch05_mini_r0:.2f` against BERT's 0.69).
+# model (after a dip in the middle layers), and its embeddings start higher ({glue:text}`ch05_mini_r0:.2f` against BERT's {glue:text}`ch05_bert_r0:.2f`).
 
 # %% tags=["nbval-check-output", "hide-input"]
 OTHER_MODEL = ("a different pretrained model (6 layers, distilled, fine-tuned on "

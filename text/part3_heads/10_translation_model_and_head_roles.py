@@ -249,8 +249,7 @@ glue("ch10_beam_loops", int(evaluation["beam4"]["looping_outputs"]));
 
 # %% [markdown]
 # On the whole test split the shipped model scores {glue:text}`ch10_greedy_bleu:.1f` BLEU with greedy decoding and {glue:text}`ch10_beam_bleu:.1f` with
-# beam search (the intervals are printed above); the 1.3-epoch checkpoint of this chapter's first version
-# scored 15. Copying the English scores {glue:text}`ch10_copy_bleu:.1f`: only names and numbers survive. The Bible is easier than WMT
+# beam search (the intervals are printed above). Copying the English scores {glue:text}`ch10_copy_bleu:.1f`: only names and numbers survive. The Bible is easier than WMT
 # news (formulaic, repetitive), so the number is not comparable with the paper's {glue:text}`ch10_paper_bleu:.1f` on EN-RU; what matters
 # here is that the model has learned its task.
 
@@ -288,7 +287,7 @@ glue("ch10_enc_drop", float(drop));
 
 # %% [markdown]
 # Switching off all 48 encoder self-attention heads now costs {glue:text}`ch10_enc_drop:.1f` BLEU on the first test
-# verses (the 1.3-epoch model lost 1.5):
+# verses:
 # the encoder's attention carries information the decoder uses, so its heads are worth analysing. Some
 # greedy outputs still repeat a phrase (counted above; on the whole test split {glue:text}`ch10_greedy_loops:d` of the
 # {glue:text}`ch10_test_verses:d` with greedy decoding, {glue:text}`ch10_beam_loops:d` with beam search).

@@ -566,7 +566,8 @@ def rise_step(trace: Sequence[Mapping], kind: str, stats: Sequence[str], share: 
     """When does a role appear? (chapter "A translation model"'s order of the roles): the first recorded step
     at which the best head's value (:func:`best_over_training`) has covered ``share`` of its rise, from its
     value at the first snapshot to its largest value (a role that peaks and falls, like the EOS sink, counts
-    from its peak's side of the rise). Raises ``ValueError`` for a trace with no rise."""
+    from its peak's side of the rise; a role still rising when training ends is measured on its rise so far, so
+    its step can only come earlier than with more training). Raises ``ValueError`` for a trace with no rise."""
     if not 0 < share <= 1:
         raise ValueError(f"expected 0 < share <= 1, got {share}")
     steps, best = best_over_training(trace, kind, stats)
