@@ -23,6 +23,10 @@ def test_power_is_symmetric_in_the_sign_of_the_effect():
     a = stats.envelope_rule_power(0.6, 0.3, 0.2, 2, n_sim=100_000)
     b = stats.envelope_rule_power(-0.6, 0.3, 0.2, 2, n_sim=100_000)
     assert a["reproduces"] == pytest.approx(b["reproduces"], abs=0.01)
+    assert a["differs"] == pytest.approx(b["differs"], abs=0.005)
+    # one seed, no seed noise, a positive effect: it differs when estimate + 1.96 se <= 0
+    up = stats.envelope_rule_power(0.8, 0.3, 0.0, 1, n_sim=200_000)
+    assert up["differs"] == pytest.approx(norm.cdf(-0.8 / 0.3 - 1.96), abs=0.002)
 
 
 def test_more_seeds_lower_the_envelope_rules_power():
@@ -218,6 +222,16 @@ def test_two_arm_rule_power_matches_the_rule_applied_to_simulated_experiments():
         stats.two_arm_rule_power(-0.5, 0.5, 0.3, [3], [1])
 
 
+def test_two_arm_rule_power_uses_each_arm_s_own_seed_count_at_the_deciding_shape():
+    # unequal seeds at the first shape (4 against 2): the rule's power as the rule decides simulated experiments
+    power = stats.two_arm_rule_power(-0.5, 0.3, 0.6, [4, 4], [2, 3], n_sim=20000)
+    rng = np.random.default_rng(6)
+    hits = sum(stats.two_arm_seed_intervals([rng.normal(-0.5, 0.3, n) for n in (4, 4)],
+                                            [rng.normal(0.0, 0.6, n) for n in (2, 3)])[0]["high"] <= 0
+               for _ in range(3000))
+    assert power["reproduces"] == pytest.approx(hits / 3000, abs=0.03)
+
+
 def test_detectable_effect_is_found_at_its_power_by_the_direction_rule():
     """A direction rule's detectable effect (issue 36: what an undecided verdict leaves open): with a known
     standard error, the rule (the whole 90% interval above 0) finds an effect of that size 80% of the time, and
@@ -267,6 +281,10 @@ def test_share_rule_detectable_is_exact():
     hits = rng.binomial(15, p, 20_000)
     decides = np.array([stats.share_interval(h, 15)[0] > 0.5 for h in range(16)])
     assert decides[hits].mean() == pytest.approx(0.8, abs=0.01)
+    # another level moves the number of hits the rule needs: 7 of 8 at 90% (8 of 8 at 95%)
+    p90 = stats.share_rule_detectable(8, level=0.9)
+    assert stats.share_interval(7, 8, 0.9)[0] > 0.5 > stats.share_interval(6, 8, 0.9)[0]
+    assert binom.sf(6, 8, p90) == pytest.approx(0.8, abs=1e-6)
     with pytest.raises(ValueError, match="n >= 1"):
         stats.share_rule_detectable(0)
 

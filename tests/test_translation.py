@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 
@@ -127,6 +128,7 @@ def test_loops_and_bleu_interval():
     hyps = ["y dijo Dios la luz", "y fue luz", "y vió Dios que era buena"] * 10
     r = stats.bleu_interval(hyps, refs, n_bootstrap=200)
     assert r["low"] < r["bleu"] < r["high"] and r["bleu"] == pytest.approx(stats.bleu(hyps, refs))
+    assert (r["low"] + r["high"]) / 2 == pytest.approx(r["mean"])  # sacreBLEU's mean +- ci, symmetric
 
 
 def _tiny_preset(**kw):
@@ -180,6 +182,13 @@ def test_paired_bleu_difference_is_the_corpus_difference_with_a_paired_interval(
     d = stats.paired_bleu_difference(worse, better, refs, n_bootstrap=300)
     assert d["delta"] == pytest.approx(stats.bleu(better, refs) - stats.bleu(worse, refs), abs=1e-9)
     assert 0 < d["low"] < d["delta"] < d["high"] and d["p_not_better"] < 0.05
+    # the 95% percentile interval of the paired resamples (Koehn 2004), resample for resample
+    st = [stats.sentence_statistics(h, refs) for h in (worse, better)]
+    rng = np.random.default_rng(12345)
+    draws = [rng.integers(0, len(refs), len(refs)) for _ in range(300)]
+    samples = [stats.bleu_from_statistics(st[1][i].sum(0)) - stats.bleu_from_statistics(st[0][i].sum(0))
+               for i in draws]
+    assert (d["low"], d["high"]) == pytest.approx(tuple(np.percentile(samples, [2.5, 97.5])))
     same = stats.paired_bleu_difference(worse, worse, refs, n_bootstrap=50)
     assert same["delta"] == same["low"] == same["high"] == 0.0 and same["p_not_better"] == 1.0
     flipped = stats.paired_bleu_difference(better, worse, refs, n_bootstrap=300)

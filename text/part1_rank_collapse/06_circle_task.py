@@ -37,7 +37,7 @@ except ImportError:
 # Every line is a claim of this page, with its rule, numbers and reason in the tables below and on the [reproduction page](../reproduction.ipynb).
 # :::
 
-# %%
+# %% tags=["hide-input"]
 import attnbook
 import numpy as np
 import torch
