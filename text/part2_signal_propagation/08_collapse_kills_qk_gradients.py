@@ -386,8 +386,8 @@ def ratio(key, layer):
 # collapsed to within float32 precision after a few dozen layers ({numref}`fig-ch08-1`), the query/key gradients of
 # the deep layers are many orders of magnitude below the value gradients; in the unscaled pre-LN stack they
 # fall steadily with depth, as the cosine creeps towards 1. With $\alpha = 1/\sqrt L$ the ratio stays of order
-# one across all layers. Optimisers see these numbers: a plain SGD step moves $W_Q$ and $W_K$ of the deep
-# layers not at all, which [chapter 9](09_unequal_gradients_and_adam.ipynb) turns into a training experiment.
+# one across all layers. Optimisers see these numbers: a plain SGD step barely moves $W_Q$ and $W_K$ of the deep
+# layers, which [chapter 9](09_unequal_gradients_and_adam.ipynb) turns into a training experiment.
 #
 
 # %% [markdown]

@@ -53,6 +53,7 @@ import torch
 import attnbook
 from attnbook.claims.prose import glue
 from attnbook.core import norms
+from attnbook.rank import deep_bound
 from attnbook.rank import masked_collapse as mc
 from attnbook.rank import sphere_clusters as sc
 from attnbook.signal import propagation as prop
@@ -150,7 +151,7 @@ glue(
 )
 glue(
     "ch12_full_roundoff",
-    int((curves["full"].median(0).values < 1e-10).float().argmax()),
+    deep_bound.first_layer_below(curves["full"].median(0).values, 1e-10),
 )
 glue("ch12_last_window", last["window"])
 glue("ch12_last_cwindow", last["causal window"]);
@@ -467,7 +468,7 @@ small, large = sizes["shaped_widths"]
 # * In two trained models the skip path carries most of every layer; heads that attend to sinks add somewhat less.
 # * Doubly exponential collapse needs every token to see every other near rank one; otherwise it is exponential or
 #   slower, and the order of the fit tells which.
-# * Shaped attention keeps the tokens apart at any depth, more so at larger width.
+# * Shaped attention keeps the tokens apart at every depth simulated here, more so at larger width.
 #
 # ## Exercises
 #
