@@ -432,3 +432,27 @@ def test_the_rule_prints_p_so_that_it_never_reads_as_the_level(p, shown):
     """Two significant digits, three near 0.05: p = 0.0496 must not print as "0.05" beside "p < 0.05"."""
     c = claims.compare("rho", 0.4, paper=1, above_chance=(0.0, p, 1 - p), source="Sec. 4", reason="measured")
     assert f"(here p = {shown})" in c.condition
+
+
+def test_every_rule_decides_exactly_at_its_boundary():
+    """One case per rule at its exact threshold (a mutation audit found the rules' <= / < untested there), plus a
+    negative paper value with a relative tolerance and a lower-is-better level with an interval."""
+    from attnbook.claims import check, compare
+
+    assert check("x", -1.0, at_most=0.0).band == pytest.approx(0.02)  # the default band is relative to |value|
+    with pytest.raises(ClaimFailed):
+        check("inf", float("inf"), at_least=0.0)  # a non-finite value never holds
+    assert check("x", 1.5, close_to=1.0, tol=0.5).holds  # exactly at the tolerance holds
+    assert compare("x", 3.5, paper=3.0, tol=0.5, source="s").verdict == "reproduces"
+    assert compare("x", -3.25, paper=-3.0, rel_tol=0.1, source="s").verdict == "reproduces"
+    # an interval reaching past paper + tol cannot decide "within tol"
+    assert compare("x", 3.1, paper=3.0, tol=0.05, interval=(3.02, 3.2), source="s").verdict == "undecided"
+    # a test against chance: p = 0.05 is not below 0.05, and a value at chance is not above it
+    assert compare("r", 0.4, paper=1, above_chance=(0.0, 0.05, 0.95), source="s").verdict == "undecided"
+    assert compare("r", 0.5, paper=1, above_chance=(0.5, 0.01, 0.99), source="s").verdict == "undecided"
+    assert compare("a", 0.25, paper=0.5, reaches=0.25, source="s").verdict == "reproduces"  # 0.5 - 0.25 reached
+    low = compare("e", 0.9, paper=0.9, reaches=0.05, lower_is_better=True, interval=(0.80, 0.97), source="s")
+    assert low.verdict == "undecided"  # lower is better: the interval's upper end must stay within the margin
+    assert compare("d", 0.0, paper=3.0, same_side_of=0, source="s").verdict == "differs"  # 0 is not above 0
+    assert compare("c", 2.5, paper=3.0, interval=(2.0, 3.0), source="s").verdict == "reproduces"  # ends included
+    assert compare("d", 1.0, paper=1.0, same_side_of=0, interval=(-1.0, 2.0), source="s").reason == ""
