@@ -97,6 +97,17 @@ def test_every_glue_the_prose_names_is_in_the_committed_outputs(path):
     assert not missing, f"{path.name}: the prose names glue keys that no cell glues: {sorted(missing)}"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_glue_key_is_glued_twice(path):
+    """A key glued twice renders whichever output the build meets last, so one of the two sentences that cite it
+    shows the other's number (mystnb warns, which fails the -W build after half an hour; this takes a second)."""
+    nb = nbformat.read(path, as_version=4)
+    names = [o.get("metadata", {}).get("scrapbook", {}).get("name") for c in nb.cells if c.cell_type == "code"
+             for o in c.get("outputs", [])]
+    twice = sorted({n for n in names if n is not None and names.count(n) > 1})
+    assert not twice, f"{path.name}: glue keys glued more than once: {twice}"
+
+
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name != "intro.ipynb"], ids=lambda p: p.name)
 def test_notebook_reads_a_preset_and_checks_claims(path):
     """Every chapter (and the reproduction page) starts with attnbook.setup and states claims; the intro only

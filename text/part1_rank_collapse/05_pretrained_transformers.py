@@ -250,7 +250,7 @@ pretrained = bert["pretrained"]
 skip, full = dict(pretrained["SAN+skip"]), dict(pretrained["Transformer"])
 for key, value in (("skip12", skip[12]), ("skip6", skip[6]), ("full12", full[12]),
                    ("r0", pretrained["embeddings"])):  # the paper's Fig. 2
-    glue(f"ch05_bert_{key}", value);
+    glue(f"ch05_paper_bert_{key}", value);
 
 # %% tags=["nbval-check-output", "hide-input"]
 MINILM = "pretrained all-MiniLM-L6-v2 (the paper: pretrained BERT-base)"
@@ -430,9 +430,9 @@ print("paper surgery:", np.round(albert_paper["SAN+skip"].mean(1), 2))
 # ## Where MiniLM differs from the paper's BERT-base
 #
 # The pretrained models differ most with skip connections. In the paper, pretrained BERT-base with skips
-# but without MLPs falls to {glue:text}`ch05_bert_skip12:.2f` at layer 12 ({glue:text}`ch05_bert_skip6:.1f` at layer 6), and the full transformer sits around {glue:text}`ch05_bert_full12:.2f` at
+# but without MLPs falls to {glue:text}`ch05_paper_bert_skip12:.2f` at layer 12 ({glue:text}`ch05_paper_bert_skip6:.1f` at layer 6), and the full transformer sits around {glue:text}`ch05_paper_bert_full12:.2f` at
 # the last layer. Pretrained MiniLM stays high: about {glue:text}`ch05_mini_skip:.2f` with skips and no MLPs, about {glue:text}`ch05_mini_full:.2f` for the full
-# model (after a dip in the middle layers), and its embeddings start higher ({glue:text}`ch05_mini_r0:.2f` against BERT's {glue:text}`ch05_bert_r0:.2f`).
+# model (after a dip in the middle layers), and its embeddings start higher ({glue:text}`ch05_mini_r0:.2f` against BERT's {glue:text}`ch05_paper_bert_r0:.2f`).
 
 # %% tags=["nbval-check-output", "hide-input"]
 OTHER_MODEL = ("a different pretrained model (6 layers, distilled, fine-tuned on "
