@@ -119,6 +119,9 @@ def test_every_loader_answers_a_preset_without_its_file():
         assert isinstance(m, runs.Missing) and not m and m.preset == "paper"
     assert missing[0].command == "python scripts/run.py circle_control --preset paper"
     assert missing[1].command == ""  # circle_seeds16 is defined at quick only
+    assert circle.load_runs("control_seeds16", "quick")["meta"]["run"] == "circle_control_seeds16"
+    with pytest.raises(ValueError, match="expected run one of"):
+        circle.load_runs("seeds32", "quick")  # not a circle run of the run table
     with pytest.raises(runs.NotAtPreset, match="translation_model --preset paper`, or run this chapter at a "
                        "preset that ships it \\(ATTNBOOK_PRESET=quick\\)"):
         tr.load_translation_model(preset="paper")
