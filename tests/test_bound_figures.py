@@ -48,22 +48,28 @@ def test_bound_vs_reality_one_solid_and_one_dashed_line_per_head_and_the_cubic_r
     assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylim() == pytest.approx((1e-14, 1e4))
 
 
-def test_deep_bound_by_layer_observed_in_log10_bound_dashed_and_the_floor():
+def test_deep_bound_by_layer_tracked_solid_forward_pass_dotted_bound_dashed_and_the_floor():
     observed = torch.tensor([[1e-2, 1e-6, 1e-20], [2e-2, 1e-7, 1e-15]], dtype=torch.float64)
+    tracked = torch.tensor([[-2.0, -6.0, -19.0], [-1.7, -7.0, -22.0]], dtype=torch.float64)
     bounds = torch.tensor([[-1.7, -4.0, -12.0], [-1.4, -3.0, -10.0]], dtype=torch.float64)
-    fig = bf.deep_bound_by_layer(observed, bounds, floor=1e-13)
-    lines = fig.axes[0].get_lines()
-    assert len(lines) == 2 * 2 + 1
+    fig = bf.deep_bound_by_layer(observed, tracked, bounds, floor=1e-13)
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    assert len(lines) == 2 * 3 + 1
     assert list(lines[0].get_xdata()) == [0, 1, 2]
-    assert lines[0].get_ydata() == pytest.approx([-2.0, -6.0, -17.0])  # clamped at 1e-17
-    assert lines[0].get_color() == variant_color("SAN") and lines[1].get_linestyle() == "--"
-    assert lines[3].get_ydata() == pytest.approx(bounds[1].numpy())
+    assert lines[0].get_ydata() == pytest.approx([-2.0, -6.0, -19.0]) and lines[0].get_linestyle() == "-"
+    assert lines[1].get_ydata() == pytest.approx([-2.0, -6.0, -17.0])  # clamped at 1e-17
+    assert lines[1].get_linestyle() == ":" and lines[2].get_linestyle() == "--"
+    assert lines[0].get_color() == variant_color("SAN")
+    assert lines[5].get_ydata() == pytest.approx(bounds[1].numpy())
     assert lines[-1].get_ydata()[0] == pytest.approx(-13.0)
+    assert ax.get_ylim()[0] <= -22.0  # the deepest tracked value is shown
 
 
 def test_skip_curves_are_relative_to_the_input_and_the_construction_is_black_dashed():
     curves = {"SAN (random)": torch.tensor([2.0, 0.2, 2e-3]), "SAN+skip (random)": torch.tensor([2.0, 1.5, 1.0]),
-              "SAN+skip (W_Q = W_K = 0)": torch.tensor([4.0, 4.0, 4.0])}
+              "SAN+skip (W_Q = W_K = 0)": torch.tensor([4.0, 4.0, 4.0]),
+              "SAN+skip (random), relative": torch.tensor([0.5, 0.25, 0.05])}
     fig = bf.skip_curves(curves)
     lines = fig.axes[0].get_lines()
     assert [ln.get_label() for ln in lines] == list(curves)
@@ -71,6 +77,8 @@ def test_skip_curves_are_relative_to_the_input_and_the_construction_is_black_das
     assert lines[1].get_color() == variant_color("SAN+skip") and lines[1].get_linestyle() == "-"
     assert lines[2].get_color() == "black" and lines[2].get_linestyle() == "--"
     assert list(lines[2].get_ydata()) == [1.0, 1.0, 1.0]
+    assert lines[3].get_color() == variant_color("SAN+skip") and lines[3].get_linestyle() == ":"
+    assert lines[3].get_ydata() == pytest.approx([1.0, 0.5, 0.1])
 
 
 def test_mlp_collapse_labels_each_gain_with_its_measured_lambda():

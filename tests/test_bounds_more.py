@@ -9,7 +9,8 @@ import math
 import pytest
 import torch
 
-from attnbook.core.norms import relative_residual
+from attnbook.core.attention import SelfAttentionNetwork, gaussian_init_
+from attnbook.core.norms import relative_residual, residual_by_layer
 from attnbook.rank import deep_bound as DB
 from attnbook.rank import one_layer
 
@@ -76,14 +77,69 @@ def test_sweep_summary_of_a_known_power_law():
 
 
 def test_simulate_against_bound_starts_at_twice_the_input_residual_and_holds(float64):
-    observed, bounds = DB.simulate_against_bound(2, n=4, d=8, n_heads=2, depth=2, scale=0.01, seed=0)
-    assert observed.shape == bounds.shape == (2, 3)
+    observed, tracked, bounds = DB.simulate_against_bound(2, n=4, d=8, n_heads=2, depth=4, scale=0.01, seed=0)
+    assert observed.shape == tracked.shape == bounds.shape == (2, 5)
     torch.testing.assert_close(bounds[:, 0], (2 * observed[:, 0]).log10())
     assert bool((observed[:, 0] < 0.1).all())
     above = observed > 1e-13
     assert bool((observed[above].log10() <= bounds[above] + 1e-9).all())
-    again, _ = DB.simulate_against_bound(2, n=4, d=8, n_heads=2, depth=2, scale=0.01, seed=0)
+    assert bool((tracked <= bounds).all()) and tracked[:, -1].max() < -100  # every layer, far below round-off
+    torch.testing.assert_close(tracked[:, :2], observed[:, :2].log10(), rtol=0, atol=1e-8)
+    again, _, _ = DB.simulate_against_bound(2, n=4, d=8, n_heads=2, depth=4, scale=0.01, seed=0)
     torch.testing.assert_close(observed, again)
+
+
+def _biased_san(depth, seed=0, **kw):
+    torch.manual_seed(seed)
+    net = gaussian_init_(SelfAttentionNetwork(depth, 8, 2, skip=False, mlp=False, layernorm=None, **kw))
+    with torch.no_grad():
+        for b in net.blocks:
+            for lin in (b.attn.q, b.attn.k, b.attn.v, b.attn.out):
+                lin.bias.normal_()
+    return net
+
+
+@pytest.mark.parametrize("kw", [{}, dict(temperature=0.5, alpha=1.7)])
+def test_tracked_residuals_agree_with_a_forward_pass_above_round_off(float64, kw):
+    net = _biased_san(6, **kw)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(1, 1, 8, generator=g) + 0.3 * torch.randn(1, 5, 8, generator=g)
+    direct = residual_by_layer(net, X, relative=False)[0].log10()
+    tracked = DB.tracked_log10_residuals(net, X)
+    assert tracked.shape == (7,)
+    above = direct > -9
+    assert int(above.sum()) >= 3
+    torch.testing.assert_close(tracked[above], direct[above], rtol=0, atol=1e-6)
+    assert tracked[-1] < direct[-1] - 100  # the forward pass stopped at round-off, the tracked one did not
+
+
+def test_tracked_residuals_contract_with_order_three(float64):
+    # Delta is linear in E, E quadratic in the residual: log r(l+1) - 3 log r(l) tends to a constant
+    tracked = DB.tracked_log10_residuals(_biased_san(8, seed=1), torch.randn(5, 8, generator=torch.Generator()
+                                                                             .manual_seed(1)) * 0.1 + 1.0)
+    ratios = tracked[1:] / tracked[:-1]  # log r(l+1) / log r(l): 3 + log C / log r(l) -> 3
+    assert ratios[-3:].tolist() == pytest.approx([3.0] * 3, abs=0.02)
+    assert ratios[-1] == pytest.approx(3.0, abs=0.002)
+
+
+def test_tracked_residuals_linear_branch_matches_the_exact_one(float64, monkeypatch):
+    net = _biased_san(5, seed=2)
+    X = 1.0 + 0.05 * torch.randn(6, 8, generator=torch.Generator().manual_seed(2))
+    exact = DB.tracked_log10_residuals(net, X)  # exact expm1 branch down to s^2 = 1e-150
+    monkeypatch.setattr(DB, "_LINEAR_BELOW", math.log(1e-12))  # linear branch from s^2 = 1e-12 on
+    linear = DB.tracked_log10_residuals(net, X)
+    assert exact[3] < -20
+    torch.testing.assert_close(linear, exact, rtol=0, atol=1e-9)
+
+
+def test_tracked_residuals_refuse_what_they_cannot_follow(float64):
+    with pytest.raises(ValueError, match="pure SAN"):
+        DB.tracked_log10_residuals(SelfAttentionNetwork(2, 8, 2, skip=True, mlp=False, layernorm=None),
+                                   torch.randn(5, 8))
+    with pytest.raises(ValueError, match="rank one"):
+        DB.tracked_log10_residuals(_biased_san(2), torch.ones(5, 8))
+    with pytest.raises(ValueError, match="n_tokens, 8"):
+        DB.tracked_log10_residuals(_biased_san(2), torch.randn(2, 5, 8))
 
 
 def test_mlp_instances_and_the_mlp():
@@ -135,3 +191,18 @@ def test_the_sweep_calls_the_library_bound(float64, monkeypatch):
     one_layer.bound_sweep(torch.tensor([1e-2, 1e-1]), [1.0], 2, torch.Generator().manual_seed(0), n=3, d=4,
                           d_qk=2)
     assert calls == [2, 2]  # once per head, with d_qk
+
+
+def test_random_net_curves_draw_net_i_after_seed_plus_i(float64):
+    X = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(0))
+    kw = dict(skip=False, mlp=False, layernorm=None)
+    curves = DB.random_net_curves(X, 3, 2, n_nets=3, seed=4, **kw)
+    assert curves.shape == (3, 4)
+    torch.manual_seed(5)
+    second = gaussian_init_(SelfAttentionNetwork(3, 8, 2, **kw))
+    torch.testing.assert_close(curves[1], residual_by_layer(second, X)[0])
+    absolute = DB.random_net_curves(X, 3, 2, n_nets=3, seed=4, relative=False, **kw)
+    torch.testing.assert_close(absolute[1], residual_by_layer(second, X, relative=False)[0])
+    assert not torch.equal(curves[0], curves[1])
+    with pytest.raises(ValueError, match="n_nets"):
+        DB.random_net_curves(X, 3, 2, n_nets=0, **kw)

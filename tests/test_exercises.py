@@ -139,8 +139,9 @@ def test_every_chapter_has_a_checked_exercise():
 
 
 def test_the_window_exercise_counts_layers_of_three_positions():
-    assert exercises.check("ch12-window-reach", math.ceil(15 / 3)).right
-    assert not exercises.check("ch12-window-reach", math.ceil(15 / 4)).right  # counted the token itself too
+    assert exercises.check("ch12-window-reach", math.ceil(31 / 2)).right
+    assert not exercises.check("ch12-window-reach", math.ceil(31 / 3)).right  # counted the token itself too
+    assert not exercises.check("ch12-window-reach", 31 // 2).right  # rounded down
 
 
 def test_the_importance_exercise_takes_absolute_values_before_the_mean():

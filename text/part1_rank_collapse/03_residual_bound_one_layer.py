@@ -139,6 +139,7 @@ def quantities(X, Wq, Wk, bq, bk, Wv, R=None):
 
 # %%
 report = {}  # step -> (worst random ratio, worst adversarial ratio)
+ends = {}  # step -> the instances where its ascent ended
 
 
 def search(step, ratio_fn, seed):
@@ -149,6 +150,7 @@ def search(step, ratio_fn, seed):
         steps=sizes["ascent_steps"], lr=0.03, seed=seed,
     )
     report[step] = (found["random"], found["adversarial"])
+    ends[step] = found["found"]
     print(step, "worst ratio random / adversarial:",
           [round(v, 3) for v in report[step]])  # 3 digits: the same on every CPU
 
@@ -217,15 +219,39 @@ attnbook.check("step 1: instances where |P - softmax(1 r^T + E)| exceeds 1e-12",
 #
 # If $E$ were zero, $P$ would be exactly $\mathbf{1}p^\top$, $\Delta = 0$, and the output would have identical
 # rows: all the residual of the output is carried by $\Delta$, the softmax's reaction to $E$.
+#
+# The split itself is an identity for *any* vector $p$: its proof uses only $P\mathbf{1} = \mathbf{1}$, and the
+# second check below confirms it with a wrong $p$. What singles out $p = \operatorname{softmax}(r)$ is that
+# $\Delta$ vanishes with $E$: scaling $E$ by $t = 10^{-8}$ moves $P$ from $\mathbf{1}p^\top$ by at most
+# $2t\max|E|$ (the bound of step 6 as $m \to 0$), and from the wrong $\mathbf{1}p^\top$ by orders of magnitude more.
 
 # %%
 z = (Q["ones_x"][..., :1, :] + Q["p"] @ Q["R"]) @ Q["Wv"]  # one row, the same for all
 # b_V = 0 here; it only adds to z
 split_error = (Q["SA"] - (z + Q["Delta"] @ Q["R"] @ Q["Wv"])).abs().amax((-1, -2))
+# the split holds for any p (it uses only P 1 = 1): here with the uniform p instead
+p_wrong = torch.full_like(Q["p"], 1 / n)
+z_wrong = (Q["ones_x"][..., :1, :] + p_wrong @ Q["R"]) @ Q["Wv"]
+split_wrong = (Q["SA"] - (z_wrong + (Q["P"] - p_wrong) @ Q["R"] @ Q["Wv"])).abs().max()
+# what singles out p = softmax(r): Delta vanishes with E. Scale E by t: P moves from
+# 1 p^T by at most 2 t max|E| (step 6 as m -> 0), from 1 p_wrong^T by much more
+t = 1e-8
+P_t = (Q["r"] + t * Q["E"]).softmax(-1)
+E_max = t * Q["E"].abs().amax((-1, -2))
+moved = ((P_t - Q["p"]).abs().amax((-1, -2)) / E_max).max().item()
+moved_wrong = ((P_t - p_wrong).abs().amax((-1, -2)) / E_max).min().item()
 
 # %% tags=["nbval-check-output", "hide-input"]
-attnbook.check("step 2: instances where the output split is off by more than 1e-12",
-               int((split_error > 1e-12).sum()), close_to=0, tol=0)
+[
+    attnbook.check("step 2: instances where the output split is off by more than 1e-12",
+                   int((split_error > 1e-12).sum()), close_to=0, tol=0),
+    attnbook.check("step 2 with a wrong p (uniform): largest gap of the split",
+                   split_wrong.item(), at_most=1e-12, digits=2, band=1e-12),
+    attnbook.check("E scaled by 1e-8: largest |P - 1 p^T| / max|E|, p = softmax(r)",
+                   moved, at_most=2.0, digits=2),
+    attnbook.check("the same with the wrong p, smallest (must be far above 2)",
+                   moved_wrong, at_least=1e3, digits=2),
+]
 
 # %% [markdown]
 # **A worked instance.** Three tokens in two dimensions, $W_Q = W_K = W_V = I$ and no biases, centred on the
@@ -282,7 +308,8 @@ attnbook.check("worked instance: steps 1 and 2 hold to round-off (largest gap)",
 #
 # The mean version is differentiable, so it gets the adversarial treatment; the $\arg\min$ version needs a few
 # linear programmes per matrix (`res(..., center="argmin")` minimises the product of the two norms exactly, with a
-# certified lower bound), so it is checked on random instances only.
+# certified lower bound), so it is checked on random instances and at the points where the mean version's ascent
+# ended.
 
 # %%
 def ratio_step3(**kw):
@@ -291,20 +318,22 @@ def ratio_step3(**kw):
 
 
 search("3 (mean)", ratio_step3, seed=3)
-# the argmin centring (linear programmes) on a few random instances
+# the argmin centring (linear programmes) on a few random instances and where the
+# mean-centring ascent ended (pushed hardest against the neighbouring inequality)
 few = sample(sizes["n_argmin"], torch.Generator().manual_seed(30))
-Qa = quantities(**few)
+Qa = quantities(**{k: torch.cat([v, ends["3 (mean)"][k]]) for k, v in few.items()})
 D = Qa["Delta"] @ Qa["R"] @ Qa["Wv"]
 argmin_ratio = (norm_1_inf(res(Qa["SA"], center="argmin")) / norm_1_inf(D)).max().item()
 report["3 (argmin)"] = (argmin_ratio, float("nan"))
-print(f"3 (argmin) worst ratio on {sizes['n_argmin']} random instances: {argmin_ratio}")
+print(f"3 (argmin) worst ratio on {sizes['n_argmin']} random instances and "
+      f"{sizes['n_starts']} ascent end points: {argmin_ratio:.3g}")
 
 # %% tags=["nbval-check-output", "hide-input"]
 [
     attnbook.check("step 3, mean centring: worst ratio found (random or adversarial)",
                    max(report["3 (mean)"]), at_most=1.0, digits=2),
-    attnbook.check("step 3, argmin centring: worst ratio on random instances",
-                   argmin_ratio, at_most=1.0 + 1e-6, digits=2),
+    attnbook.check("step 3, argmin centring: worst ratio on random instances and the "
+                   "ascent's end points", argmin_ratio, at_most=1.0 + 1e-6, digits=2),
     attnbook.check(
         "step 3, mean centring without the factor 2: worst ratio (must exceed 1)",
         2 * max(report["3 (mean)"]), at_least=1.05, digits=2,
@@ -553,14 +582,16 @@ def ratio_lemma(**kw):
 
 
 search("lemma (mean)", ratio_lemma, seed=9)
-# the paper's argmin centring on both sides, on step 3's few random instances
-R_arg = res(few["X"], center="argmin")
-Qa = quantities(**few, R=R_arg)
+# the paper's argmin centring on both sides, on step 3's random instances and where the
+# mean lemma's ascent ended
+pool = {k: torch.cat([v, ends["lemma (mean)"][k]]) for k, v in few.items()}
+R_arg = res(pool["X"], center="argmin")
+Qa = quantities(**pool, R=R_arg)
 bound_arg = one_layer.lemma_bound(Qa["Wqk"], Qa["Wv"], R_arg, d_qk, center="argmin")
 lemma_argmin = (norm_1_inf(res(Qa["SA"], center="argmin")) / bound_arg).max().item()
 report["lemma (argmin)"] = (lemma_argmin, float("nan"))
-print(f"lemma (argmin) worst ratio on {sizes['n_argmin']} random instances: "
-      f"{lemma_argmin:.3g}")
+print(f"lemma (argmin) worst ratio on {sizes['n_argmin']} random instances and "
+      f"{sizes['n_starts']} ascent end points: {lemma_argmin:.3g}")
 
 # %% tags=["nbval-check-output", "hide-input"]
 [

@@ -154,7 +154,10 @@ glue(
     deep_bound.first_layer_below(curves["full"].median(0).values, 1e-10),
 )
 glue("ch12_last_window", last["window"])
-glue("ch12_last_cwindow", last["causal window"]);
+glue("ch12_last_cwindow", last["causal window"])
+# the layers a window needs before the last token depends on the first
+glue("ch12_window_cross", mc.layers_to_reach(sizes["n_tokens"], sizes["window"]))
+glue("ch12_depth", sizes["depth"]);
 
 # %% [markdown]
 # Full attention collapses doubly exponentially (order {glue:text}`ch12_order_full:.1f`): by layer {glue:text}`ch12_full_roundoff:d` the residual is at round-off. Under
@@ -165,8 +168,10 @@ glue("ch12_last_cwindow", last["causal window"]);
 # tokens between them, and the second token keeps a weight on itself that does not shrink with the residual. The
 # cubic mechanism of [chapter 3](../part1_rank_collapse/03_residual_bound_one_layer.ipynb), where the attention's distance from uniform is itself proportional to the residual,
 # needs every token to see every other. Local windows slow the collapse further: after the same depth their residual
-# is still {glue:text}`ch12_last_window:.2f` (window) and {glue:text}`ch12_last_cwindow:.1e` (causal window), because information needs many layers to cross the sequence
-# (the checked exercise below counts them).
+# is still {glue:text}`ch12_last_window:.2f` (window) and {glue:text}`ch12_last_cwindow:.1e` (causal window). Not because
+# information has not crossed the sequence: each window needs {glue:text}`ch12_window_cross:d` layers for the last token to depend on the first
+# (the checked exercise below counts them), and the stack has {glue:text}`ch12_depth:d`. What keeps the residual up is not
+# measured here.
 #
 # Wu et al. also study LayerNorm, and there their abstract says something [chapter 4](../part1_rank_collapse/04_deep_bounds.ipynb) could not: "with proper choice
 # of value matrices, a general class of sequences may not converge to a rank one subspace". The dynamics have
@@ -377,7 +382,6 @@ glue("ch12_sink_test", "passes" if rho_size["p_less"] < 0.05 / 2 else "does not 
 # * a causal mask, where the first token is a fixed point the others approach at a rate set by their own weights
 #   ({glue:text}`ch12_order_causal:.2f` above);
 # * layers that are nearly the identity, as in the circle task of [chapter 6](../part1_rank_collapse/06_circle_task.ipynb), where a trained model merges its tokens geometrically;
-# * attention that is close to uniform from the start, where each layer averages by a constant factor.
 #
 #  Local masks and shared, normalised
 # weights slow it further, to the clusters above. Which regime a model is in is a measurement, not a property of
@@ -485,7 +489,8 @@ small, large = sizes["shaped_widths"]
 #
 # ### A checked exercise
 #
-# Local masks slow collapse because information needs layers to travel. Put your number in `answer`;
+# How many layers does the causal window of this chapter need before the last token depends on the first?
+# Put your number in `answer`;
 # `exercises.check` says whether it is right. A worked solution is in the hidden cell below it.
 
 # %%
@@ -495,9 +500,9 @@ answer = None  # a number of layers
 exercises.check("ch12-window-reach", answer)
 
 # %% tags=["hide-cell"]
-# worked solution: each layer moves information at most 3 positions forward, and the
-# first token is 15 positions from the last
-solution = math.ceil((16 - 1) / 3)
+# worked solution: each layer moves information at most 2 positions forward, and the
+# first of 32 tokens is 31 positions from the last
+solution = math.ceil((32 - 1) / 2)
 print(f"layers: {solution}")
 exercises.solved("ch12-window-reach", solution)
 

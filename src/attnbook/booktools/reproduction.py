@@ -486,7 +486,7 @@ HEADLINES = {
     1: ("pure SAN: order of collapse p in log r(l+1) = log C + p log r(l)",),
     2: ("BERT-base: most common path length (smallest of ties)",),
     3: ("log-log slope of observed residual, median (cubic regime)",),
-    4: ("deep bound: (layer, net) pairs above round-off where observed exceeds the bound",),
+    4: ("deep bound: (layer, net) pairs, every layer, where the tracked residual exceeds the bound",),
     5: ("BERT-base at init, SAN+skip: mean r_12",),
     6: ("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 pure SAN (steps)",),
     7: ("paths: sort, best short path (k=1,2, 20 paths), accuracy above chance (one-sided t over "

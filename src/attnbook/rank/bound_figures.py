@@ -53,40 +53,48 @@ def bound_vs_reality(sweep: dict) -> plt.Figure:
     return fig
 
 
-def deep_bound_by_layer(observed: torch.Tensor, log10_bound: torch.Tensor, floor: float) -> plt.Figure:
-    """log10 of the observed residual of each random SAN (rows of ``observed``, one column per layer) and
-    its bound ``log10_bound`` (dashed), with the round-off ``floor`` dotted (chapter "Deep bounds",
-    ``fig-ch04-1``; both from :func:`attnbook.rank.deep_bound.simulate_against_bound`)."""
+def deep_bound_by_layer(observed: torch.Tensor, log10_tracked: torch.Tensor, log10_bound: torch.Tensor,
+                        floor: float) -> plt.Figure:
+    """log10 of the residual of each random SAN (rows, one column per layer) followed without round-off
+    (``log10_tracked``, solid), as a forward pass sees it (``observed``, dotted, down to the round-off
+    ``floor``, drawn grey) and its bound ``log10_bound`` (dashed) (chapter "Deep bounds", ``fig-ch04-1``; all from
+    :func:`attnbook.rank.deep_bound.simulate_against_bound`)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
     layers = torch.arange(observed.shape[1])
     for i in range(observed.shape[0]):
         first = i == 0
-        ax.plot(layers, observed[i].clamp(min=1e-17).log10(), color=variant_color("SAN"), lw=1, alpha=0.7,
-                label="observed $\\|res(X^l)\\|$ (random SANs)" if first else None)
+        ax.plot(layers, log10_tracked[i], color=variant_color("SAN"), lw=1, alpha=0.7,
+                label="observed $\\|res(X^l)\\|$, followed without round-off" if first else None)
+        ax.plot(layers, observed[i].clamp(min=1e-17).log10(), color=variant_color("SAN"), lw=1, ls=":",
+                alpha=0.7, label="the same, by a forward pass in float64" if first else None)
         ax.plot(layers, log10_bound[i], color="black", lw=1, ls="--", alpha=0.7,
                 label="bound $2 b_l$" if first else None)
     ax.axhline(math.log10(floor), color="0.5", ls=":", lw=1, label="float64 round-off floor")
-    ax.set_ylim(-60, 1)
+    low = float(min(log10_tracked.min(), log10_bound.min()))
+    ax.set_ylim(1.05 * low - 1, 1)
     ax.set_xlabel("layer $l$")
     ax.set_ylabel("$\\log_{10}$ residual")
-    ax.set_title("Observed residuals stay below the doubly exponential bound\n"
-                 "(and fall even faster, to round-off in two layers)")
+    ax.set_title("The residual stays below the bound at every layer\n"
+                 "(a forward pass loses it to round-off after two)")
     fig.legend(loc="outside lower center", ncol=2)
     return fig
 
 
 def skip_curves(curves: dict) -> plt.Figure:
-    """Residual by layer relative to the input's, log scale, for each of ``curves`` (name -> residual by
-    layer): random SAN and SAN+skip in their variant colours, the ``W_Q = W_K = 0`` construction (a name
-    containing "W_Q") black and dashed (chapter "Deep bounds", ``fig-ch04-2``)."""
+    """Residual by layer over the input's, log scale, for each of ``curves`` (name -> residual by layer): random
+    SAN and SAN+skip in their variant colours (a name containing "relative": the relative residual, dotted), the
+    ``W_Q = W_K = 0`` construction (a name containing "W_Q") black and dashed (chapter "Deep bounds",
+    ``fig-ch04-2``)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.8), layout="constrained")
     for name, c in curves.items():
         construction = "W_Q" in name
         color = "black" if construction else variant_color(name.split(" ")[0])
-        ax.semilogy(c.clamp(min=1e-17) / c[0], color=color, ls="--" if construction else "-", label=name)
+        style = "--" if construction else ":" if "relative" in name else "-"
+        ax.semilogy(c.clamp(min=1e-17) / c[0], color=color, ls=style, label=name)
     ax.set_xlabel("layer $l$")
-    ax.set_ylabel("$\\|res(X^l)\\|_{1,\\infty} / \\|res(X)\\|_{1,\\infty}$")
-    ax.set_title("With skip connections the residual need not shrink at all")
+    ax.set_ylabel("residual / the input's")
+    ax.set_title("With skips the residual need not shrink at all\n"
+                 "(random weights: the relative residual drifts down slowly)")
     fig.legend(loc="outside lower center", ncol=2)
     return fig
 

@@ -10,7 +10,8 @@ one-layer residual bound"). The step says something only where it contracts, ``a
 :func:`contraction_threshold` is the largest such ``r``.
 
 Chapter "Deep bounds" also reads its simulations from here: random SANs against the bound layer by layer
-(:func:`simulate_against_bound`), the MLP lemma's instances (:func:`mlp_instances`, :func:`mlp`), SAN+MLP
+(:func:`simulate_against_bound`, with the residual followed below float64's round-off by
+:func:`tracked_log10_residuals`), residual curves of several random networks (:func:`random_net_curves`), the MLP lemma's instances (:func:`mlp_instances`, :func:`mlp`), SAN+MLP
 residual curves by MLP weight scale (:func:`mlp_gain_curves`, :func:`first_layer_below`) and LayerNorm's
 effect on the relative residual (:func:`layernorm_residual_ratios`).
 """
@@ -85,24 +86,118 @@ def log_bound_by_layer(net, r0: float, c: float = 2.0) -> list[float]:
     return [x + math.log(c) for x in logs]
 
 
+#: below this ``log(s^2)`` (the residual scores' scale) the softmax's reaction is linear in them to float64
+#: precision: the neglected terms are ``1e-150`` of the kept ones
+_LINEAR_BELOW = math.log(1e-150)
+
+
+def _split_heads(lin: torch.nn.Linear, n_heads: int, out: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(W, b)`` of a :class:`MultiHeadSelfAttention` projection as right multiplications per head: ``W`` of
+    shape ``(heads, d, d_head)`` (``out=True``: the output projection, ``(heads, d_head, d)``, its bias whole)."""
+    W = lin.weight.detach()
+    b = lin.bias.detach() if lin.bias is not None else torch.zeros(W.shape[0], dtype=W.dtype, device=W.device)
+    if out:
+        return W.T.reshape(n_heads, -1, W.shape[0]), b
+    return W.T.reshape(W.shape[1], n_heads, -1).permute(1, 0, 2), b.reshape(n_heads, 1, -1)
+
+
+def tracked_log10_residuals(net, X: torch.Tensor) -> torch.Tensor:
+    """``log10 ||res(X^l)||_{1,inf}`` (token-mean residual) of the input and of every layer of a pure SAN, computed
+    without the round-off floor of a forward pass (chapter "Deep bounds", ``thm-deep-bound`` at every layer).
+
+    A forward pass stores ``X^l = 1 x^T + R`` in one matrix, so once ``R`` is ``1e-16`` of the shared row it is
+    lost to round-off. Here the two are carried apart, as in the proof of chapter "The one-layer residual
+    bound": with ``R = s U`` (``||U||_{1,inf} = 1``, the scale ``s`` in log space), each head's scores split into
+    ``1 r^T + E`` (``r = R W_K q / sqrt(d_head)`` per column, ``E = R W_Q (R W_K)^T / sqrt(d_head)``, eq.
+    ``eq-scores``), ``Delta = P - 1 p^T`` is computed as ``p_j expm1(E_ij - log Z_i)`` with
+    ``log Z_i = log1p(sum_k p_k expm1(E_ik))`` (steps 5 and 6), or, once ``s^2`` is below ``1e-150``, as its
+    linear part ``p_j (E_ij - (E p)_i)``, and the next residual is ``sum_h Delta_h R W_V,h W_O,h`` (eq.
+    ``eq-output-split``), re-centred on its token mean; the shared row takes the rest. Every step keeps float64's
+    relative precision, so the residual can be followed to ``1e-10000`` and beyond.
+
+    ``net``: a :class:`SelfAttentionNetwork` without skips, MLPs or LayerNorm; ``X``: one input ``(n, d)`` or
+    ``(1, n, d)``. Returns ``(depth + 1,)`` on the CPU, entry 0 the input's."""
+    X = X[0] if X.ndim == 3 and X.shape[0] == 1 else X
+    if X.ndim != 2 or X.shape[-1] != net.d_model:
+        raise ValueError(f"expected one input of shape (n_tokens, {net.d_model}), got {tuple(X.shape)}")
+    for block in net.blocks:
+        if block.skip or block.mlp is not None or block.layernorm is not None:
+            raise ValueError("tracked_log10_residuals follows a pure SAN: every block needs skip=False, mlp=False, "
+                             "layernorm=None")
+    x = X.mean(0, keepdim=True)  # (1, d): the shared row
+    U = X - x
+    nrm = float(norm_1_inf(U))
+    if not nrm > 0:
+        raise ValueError("the input has rank one already (zero residual): nothing to track")
+    U, log_s, logs = U / nrm, math.log(nrm), [math.log(nrm)]
+    with torch.no_grad():
+        for block in net.blocks:
+            attn, alpha = block.attn, float(block.alpha)
+            H = attn.n_heads
+            (Wq, bq), (Wk, bk), (Wv, bv) = (_split_heads(lin, H) for lin in (attn.q, attn.k, attn.v))
+            Wo, bo = _split_heads(attn.out, H, out=True)
+            s = math.exp(log_s)  # 0.0 once it underflows: then r = 0 and p is uniform, as it is to float precision
+            q = x @ Wq + bq  # (H, 1, d_head): the shared row's queries
+            UQ, UK = U @ Wq, U @ Wk  # (H, n, d_head)
+            r = s * attn.scale * (UK @ q.transpose(-1, -2)).transpose(-1, -2)  # (H, 1, n)
+            p = r.softmax(-1)
+            E_unit = attn.scale * UQ @ UK.transpose(-1, -2)  # E / s^2
+            if 2 * log_s > _LINEAR_BELOW:
+                E = s * s * E_unit
+                log_Z = torch.log1p((p * torch.expm1(E)).sum(-1, keepdim=True))
+                Delta_unit = p * torch.expm1(E - log_Z) / (s * s)
+            else:
+                Delta_unit = p * (E_unit - (E_unit * p).sum(-1, keepdim=True))
+            D = (Delta_unit @ U @ Wv @ Wo).sum(0)  # the next residual over s^3
+            shared = ((x @ Wv + bv + s * (p @ U @ Wv)) @ Wo).sum(0) + bo
+            D_mean = D.mean(0, keepdim=True)
+            D = D - D_mean
+            nrm = float(norm_1_inf(D))
+            log_s = 3 * log_s + math.log(alpha) + math.log(nrm)
+            x = alpha * (shared + s**3 * D_mean)  # the residual's mean joins the shared row
+            U = D / nrm
+            logs.append(log_s)
+    return torch.tensor(logs, dtype=torch.float64) / math.log(10)
+
+
 def simulate_against_bound(n_nets: int, n: int, d: int, n_heads: int, depth: int, scale: float = 0.01,
-                           seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                           seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Random SANs against the doubly exponential bound, layer by layer (chapter "Deep bounds", figure
     ``fig-ch04-1``): net ``i`` is a Gaussian-initialised :class:`SelfAttentionNetwork` without skips, MLPs or
     LayerNorm drawn after ``torch.manual_seed(i)``, on an input ``x^T + scale * R0`` of ``n`` tokens (drawn
-    from a generator seeded ``seed``). Returns ``(observed, log10_bound)``, each ``(n_nets, depth + 1)``: the
-    token-mean residual ``||res(X^l)||_{1,inf}`` and the log10 of :func:`log_bound_by_layer`'s bound ``2 b_l``
-    from the observed input residual. Tensors take the default dtype (the chapter runs in float64)."""
+    from a generator seeded ``seed``). Returns ``(observed, log10_tracked, log10_bound)``, each
+    ``(n_nets, depth + 1)``: the token-mean residual ``||res(X^l)||_{1,inf}`` of a forward pass (which stops at
+    float64's round-off), the log10 of the same residual followed without round-off
+    (:func:`tracked_log10_residuals`) and the log10 of :func:`log_bound_by_layer`'s bound ``2 b_l`` from the
+    input residual. Tensors take the default dtype (the chapter runs in float64)."""
     gen = torch.Generator().manual_seed(seed)
-    observed, bounds = [], []
+    observed, tracked, bounds = [], [], []
     for i in range(n_nets):
         torch.manual_seed(i)
         net = gaussian_init_(SelfAttentionNetwork(depth, d, n_heads, skip=False, mlp=False, layernorm=None))
         X = torch.randn(1, 1, d, generator=gen) + scale * torch.randn(1, n, d, generator=gen)
         obs = residual_by_layer(net, X, relative=False)[0]
         observed.append(obs)
+        tracked.append(tracked_log10_residuals(net, X).to(obs.dtype))
         bounds.append(torch.tensor(log_bound_by_layer(net, obs[0].item())) / math.log(10))
-    return torch.stack(observed), torch.stack(bounds)
+    return torch.stack(observed), torch.stack(tracked), torch.stack(bounds)
+
+
+def random_net_curves(X: torch.Tensor, depth: int, n_heads: int, n_nets: int, seed: int = 1,
+                      relative: bool = True, device="cpu", **block_kwargs) -> torch.Tensor:
+    """Residual by layer of ``n_nets`` random networks on one input ``X`` (chapter "Deep bounds": SAN, SAN+skip
+    and SAN+LN over several networks): net ``i`` is a Gaussian-initialised :class:`SelfAttentionNetwork` with
+    the :class:`attnbook.core.attention.Block` switches ``block_kwargs``, drawn after
+    ``torch.manual_seed(seed + i)`` and run on ``device``. Returns ``(n_nets, depth + 1)`` on the CPU: the
+    relative residual, or with ``relative=False`` the residual norm ``||res(X^l)||_{1,inf}``."""
+    if n_nets < 1:
+        raise ValueError(f"n_nets must be at least 1, got {n_nets}")
+    rows = []
+    for i in range(n_nets):
+        torch.manual_seed(seed + i)
+        net = gaussian_init_(SelfAttentionNetwork(depth, X.shape[-1], n_heads, **block_kwargs)).to(device)
+        rows.append(residual_by_layer(net, X.to(device), relative=relative)[0])
+    return torch.stack(rows)
 
 
 def mlp_instances(batch: int, gen: torch.Generator, *, n: int, d: int) -> dict:
