@@ -94,3 +94,15 @@ def test_predicted_ratios_follow_the_mean_field_cosine_and_a_simulated_stack():
     assert factor.max() < 2
     deep = prop.predicted_qk_v_ratios(32, rho0, n, layernorm="post", scaled=False)
     assert deep[-1] < 1e-3 * deep[0] and (deep[1:] <= deep[:-1]).all()
+
+
+def test_pooled_ratios_are_root_mean_squares_over_stacks_and_both_weights():
+    key = ("pre", True)
+    one = {key: {"q": torch.tensor([3.0, 1.0]), "k": torch.tensor([3.0, 1.0]), "v": torch.tensor([1.0, 2.0])}}
+    torch.testing.assert_close(prop.pooled_qk_v_ratios([one], key), torch.tensor([3.0, 0.5], dtype=torch.float64))
+    # q and k pooled as squares, stacks too: sqrt(((1 + 49) / 2 + (25 + 25) / 2) / 2 / ((1 + 4) / 2))
+    a = {key: {"q": torch.tensor([1.0]), "k": torch.tensor([7.0]), "v": torch.tensor([1.0])}}
+    b = {key: {"q": torch.tensor([5.0]), "k": torch.tensor([5.0]), "v": torch.tensor([2.0])}}
+    assert prop.pooled_qk_v_ratios([a, b], key).item() == pytest.approx(math.sqrt(25.0 / 2.5))
+    with pytest.raises(ValueError, match="at least one stack"):
+        prop.pooled_qk_v_ratios([], key)

@@ -348,15 +348,22 @@ GA = torch.randn(n, n, dtype=torch.float64)
 # ## Per-layer gradient norms at initialisation
 #
 # Exact collapse is a limit; at initialisation the tokens are only *nearly* collapsed, and by continuity the
-# query/key gradients are only *nearly* zero. We take one stack of depth `grad_depth` of each kind, a loss
+# query/key gradients are only *nearly* zero. We take `n_nets` stacks of depth `grad_depth` of each kind (the
+# figures show the first, the checks take the worst), a loss
 # $\langle R, Y\rangle$ with a fixed Gaussian readout $R$ (its squared gradient is, on average over $R$, the
 # squared Frobenius norm of the Jacobian that [chapter 9](09_unequal_gradients_and_adam.ipynb) computes), and read the gradient norms of every
 # layer's $W_Q$, $W_K$, $W_V$ (all heads together) ({numref}`fig-ch08-2`).
 
 # %% tags=["hide-input"]
 L = sizes["grad_depth"]
-# one stack of each kind (seed 7), a fixed Gaussian readout R (seed 3): per-layer norms
-grads = prop.grad_norms_by_config(X0_dev, L, sizes["n_heads"], configs, device=dev)
+# n_nets stacks of each kind (stack i: seed 7 + i, a fixed Gaussian readout R drawn
+# with seed 3 + i): per-layer norms; the figures show stack 0
+grads_by_stack = [
+    prop.grad_norms_by_config(X0_dev, L, sizes["n_heads"], configs, seed=7 + i,
+                              readout_seed=3 + i, device=dev)
+    for i in range(sizes["n_nets"])
+]
+grads = grads_by_stack[0]
 
 # %% tags=["hide-input"]
 collapse_figures.grad_norms_by_layer(grads)
@@ -364,21 +371,25 @@ plt.show()
 
 
 # %% tags=["nbval-check-output", "hide-input"]
-def ratio(key, layer):
-    g = grads[key]
-    return ((g["q"][layer] + g["k"][layer]) / (2 * g["v"][layer])).item()
+def ratios(key, layer):  # (|grad W_Q| + |grad W_K|) / (2 |grad W_V|), one per stack
+    return torch.tensor([((g[key]["q"][layer] + g[key]["k"][layer])
+                          / (2 * g[key]["v"][layer])).item() for g in grads_by_stack])
+
+
+def growth(key):  # that ratio at the last layer over the first, one per stack
+    return ratios(key, -1) / ratios(key, 0)
 
 
 [
     attnbook.check("post-LN, alpha=1: |grad W_Q,K| / |grad W_V| at the last layer "
-                   "(floored at 1e-5)", max(ratio(("post", False), -1), 1e-5),
-                   at_most=1e-3),
-    attnbook.check("pre-LN, alpha=1: that ratio, last layer / first layer",
-                   ratio(("pre", False), -1) / ratio(("pre", False), 0), at_most=0.25),
-    attnbook.check("post-LN, alpha=1/sqrt(L): ratio at the last layer",
-                   ratio(("post", True), -1), at_least=0.05),
-    attnbook.check("pre-LN, alpha=1/sqrt(L): ratio, last layer / first layer",
-                   ratio(("pre", True), -1) / ratio(("pre", True), 0), at_least=0.3),
+                   "(floored at 1e-5), largest over stacks",
+                   max(ratios(("post", False), -1).max(), 1e-5), at_most=1e-3),
+    attnbook.check("pre-LN, alpha=1: that ratio, last layer / first layer, largest "
+                   "over stacks", growth(("pre", False)).max(), at_most=0.25),
+    attnbook.check("post-LN, alpha=1/sqrt(L): ratio at the last layer, smallest over "
+                   "stacks", ratios(("post", True), -1).min(), at_least=0.05),
+    attnbook.check("pre-LN, alpha=1/sqrt(L): ratio, last layer / first layer, smallest "
+                   "over stacks", growth(("pre", True)).min(), at_least=0.3),
 ]
 
 # %% [markdown]
@@ -408,10 +419,11 @@ def ratio(key, layer):
 # alike, so it cancels.
 
 # %%
-# measured: (|grad W_Q| + |grad W_K|) / (2 |grad W_V|) per layer, as above;
+# measured: the ratio per layer pooled over the stacks drawn (root mean squares, since
+# the formula predicts expected squared norms: prop.pooled_qk_v_ratios);
 # predicted: eq. (ch08-ratio) at the mean-field cosine of each layer's input
-measured = {key: ((g["q"] + g["k"]) / (2 * g["v"])).tolist()
-            for key, g in grads.items()}
+measured = {key: prop.pooled_qk_v_ratios(grads_by_stack, key).tolist()
+            for key in configs}
 predicted = {
     (ln, s): prop.predicted_qk_v_ratios(L, rho0, n, layernorm=ln, scaled=s).tolist()
     for ln, s in configs
@@ -423,30 +435,48 @@ plt.show()
 
 
 # %% tags=["nbval-check-output", "hide-input"]
-def worst_factor(key):  # the largest factor between measured and predicted
-    ratio_of = (torch.tensor(measured[key], dtype=torch.float64)
+def factors(key, ratios):  # per layer, the factor between measured and predicted
+    ratio_of = (torch.as_tensor(ratios, dtype=torch.float64)
                 / torch.tensor(predicted[key]))
-    return float(ratio_of.log().abs().max().exp())
+    return ratio_of.log().abs().exp()
 
 
 # the stacks whose tokens are not collapsed to float32's precision
 APART = [("pre", False), ("pre", True), ("post", True)]
-worst = max(worst_factor(key) for key in APART)
+typical = max(float(factors(key, measured[key]).median()) for key in APART)
+worst = max(float(factors(key, measured[key]).max()) for key in APART)
+# one stack alone, (|grad W_Q| + |grad W_K|) / (2 |grad W_V|): its worst layer
+single = max(
+    float(factors(key, (s[key]["q"] + s[key]["k"]) / (2 * s[key]["v"])).max())
+    for key in APART for s in grads_by_stack
+)
+[
+    attnbook.check("pre-LN, and post-LN with alpha=1/sqrt(L), pooled over stacks: "
+                   "measured / predicted Q,K-to-V gradient ratio, median factor over "
+                   "layers, largest of the three", typical, at_most=2.0, digits=2),
+    attnbook.check("the same, worst factor over every layer", worst, at_most=3.0,
+                   digits=2),
+]
+
+# %% tags=["remove-input"]
+glue("ch08_typical_factor", round(typical, 2))
 glue("ch08_worst_factor", round(worst, 2))
+glue("ch08_single_factor", round(single, 1))
+glue("ch08_stacks", len(grads_by_stack))
 glue("ch08_post_pred", round(predicted["post", True][-1], 3))
 glue("ch08_post_meas", round(measured["post", True][-1], 3))
 # the unscaled post-LN stack: the first layer whose ratio is below 1e-3, each way
 for way, ratios in (("pred", predicted), ("meas", measured)):
     below = (l + 1 for l, r in enumerate(ratios["post", False]) if r < 1e-3)
     glue(f"ch08_below_{way}", next(below))
-glue("ch08_width", d)
-attnbook.check("pre-LN, and post-LN with alpha=1/sqrt(L): measured / predicted "
-               "Q,K-to-V gradient ratio, worst factor over every layer", worst,
-               at_most=2.0, digits=2)
+glue("ch08_width", d);
 
 # %% [markdown]
-# Measured and predicted agree to within a factor of {glue:text}`ch08_worst_factor` at every layer of
-# the three stacks whose tokens stay apart ({numref}`fig-ch08-3`): at the last layer of the scaled post-LN
+# The formula predicts a ratio of expected squared norms, so the measured ratio pools the
+# {glue:text}`ch08_stacks` stacks drawn of each kind (root mean squares). For the three kinds whose tokens stay apart,
+# measured and predicted agree to within a factor of {glue:text}`ch08_typical_factor` at the median layer and
+# {glue:text}`ch08_worst_factor` at the worst ({numref}`fig-ch08-3`). One stack alone strays further, up to a factor of
+# {glue:text}`ch08_single_factor` at its worst layer. At the last layer of the scaled post-LN
 # stack, {glue:text}`ch08_post_pred` predicted against {glue:text}`ch08_post_meas` measured. In the
 # unscaled post-LN stack the prediction falls faster than the measurement: below $10^{-3}$ from layer
 # {glue:text}`ch08_below_pred` predicted, layer {glue:text}`ch08_below_meas` measured. The mean field treats the
@@ -464,7 +494,7 @@ attnbook.check("pre-LN, and post-LN with alpha=1/sqrt(L): measured / predicted "
 # * {prf:ref}`ch08-thm-collapse`: collapsed tokens make the attention matrix independent of $W_Q, W_K$, so
 #   their gradients are exactly zero; $W_V$ still learns. Near collapse, the gradients are nearly zero.
 # * Before collapse, eq. {eq}`ch08-ratio` predicts each layer's query/key-to-value gradient ratio from the
-#   cosine of its input, to within a factor of {glue:text}`ch08_worst_factor` here.
+#   cosine of its input, to within a factor of {glue:text}`ch08_typical_factor` at the median layer here.
 #
 # ## Exercises
 #

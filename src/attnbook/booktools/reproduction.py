@@ -491,7 +491,8 @@ HEADLINES = {
     6: ("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 pure SAN (steps)",),
     7: ("paths: sort, best short path (k=1,2, 20 paths), accuracy above chance (one-sided t over "
         "path sets)",),
-    8: ("post-LN, alpha=1: |grad W_Q,K| / |grad W_V| at the last layer (floored at 1e-5)",),
+    8: ("post-LN, alpha=1: |grad W_Q,K| / |grad W_V| at the last layer (floored at 1e-5), largest over "
+        "stacks",),
     9: ("SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning rate",
         "unscaled model: Adam minus SGD, accuracy at each one's best learning rate"),
     10: ("most confident encoder self-attention head", "best positional share of an encoder head (-1 or +1)"),

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import torch
 from torch.func import jacrev
@@ -455,6 +455,20 @@ def predicted_qk_v_ratios(depth: int, rho0: float, n_tokens: int, *, layernorm: 
     alpha = 1.0 / math.sqrt(depth) if scaled else 1.0
     rho = meanfield_cosine(depth, rho0, n_tokens, alpha=alpha, layernorm=layernorm)[:-1].clamp(0.0, 1.0)
     return torch.tensor([uniform_qk_v_ratio(float(r), n_tokens) for r in rho], dtype=torch.float64)
+
+
+def pooled_qk_v_ratios(grads_by_stack: Sequence[Mapping], key) -> torch.Tensor:
+    """The per-layer query/key-to-value gradient ratio pooled over stacks drawn alike (chapter "Rank collapse
+    at initialisation"): ``sqrt(mean(|grad W_Q|^2, |grad W_K|^2) / mean |grad W_V|^2)``, the means over the
+    stacks (and over ``W_Q`` and ``W_K``), which is what :func:`predicted_qk_v_ratios` predicts, a ratio of
+    expected squared norms over the weights. ``grads_by_stack``: :func:`grad_norms_by_config`'s results, one
+    per stack; ``key``: a ``(layernorm, scaled)`` of them. Shape ``(depth,)``, float64, on the CPU."""
+    if not grads_by_stack:
+        raise ValueError("need the gradient norms of at least one stack")
+    g = [{name: stack[key][name].detach().cpu().double() for name in ("q", "k", "v")} for stack in grads_by_stack]
+    qk = torch.stack([(x["q"] ** 2 + x["k"] ** 2) / 2 for x in g]).mean(0)
+    v = torch.stack([x["v"] ** 2 for x in g]).mean(0)
+    return (qk / v).sqrt()
 
 
 def jacobian_scaling_sweeps(
