@@ -112,3 +112,17 @@ def test_spearman_p_values_are_calibrated_under_independence_and_small_for_a_cle
     assert clear["rho"] < -0.9 and clear["p_less"] < 1e-6 and clear["p_greater"] > 0.99
     with pytest.raises(ValueError, match="same length"):
         spearman([1, 2, 3], [1, 2])
+
+
+def test_first_time_and_the_two_cluster_phase():
+    times = [0.0, 5.0, 10.0, 15.0, 20.0]
+    assert sc.first_time([9, 4, 2, 2, 1], times, 2) == 10.0 and sc.first_time([9, 4, 2, 2, 1], times, 1) == 20.0
+    assert sc.first_time([9, 4, 3, 3, 3], times, 2) == math.inf
+    assert sc.two_cluster_phase([9, 4, 2, 2, 1], times) == pytest.approx(1.0)  # (20 - 10) / 10
+    assert sc.two_cluster_phase([9, 2, 2, 2, 1], times) == pytest.approx(3.0)  # (20 - 5) / 5
+    assert sc.two_cluster_phase([9, 4, 2, 2, 2], times) == math.inf  # still two at the end
+    assert math.isnan(sc.two_cluster_phase([9, 4, 3, 3, 3], times))
+    with pytest.raises(ValueError, match="one count per time"):
+        sc.first_time([1, 2], times, 1)
+    with pytest.raises(ValueError, match="start in at most two"):
+        sc.two_cluster_phase([2, 1, 1, 1, 1], times)

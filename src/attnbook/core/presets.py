@@ -144,17 +144,20 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
             n_paths=(5, 20), repeats=5, lr=2e-3, batch=128, probe_train=5000),
     },
     # chapter "What came after": pure SANs under masks (n_nets nets x n_inputs inputs, float64), tokens on the
-    # sphere (n_points tokens, Euler steps of dt, one saved state every `every` steps), shaped attention stacks
-    # (shaped_batch inputs of shaped_tokens tokens at each width), and the sentences the skip share and the
-    # sink heads of MiniLM are measured on.
+    # sphere (n_points tokens from sphere_seeds initial conditions, Euler steps of dt, one saved state every
+    # `every` steps), shaped attention stacks
+    # (shaped_batch inputs of shaped_tokens tokens at each width, shaped_draws weight draws), and the
+    # sentences the skip share and the sink heads of MiniLM are measured on.
     "after": {
         "quick": dict(n_tokens=32, d_model=64, n_heads=4, depth=48, n_nets=3, n_inputs=4, window=2,
                       n_points=32, sphere_dim=2, betas=(1.0, 4.0, 9.0), sphere_steps=6000, dt=0.1, every=50,
-                      shaped_tokens=16, shaped_widths=(32, 128), shaped_depth=64, shaped_batch=4,
+                      sphere_seeds=8,
+                      shaped_tokens=16, shaped_widths=(32, 128), shaped_depth=64, shaped_batch=4, shaped_draws=4,
                       n_sentences=32, max_length=64),
         "paper": dict(n_tokens=128, d_model=256, n_heads=8, depth=96, n_nets=5, n_inputs=8, window=4,
                       n_points=64, sphere_dim=2, betas=(1.0, 4.0, 9.0), sphere_steps=6000, dt=0.1, every=50,
-                      shaped_tokens=32, shaped_widths=(64, 512), shaped_depth=128, shaped_batch=8,
+                      sphere_seeds=8,
+                      shaped_tokens=32, shaped_widths=(64, 512), shaped_depth=128, shaped_batch=8, shaped_draws=4,
                       n_sentences=128, max_length=128),
     },
     # chapter "Pruning heads" (Voita et al. 2019; Michel et al. 2019): hard-concrete gate samples;

@@ -59,3 +59,23 @@ def count_clusters(x: torch.Tensor, tol: float = 1e-2) -> int:
 def clusters_over_time(trajectory: torch.Tensor, tol: float = 1e-2) -> list[int]:
     """:func:`count_clusters` at every saved time of a :func:`simulate` trajectory."""
     return [count_clusters(x, tol) for x in trajectory]
+
+
+def first_time(counts, times, at_most: int) -> float:
+    """The first of ``times`` at which ``counts`` (clusters at each saved time) is at most ``at_most``, or
+    ``inf`` when it never is within the window (chapter "What came after": when clusters form and merge)."""
+    if len(counts) != len(times):
+        raise ValueError(f"need one count per time, got {len(counts)} counts and {len(times)} times")
+    return next((float(t) for t, k in zip(times, counts) if k <= at_most), float("inf"))
+
+
+def two_cluster_phase(counts, times) -> float:
+    """How long the phase of (at most) two clusters lasts, over the time it took to form: ``(t_1 - t_2) / t_2``
+    with ``t_k`` the :func:`first_time` with at most ``k`` clusters (chapter "What came after"). ``inf`` when the
+    tokens are still in two clusters at the end of the window; ``nan`` when two clusters never form."""
+    formed, merged = first_time(counts, times, 2), first_time(counts, times, 1)
+    if formed == float("inf"):
+        return float("nan")
+    if formed == 0:
+        raise ValueError("the tokens start in at most two clusters: no formation time to compare with")
+    return (merged - formed) / formed
