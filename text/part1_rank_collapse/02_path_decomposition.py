@@ -168,8 +168,8 @@ print(f"{P_all.shape[0]} path products; smallest entry {P_all.min():.2e}; larges
 # `path_decomposition` computes all $H^L$ terms $P_{\text{path}} X W_{\text{path}}$ at once: it starts from
 # $X$ and at each layer extends every partial path by every head in **one batched matrix product** (shape
 # `(H, paths, n, d)`), so there are $L$ products, not $H^L$. On this machine, at $L = 6$, $H = 4$ (4096 paths),
-# that is one to two orders of magnitude faster than a Python loop over paths (measure it on your machine
-# with `python scripts/bench_paths.py`).
+# that is much faster than a Python loop over paths (measure by how much on your machine with
+# `python scripts/bench_paths.py`).
 # Check the theorem on networks of several depths and widths, biases included:
 
 # %%
@@ -359,11 +359,22 @@ plt.show()
         close_to=0, tol=0),
 ]
 
+# %% tags=["remove-input"]
+from attnbook.claims.prose import glue
+
+# the fall per extra layer while both medians are above round-off, and where it ends
+falls = medians[:-1] / medians[1:]
+above = medians[1:] > 1e-13
+glue("ch02_fall_lo", float(falls[above].min()))
+glue("ch02_fall_hi", float(falls[above].max()))
+glue("ch02_floor_length", int((medians <= 1e-13).nonzero()[0]) + 1)
+glue("ch02_one_matrix", float(medians[0]));
+
 # %% [markdown]
-# On this random network the median distance falls by one to two orders of magnitude per extra layer until
-# it reaches float64 round-off around length 9. {cite:t}`dong2021attention`'s companion figure shows the
+# On this random network the median distance falls by a factor of {glue:text}`ch02_fall_lo:.0f` to {glue:text}`ch02_fall_hi:.0f` per extra layer until
+# it reaches float64 round-off at length {glue:text}`ch02_floor_length:d`. {cite:t}`dong2021attention`'s companion figure shows the
 # same downward trend for the attention matrices of pretrained models; random attention matrices at
-# initialisation are close to uniform (a single one is already only a few percent from rank one here), so
+# initialisation are close to uniform (a single one is already only {glue:text}`ch02_one_matrix:.2f` from rank one here, in the distance above), so
 # their products collapse faster than trained, sharper attention would. [Chapter 5](05_pretrained_transformers.ipynb) looks at real pretrained
 # attention.
 #

@@ -683,11 +683,16 @@ CUBIC = papers.number("dong2021", "collapse_order")
                    gaps.min().item(), at_least=1.0, digits=2),
 ]
 
+# %% tags=["remove-input"]
+from attnbook.claims.prose import glue
+
+glue("ch03_gap_median", float(gaps.median()));
+
 # %% [markdown]
 # The observed residual follows slope 3 for small residuals, as the lemma predicts, and bends away from it once
 # the residual is of order one (the softmax saturates and $\gamma$ grows). The bound has the right slope but
-# sits a roughly constant factor above the observation (printed above: about three orders of magnitude
-# in the cubic regime): each of the eight steps loses a little, and norms of products are
+# sits a roughly constant factor above the observation (in the cubic regime a factor of
+# {glue:text}`ch03_gap_median:.0f` at the median): each of the eight steps loses a little, and norms of products are
 # rarely products of norms for random matrices. The cubic *rate* is real; the constant is pessimistic.
 #
 # ## Summary

@@ -317,7 +317,7 @@ print("worst ratio on random instances:",
 # The lemma holds at its common centre, and with the paper's $\arg\min$ residual on both sides even where the
 # search pushed hardest against the other version. Centred on their own token means, the two sides are not covered with
 # $c = 1$: the mean of $f(X)$ is not $f$ of the mean of $X$, and the ascent finds MLPs and inputs whose mean residual
-# grows by more than $\lambda$ (the last check, a few percent above 1). The factor $c = 2$ of {eq}`eq-mlp-lipschitz` for the
+# grows by more than $\lambda$ (the last check, above 1). The factor $c = 2$ of {eq}`eq-mlp-lipschitz` for the
 # token-mean residual is therefore needed in principle, though the search gets nowhere near it.
 
 # %% tags=["hide-input"]
@@ -356,6 +356,17 @@ plt.show()
         "fewest over nets", (below[:, 1] - below_san).min(), at_least=1,
     ),
 ]
+
+# %% tags=["remove-input"]
+from attnbook.claims.prose import glue
+
+# the MLP Lipschitz constants over nets and weight scales, and the layers collapse gains
+all_lambdas = [lam for _, lams in per_net for lam in lams.values()]
+extra = below[:, 1] - below[:, 0]
+glue("ch04_lambda_lo", min(all_lambdas))
+glue("ch04_lambda_hi", max(all_lambdas))
+glue("ch04_extra_lo", int(extra.min()))
+glue("ch04_extra_hi", int(extra.max()));
 
 # %% [markdown]
 # ## LayerNorm: matrix multiplications that do not stop collapse
@@ -465,7 +476,7 @@ print(f"relative residual before LN {before:.1e}, after {after:.1e}: multiplied 
 #   preserved exactly at every depth.
 # * An MLP multiplies the per-layer constant by its Lipschitz constant $\lambda = \|W_1\|_{1,\infty}\|W_2\|_{1,\infty}$
 #   ({prf:ref}`lem-mlp`): larger $\lambda$, slower collapse, but still collapse. The measured $\lambda$ is large
-#   (tens to hundreds) while the actual slow-down is a couple of layers, so the bound is loose here too; and
+#   ({glue:text}`ch04_lambda_lo:.0f` to {glue:text}`ch04_lambda_hi:.0f`) while the actual slow-down is {glue:text}`ch04_extra_lo:d` to {glue:text}`ch04_extra_hi:d` layers, so the bound is loose here too; and
 #   much larger MLP weights (without LayerNorm) blow up the activations and saturate the softmax, which
 #   can make collapse abrupt rather than slower.
 # * LayerNorm is a per-token rescaling on the left and fixed matrices on the right; identical rows stay

@@ -395,7 +395,7 @@ def growth(key):  # that ratio at the last layer over the first, one per stack
 # %% [markdown]
 # The picture matches the theorem's continuity argument: in the unscaled post-LN stack, whose tokens are
 # collapsed to within float32 precision after a few dozen layers ({numref}`fig-ch08-1`), the query/key gradients of
-# the deep layers are many orders of magnitude below the value gradients; in the unscaled pre-LN stack they
+# the last layer are more than three orders of magnitude below the value gradients (the first check); in the unscaled pre-LN stack they
 # fall steadily with depth, as the cosine creeps towards 1. With $\alpha = 1/\sqrt L$ the ratio stays of order
 # one across all layers. Optimisers see these numbers: a plain SGD step barely moves $W_Q$ and $W_K$ of the deep
 # layers, which [chapter 9](09_unequal_gradients_and_adam.ipynb) turns into a training experiment.

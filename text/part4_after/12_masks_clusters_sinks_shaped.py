@@ -289,7 +289,7 @@ glue("ch12_still_two", sum(p == math.inf for p in phase));
 # tokens in a language model. {cite:t}`xiao2024efficient` name these attention sinks and attribute them to the
 # softmax, "which requires attention scores to sum up to one". A head that attends only to a sink adds the same row to
 # every token, a shift that does not change the rank, so with the skip connection it approximates the identity path.
-# Over MiniLM's 72 heads we measure each head's sink share (of queries whose largest weight is on a special token).
+# Over every head of MiniLM (6 layers of 12) we measure each head's sink share (of queries whose largest weight is on a special token).
 # We set it against the size of what the head adds (its output's norm over its input's) and against how far its
 # output is from one shared row (its relative residual). Two rank correlations were looked at while this section was written; both are
 # shown, and the check asks only for the sign of the first: heads that attend more to sinks add less.
