@@ -95,8 +95,8 @@ print(dict(sizes))
 # into $\mathbf{1}r^\top + E$ ({eq}`eq-scores`), $\Delta$ is computed from $E$ with `expm1` and `log1p` (steps 5
 # and 6 of [chapter 3](03_residual_bound_one_layer.ipynb)), and the next residual is $\sum_h \Delta_h R W_h$
 # ({eq}`eq-output-split`), its scale carried in log space. Every step keeps float64's relative precision, so
-# the residual can be followed to $10^{-500}$ and beyond; where a forward pass can still see it, the two agree
-# ({numref}`fig-ch04-1`).
+# the residual can be followed to $10^{-500}$ and beyond (solid, "tracked", in {numref}`fig-ch04-1`); where a
+# forward pass (dotted) can still see it, the two agree.
 
 # %% tags=["hide-input"]
 n, d, H, L = sizes["n_tokens"], sizes["d_model"], sizes["n_heads"], sizes["depth"]

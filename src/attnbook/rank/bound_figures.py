@@ -64,12 +64,12 @@ def deep_bound_by_layer(observed: torch.Tensor, log10_tracked: torch.Tensor, log
     for i in range(observed.shape[0]):
         first = i == 0
         ax.plot(layers, log10_tracked[i], color=variant_color("SAN"), lw=1, alpha=0.7,
-                label="observed $\\|res(X^l)\\|$, followed without round-off" if first else None)
+                label="observed, tracked" if first else None)
         ax.plot(layers, observed[i].clamp(min=1e-17).log10(), color=variant_color("SAN"), lw=1, ls=":",
-                alpha=0.7, label="the same, by a forward pass in float64" if first else None)
+                alpha=0.7, label="observed, forward pass" if first else None)
         ax.plot(layers, log10_bound[i], color="black", lw=1, ls="--", alpha=0.7,
                 label="bound $2 b_l$" if first else None)
-    ax.axhline(math.log10(floor), color="0.5", ls=":", lw=1, label="float64 round-off floor")
+    ax.axhline(math.log10(floor), color="0.5", ls=":", lw=1, label="round-off floor")
     low = float(min(log10_tracked.min(), log10_bound.min()))
     ax.set_ylim(1.05 * low - 1, 1)
     ax.set_xlabel("layer $l$")
