@@ -344,11 +344,9 @@ attnbook.check("best previous-token share, end of training minus initialisation"
 
 # %%
 # when each role appears: the first snapshot past half of its rise (both seeds)
-ROLES = {"sink": ("enc_self", "sink"), "confident": ("enc_self", "confidence"),
-         "enc-dec confident": ("dec_cross", "confidence"),
-         "next": ("enc_self", "next"), "prev": ("enc_self", "prev")}
+# (hd.EMERGING_ROLES: role -> (attention kind, statistic), as the figure draws them)
 rises = {seed: {r: hd.rise_step(m["roles"], kind, (stat,))
-                for r, (kind, stat) in ROLES.items()}
+                for r, (kind, stat) in hd.EMERGING_ROLES.items()}
          for seed, m in ((0, meta), (1, meta_s1))}
 for seed, r in rises.items():
     print(f"seed {seed}, step past half of each role's rise:", r)

@@ -89,13 +89,13 @@ def encoder_attention_maps(model, src_ids: Sequence[int], tokens: Sequence[str],
 
 
 #: the roles of the emergence figure: (kind, statistics, marker, label)
-EMERGENCE = (
-    ("enc_self", "prev", "o-", "encoder: best previous-token share"),
-    ("enc_self", "next", "s-", "encoder: best next-token share"),
-    ("enc_self", "confidence", "^-", "encoder: best confidence"),
-    ("enc_self", "sink", "v-", "encoder: best EOS-sink share"),
-    ("dec_cross", "confidence", "d-", "enc-dec: best confidence"),
-)
+EMERGENCE = tuple((*hd.EMERGING_ROLES[role], marker, label) for role, marker, label in (
+    ("prev", "o-", "encoder: best previous-token share"),
+    ("next", "s-", "encoder: best next-token share"),
+    ("confident", "^-", "encoder: best confidence"),
+    ("sink", "v-", "encoder: best EOS-sink share"),
+    ("enc-dec confident", "d-", "enc-dec: best confidence"),
+))
 
 
 def role_emergence(trace: Sequence[Mapping], evals: Sequence[Mapping], criterion: float,

@@ -562,6 +562,17 @@ def late_trend(trace: Sequence[Mapping], kind: str, stats: Sequence[str], last_s
             "change": float(v[-1] - v[0]) if s.size else float("nan"), "slope": slope}
 
 
+#: the roles whose emergence during training the book follows (chapter "A translation model": the order of the
+#: roles and the role-emergence figure), each ``(attention kind, role statistic)`` of :func:`role_statistics`
+EMERGING_ROLES = {
+    "sink": ("enc_self", "sink"),
+    "confident": ("enc_self", "confidence"),
+    "enc-dec confident": ("dec_cross", "confidence"),
+    "next": ("enc_self", "next"),
+    "prev": ("enc_self", "prev"),
+}
+
+
 def rise_step(trace: Sequence[Mapping], kind: str, stats: Sequence[str], share: float = 0.5) -> int:
     """When does a role appear? (chapter "A translation model"'s order of the roles): the first recorded step
     at which the best head's value (:func:`best_over_training`) has covered ``share`` of its rise, from its
