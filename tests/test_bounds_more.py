@@ -206,3 +206,86 @@ def test_random_net_curves_draw_net_i_after_seed_plus_i(float64):
     assert not torch.equal(curves[0], curves[1])
     with pytest.raises(ValueError, match="n_nets"):
         DB.random_net_curves(X, 3, 2, n_nets=0, **kw)
+
+
+def _mp_residual_by_layer(net, X, digits=200):
+    """log10 ||res_mean(X^l)||_{1,inf} of every layer of a pure SAN, by a forward pass in mpmath at ``digits``
+    decimal digits: an independent reference for tracked_log10_residuals below float64's round-off."""
+    import mpmath
+
+    mpmath.mp.dps = digits
+
+    def mat(t):
+        return mpmath.matrix(t.detach().double().tolist())
+
+    def log10_residual(Y):
+        n, d = Y.rows, Y.cols
+        mean = [mpmath.fsum(Y[i, j] for i in range(n)) / n for j in range(d)]
+        R = mpmath.matrix(n, d)
+        for i in range(n):
+            for j in range(d):
+                R[i, j] = Y[i, j] - mean[j]
+        col = max(mpmath.fsum(abs(R[i, j]) for i in range(n)) for j in range(d))
+        row = max(mpmath.fsum(abs(R[i, j]) for j in range(d)) for i in range(n))
+        return float(mpmath.log10(mpmath.sqrt(col * row)))
+
+    Y, out = mat(X), []
+    out.append(log10_residual(Y))
+    for block in net.blocks:
+        a = block.attn
+        H, dh = a.n_heads, a.d_head
+
+        def proj(lin, Y):
+            W, b = mat(lin.weight.T), mat(lin.bias[None, :])
+            Z = Y * W
+            for i in range(Z.rows):
+                for j in range(Z.cols):
+                    Z[i, j] += b[0, j]
+            return Z
+
+        Q, K, V = proj(a.q, Y), proj(a.k, Y), proj(a.v, Y)
+        n = Y.rows
+        heads = mpmath.matrix(n, H * dh)
+        for h in range(H):
+            cols = range(h * dh, (h + 1) * dh)
+            for i in range(n):
+                scores = [mpmath.fsum(Q[i, c] * K[j, c] for c in cols) * mpmath.mpf(a.scale) for j in range(n)]
+                top = max(scores)
+                w = [mpmath.exp(s - top) for s in scores]
+                z = mpmath.fsum(w)
+                for c in cols:
+                    heads[i, c] = mpmath.fsum(w[j] * V[j, c] for j in range(n)) / z
+        Y = proj(a.out, heads)
+        out.append(log10_residual(Y))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def test_tracked_residuals_agree_with_a_200_digit_forward_pass_far_below_round_off(float64):
+    net = _biased_san(4, seed=3, temperature=0.7)
+    X = 1.0 + 0.2 * torch.randn(4, 8, generator=torch.Generator().manual_seed(3))
+    reference = _mp_residual_by_layer(net, X)
+    tracked = DB.tracked_log10_residuals(net, X)
+    assert reference[-1] < -40  # far below float64's round-off
+    torch.testing.assert_close(tracked, reference, rtol=0, atol=1e-6)
+
+
+def test_tracked_residuals_refuse_mlp_and_layernorm_and_read_float32_in_float64():
+    for kw in (dict(mlp=True, layernorm=None), dict(mlp=False, layernorm="post")):
+        with pytest.raises(ValueError, match="pure SAN"):
+            DB.tracked_log10_residuals(SelfAttentionNetwork(2, 8, 2, skip=False, **kw), torch.randn(5, 8))
+    torch.manual_seed(0)
+    net32 = gaussian_init_(SelfAttentionNetwork(6, 8, 2, skip=False, mlp=False, layernorm=None))
+    X = 1.0 + 0.1 * torch.randn(5, 8, generator=torch.Generator().manual_seed(0))
+    tracked = DB.tracked_log10_residuals(net32, X)  # float32 weights and input
+    assert bool(torch.isfinite(tracked).all()) and tracked[-1] < -300
+    torch.testing.assert_close(tracked, DB.tracked_log10_residuals(net32.double(), X.double()))
+
+
+def test_tracked_residuals_follow_large_scores_without_overflow(float64):
+    net = _biased_san(3, seed=4)
+    X = 30.0 * torch.randn(5, 8, generator=torch.Generator().manual_seed(4))  # scores in the hundreds
+    tracked = DB.tracked_log10_residuals(net, X)
+    direct = residual_by_layer(net, X[None], relative=False)[0].log10()
+    assert bool(torch.isfinite(tracked).all())
+    above = direct > -9
+    torch.testing.assert_close(tracked[above], direct[above], rtol=0, atol=1e-6)

@@ -273,7 +273,7 @@ plt.show()
 # inputs; the claims below compare its slope with the paper's exponent under a one-sided rule: the bound
 # says the residual contracts *at least* cubically, so an order of 2.5 or more reproduces it (which still tells
 # 3 from 2) and a faster collapse would not contradict it. [Chapter 4](04_deep_bounds.ipynb) follows the
-# residual below round-off and finds the order 3 itself.
+# residual below round-off, where its digits keep tripling layer after layer.
 
 # %%
 last = sizes["depth"]

@@ -361,18 +361,20 @@ plt.show()
 
 # %% tags=["remove-input"]
 from attnbook.claims.prose import glue
+from attnbook.rank import deep_bound
 
 # the fall per extra layer while both medians are above round-off, and where it ends
 falls = medians[:-1] / medians[1:]
 above = medians[1:] > 1e-13
 glue("ch02_fall_lo", float(falls[above].min()))
 glue("ch02_fall_hi", float(falls[above].max()))
-glue("ch02_floor_length", int((medians <= 1e-13).nonzero()[0]) + 1)
+# the first path length whose median is below 1e-13 (lengths count from 1)
+glue("ch02_floor_length", deep_bound.first_layer_below(medians, 1e-13) + 1)
 glue("ch02_one_matrix", float(medians[0]));
 
 # %% [markdown]
 # On this random network the median distance falls by a factor of {glue:text}`ch02_fall_lo:.0f` to {glue:text}`ch02_fall_hi:.0f` per extra layer until
-# it reaches float64 round-off at length {glue:text}`ch02_floor_length:d`. {cite:t}`dong2021attention`'s companion figure shows the
+# it falls below $10^{-13}$, at length {glue:text}`ch02_floor_length:d`, near float64's round-off. {cite:t}`dong2021attention`'s companion figure shows the
 # same downward trend for the attention matrices of pretrained models; random attention matrices at
 # initialisation are close to uniform (a single one is already only {glue:text}`ch02_one_matrix:.2f` from rank one here, in the distance above), so
 # their products collapse faster than trained, sharper attention would. [Chapter 5](05_pretrained_transformers.ipynb) looks at real pretrained

@@ -395,7 +395,7 @@ def growth(key):  # that ratio at the last layer over the first, one per stack
 # %% [markdown]
 # The picture matches the theorem's continuity argument: in the unscaled post-LN stack, whose tokens are
 # collapsed to within float32 precision after a few dozen layers ({numref}`fig-ch08-1`), the query/key gradients of
-# the last layer are more than three orders of magnitude below the value gradients (the first check); in the unscaled pre-LN stack they
+# the last layer are at least three orders of magnitude below the value gradients (the first check); in the unscaled pre-LN stack they
 # fall steadily with depth, as the cosine creeps towards 1. With $\alpha = 1/\sqrt L$ the ratio stays of order
 # one across all layers. Optimisers see these numbers: a plain SGD step barely moves $W_Q$ and $W_K$ of the deep
 # layers, which [chapter 9](09_unequal_gradients_and_adam.ipynb) turns into a training experiment.
@@ -445,11 +445,9 @@ def factors(key, ratios):  # per layer, the factor between measured and predicte
 APART = [("pre", False), ("pre", True), ("post", True)]
 typical = max(float(factors(key, measured[key]).median()) for key in APART)
 worst = max(float(factors(key, measured[key]).max()) for key in APART)
-# one stack alone, (|grad W_Q| + |grad W_K|) / (2 |grad W_V|): its worst layer
-single = max(
-    float(factors(key, (s[key]["q"] + s[key]["k"]) / (2 * s[key]["v"])).max())
-    for key in APART for s in grads_by_stack
-)
+# one stack alone (the same root mean square, of that stack): its worst layer
+single = max(float(factors(key, prop.pooled_qk_v_ratios([s], key)).max())
+             for key in APART for s in grads_by_stack)
 [
     attnbook.check("pre-LN, and post-LN with alpha=1/sqrt(L), pooled over stacks: "
                    "measured / predicted Q,K-to-V gradient ratio, median factor over "

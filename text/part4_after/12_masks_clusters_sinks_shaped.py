@@ -256,7 +256,7 @@ print("beta = 1: one cluster by t =", one_by)
 
 # %% tags=["remove-input"]
 glue("ch12_formed", formed)
-glue("ch12_until", f"until $t = {merged:.0f}$" if merged < math.inf
+glue("ch12_until", f"until t = {merged:.0f}" if merged < math.inf
      else "past the end of the window")
 glue("ch12_t_end", times[-1])
 glue("ch12_beta9_fewest", min(c[-1] for c in counts[9.0]))
@@ -481,8 +481,8 @@ glue("ch12_largest_drift", float(drift[large].max()));
 #
 # ### A checked exercise
 #
-# How many layers does the causal window of this chapter need before the last token depends on the first?
-# Put your number in `answer`;
+# How many layers does the causal window of this chapter need at the quick preset (32 tokens, each attending to
+# itself and the 2 before it) before the last token depends on the first? Put your number in `answer`;
 # `exercises.check` says whether it is right. A worked solution is in the hidden cell below it.
 
 # %%

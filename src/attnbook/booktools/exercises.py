@@ -235,7 +235,8 @@ EXERCISES: dict[str, Exercise] = {e.name: e for e in [
     Exercise(
         "ch12-window-reach",
         "A causal sliding window lets every token attend to itself and the 2 tokens before it, as the chapter's "
-        "causal window does. After how many layers does the last of 32 tokens depend on the first?",
+        "causal window does at the quick preset. After how many layers does the last of 32 tokens depend on the "
+        "first?",
         lambda: float(masked_collapse.layers_to_reach(32, 2)),
         "Each layer carries information at most 2 positions forward: count the layers it takes to cover the 31 "
         "positions from the first token to the last.",

@@ -94,8 +94,9 @@ _LINEAR_BELOW = math.log(1e-150)
 def _split_heads(lin: torch.nn.Linear, n_heads: int, out: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``(W, b)`` of a :class:`MultiHeadSelfAttention` projection as right multiplications per head: ``W`` of
     shape ``(heads, d, d_head)`` (``out=True``: the output projection, ``(heads, d_head, d)``, its bias whole)."""
-    W = lin.weight.detach()
-    b = lin.bias.detach() if lin.bias is not None else torch.zeros(W.shape[0], dtype=W.dtype, device=W.device)
+    W = lin.weight.detach().double()
+    b = lin.bias.detach().double() if lin.bias is not None else torch.zeros(W.shape[0], dtype=W.dtype,
+                                                                             device=W.device)
     if out:
         return W.T.reshape(n_heads, -1, W.shape[0]), b
     return W.T.reshape(W.shape[1], n_heads, -1).permute(1, 0, 2), b.reshape(n_heads, 1, -1)
@@ -115,9 +116,11 @@ def tracked_log10_residuals(net, X: torch.Tensor) -> torch.Tensor:
     ``eq-output-split``), re-centred on its token mean; the shared row takes the rest. Every step keeps float64's
     relative precision, so the residual can be followed to ``1e-10000`` and beyond.
 
-    ``net``: a :class:`SelfAttentionNetwork` without skips, MLPs or LayerNorm; ``X``: one input ``(n, d)`` or
-    ``(1, n, d)``. Returns ``(depth + 1,)`` on the CPU, entry 0 the input's."""
+    ``net``: a :class:`SelfAttentionNetwork` without skips, MLPs or LayerNorm (head gates are not followed: the
+    network as it runs without them); ``X``: one input ``(n, d)`` or ``(1, n, d)``; both are read in float64.
+    Returns ``(depth + 1,)`` on the CPU, entry 0 the input's; raises ``ValueError`` where it cannot follow."""
     X = X[0] if X.ndim == 3 and X.shape[0] == 1 else X
+    X = X.double()  # float64 whatever the net's dtype: the scale s^2 must not underflow early
     if X.ndim != 2 or X.shape[-1] != net.d_model:
         raise ValueError(f"expected one input of shape (n_tokens, {net.d_model}), got {tuple(X.shape)}")
     for block in net.blocks:
@@ -132,7 +135,7 @@ def tracked_log10_residuals(net, X: torch.Tensor) -> torch.Tensor:
     U, log_s, logs = U / nrm, math.log(nrm), [math.log(nrm)]
     with torch.no_grad():
         for block in net.blocks:
-            attn, alpha = block.attn, float(block.alpha)
+            attn, alpha = block.attn, abs(float(block.alpha))
             H = attn.n_heads
             (Wq, bq), (Wk, bk), (Wv, bv) = (_split_heads(lin, H) for lin in (attn.q, attn.k, attn.v))
             Wo, bo = _split_heads(attn.out, H, out=True)
@@ -144,8 +147,11 @@ def tracked_log10_residuals(net, X: torch.Tensor) -> torch.Tensor:
             E_unit = attn.scale * UQ @ UK.transpose(-1, -2)  # E / s^2
             if 2 * log_s > _LINEAR_BELOW:
                 E = s * s * E_unit
-                log_Z = torch.log1p((p * torch.expm1(E)).sum(-1, keepdim=True))
-                Delta_unit = p * torch.expm1(E - log_Z) / (s * s)
+                if float(E.abs().max()) < 1.0:  # expm1 and log1p keep the digits of a small E
+                    log_Z = torch.log1p((p * torch.expm1(E)).sum(-1, keepdim=True))
+                    Delta_unit = p * torch.expm1(E - log_Z) / (s * s)
+                else:  # large scores: P itself, where expm1 would overflow (and p may underflow)
+                    Delta_unit = ((r + E).softmax(-1) - p) / (s * s)
             else:
                 Delta_unit = p * (E_unit - (E_unit * p).sum(-1, keepdim=True))
             D = (Delta_unit @ U @ Wv @ Wo).sum(0)  # the next residual over s^3
@@ -153,6 +159,9 @@ def tracked_log10_residuals(net, X: torch.Tensor) -> torch.Tensor:
             D_mean = D.mean(0, keepdim=True)
             D = D - D_mean
             nrm = float(norm_1_inf(D))
+            if not (math.isfinite(nrm) and nrm > 0):
+                raise ValueError(f"the tracked residual became {nrm} at layer {len(logs)}: the layer maps the "
+                                 "tokens to one row exactly, or its scores are not finite")
             log_s = 3 * log_s + math.log(alpha) + math.log(nrm)
             x = alpha * (shared + s**3 * D_mean)  # the residual's mean joins the shared row
             U = D / nrm
