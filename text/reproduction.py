@@ -125,7 +125,7 @@ except ImportError:
 #   hull's best path of any length, a hair under the majority line, moved from *differs* to *undecided*.
 #
 # * also then: chapter 11's 300-step pruned arm counts the gate seeds that keep a shape's heads among its
-#   seeds (`sweeps.with_gate_seeds`), so the two-arm rule decides it too. Its verdicts stayed.
+#   seeds (`sweeps.with_gate_seeds`). Its verdicts stayed.
 #
 # * also then: chapter 9's comparisons of final accuracy use Welch's t over the judged seeds, not a
 #   percentile bootstrap over three seeds, and a tie at the ceiling (every seed of both arms at full accuracy)
@@ -145,8 +145,9 @@ except ImportError:
 #   where the paper trains its gates to convergence, counted as analogues, as the encoder-only ones were. All
 #   three *differ*: chapter 11 has no comparison left that differs.
 #
-# * last that day, with its data known: chapter 1's order of collapse is one-sided (at least 2.5: the bound
-#   says at least cubic); it had to lie within 0.5 of 3 either way. It still reproduces.
+# * last that day, with their data known: chapter 1's order of collapse, and chapter 5's MiniLM analogue of it,
+#   are one-sided (at least 2.5: the bound says at least cubic); each had to lie within 0.5 of 3 either way. Both
+#   still reproduce.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, made with their data known, are to rules of runs already made). Chapter

@@ -115,7 +115,7 @@ print(dict(sizes))
 # At $\tau = 1$ they read $\|\partial S/\partial W_V\|_F^2 = n d_v \|\bar x\|^2$ and
 # $\mathbb E\|\partial S/\partial W_Q\|_F^2 = (\sigma_v^2\sigma_k^2 d_v / n^2)\, \|X\|_F^2 \|X^\top(I - \mathbf 1\mathbf 1^\top/n) X\|_F^2$.
 # These closed forms are this book's derivation, not quotations: a summary of the paper only says that the query/key
-# gradient grows like the cube of the width and the value gradient linearly, which they reproduce. The check: uniform attention holds *exactly* when $W_Q = 0$ (all scores
+# gradient norm grows like the cube of the input norm and the value gradient norm linearly, which they reproduce. The check: uniform attention holds *exactly* when $W_Q = 0$ (all scores
 # are zero), so we evaluate the $W_Q$-Jacobian at $W_Q = 0$ over many draws of $W_K, W_V$ (and the
 # $W_K$-Jacobian at $W_K = 0$), and compare the Monte-Carlo mean with {eq}`ch09-jq`.
 
@@ -163,7 +163,7 @@ for key in "qkv":
 # \end{gathered}
 # $$ (ch09-normalised)
 #
-# the "$d^3 (1-\rho)^2 (n-1)/n$ versus $d (1 + (n-1)\rho)$" of that summary. At fixed weight variances, the query
+# this book's normalised form (not the summary's, which states only the powers of the input norm). At fixed weight variances, the query
 # norm grows like $d^3$ and the value norm like $d$; the value norm grows linearly in $n$ when $\rho > 0$
 # while the query norm saturates; and correlation ($\rho \to 1$) kills the query norm, which is [chapter 8](08_collapse_kills_qk_gradients.ipynb)
 # again. We measure the powers by log-log slopes: against the input scale with exact uniform attention and with
