@@ -145,7 +145,7 @@ glue("ch09_adam_live", round(acc["adam", False, 1.0], 1))
 # model's). Each arm's learning rate is chosen on three *selection* seeds (the highest mean final accuracy; ties,
 # several rates at full accuracy, go to the lower mean final loss), and the arm is then judged on three *other*
 # seeds at that rate, so that the seeds a verdict rests on did not choose its learning rate. Every run trains
-# {glue:text}`ch09_sweep_steps:d` steps, long enough for slow arms to finish; Adam is warmed up linearly over the first tenth of training,
+# {glue:text}`ch09_sweep_steps` steps, long enough for slow arms to finish; Adam is warmed up linearly over the first tenth of training,
 # as fairseq warms up Adam on post-LN Transformers (SGD, with momentum 0.9, is not). The sweep is precomputed
 # (`python scripts/run.py optimiser_sweep`); its logs hold the gradient norms, the sizes of each step's updates and
 # the output token cosine. The chapter re-runs the first {glue:text}`ch09_steps:d` steps of one judged run live, which
@@ -312,14 +312,21 @@ if sweep:
         speed_adam=speed["adam, alpha=1, tau=1"],
         grad_sgd=grad_ratio["sgd"], grad_adam=grad_ratio["adam"],
         step_sgd=step_ratio["sgd"], step_adam=step_ratio["adam"])
-    glue("ch09_sweep_steps", sweep["steps"])
+    glue("ch09_sweep_steps", int(sweep["steps"]))
     glue("ch09_sweep_runs", sum(len(a["runs"]) for a in sweep["arms"]))
     glue("ch09_sweep_minutes", sweep["seconds"] / 60)
+else:  # no sweep shipped at this preset: the prose says so where it would quote it
+    make_sweep = attnbook.core.runs.command("optimiser_sweep", sizes["preset"])
+    glue("ch09_sweep_steps",
+         f"as many (no sweep is shipped at this preset; `{make_sweep}` makes it)")
 for key, value in found.items():
     glue(f"ch09_{key}", float(value))
 
 # %% tags=["remove-input"]
-if sweep:  # the temperature's finding, in the prose's words
+if not sweep:  # no sweep shipped at this preset
+    glue("ch09_tau_effect", "is not measured at this preset (no sweep is shipped)")
+    glue("ch09_tau_why", "not measured here")
+else:  # the temperature's finding, in the prose's words
     lo, hi = tau_test["interval"]
     glue("ch09_tau_effect", (
         "makes SGD worse" if hi < 0 else "makes SGD better" if lo > 0 else
