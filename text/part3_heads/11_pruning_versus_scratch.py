@@ -142,7 +142,7 @@ print(f"the third seed: {added} training{'s' * (added != 1)} from {runs.command(
 print(f"of these, stopped early: {sum(r['stopped'] != 'steps' for r in trained)}; "
       f"kept averaged weights: {sum(r['averaged'] for r in trained)}")
 
-# %%
+# %% tags=["hide-input"]
 minutes = sweeps.training_minutes(trained)  # each training's wall time, by threads
 print("minutes of training: " + "; ".join(
     f"{lo:.0f} to {hi:.0f} on {t} thread(s)" for t, (lo, hi) in minutes.items()))
@@ -381,7 +381,7 @@ print(f"precomputed by {CONVERGED_CMD} ({n_on} of {n_shapes} "
       f"averaged weights: "
       f"{sum(g['averaged'] for g in gains)} of {len(gains)}")
 
-# %%
+# %% tags=["hide-input"]
 display(Markdown(pruning_tables.scratch_table(on_rows, "trained on")))
 for r in on_rows:  # the table pairs seed 0; the claims use every trained-on seed
     seeds = r.get("pruned_seeds") or []
@@ -645,11 +645,9 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 #   ({glue:text}`ch11_third_status`);
 # * the trained-on arm's further seeds at 3 heads, gate seed and batch order together:
 #   `python scripts/run.py pruned_converged_seeds` ({glue:text}`ch11_on_status`);
-# * the trained-on arm's further seeds at 8 and 22 heads, each from its own gate seed only where that keeps
-#   the main run's heads, else from the main run's (`sweeps.trained_on_gate_seed`, committed before the run; in
-#   the shipped sweep none does, so the batch order alone varies, and the arm's pooled spread mixes that noise
-#   with the gate noise measured at 3 heads): `python scripts/run.py pruned_converged_seeds_8_22`
-#   ({glue:text}`ch11_shapes_status`);
+# * the trained-on arm's further seeds at 8 and 22 heads (`sweeps.trained_on_gate_seed`, committed before the
+#   run: a gate seed only where it keeps the main run's heads; none does, so the batch order alone varies):
+#   `python scripts/run.py pruned_converged_seeds_8_22` ({glue:text}`ch11_shapes_status`);
 # * the control's further seeds: `python scripts/run.py unpruned_converged_seeds`
 #   ({glue:text}`ch11_control_status`). The gains and costs above
 #   pair seed 0 of each arm. Where both the trained-on arm and the control have two seeds or more, one more
@@ -686,11 +684,9 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # them with `!` after `%cd attnbook`).
 #
 #
-# 1. Run the trained-on arm's seeds at 8 and 22 heads, `python scripts/run.py pruned_converged_seeds_8_22`
-#    (resumable; hours of training on a CPU), and rerun this page. How do the two-arm
-#    intervals at 8 and 22 heads move? The finding on the cost of pruning over the seeds of both arms
-#    (`sweeps.seed_cost_finding`) takes every seed shipped: does it appear at 8 and 22 heads? Does the control's
-#    seed move BLEU as much as the trained-on arm's (its seed sd is in the reasons of the trained-on claims)?
+# 1. Run the rest of the trained-on arm's seeds at 8 and 22 heads, `python scripts/run.py pruned_converged_seeds_8_22`
+#    (resumable; hours on a CPU), and rerun this page. How do the two-arm intervals move? Does the finding on the
+#    cost of pruning over both arms' seeds (`sweeps.seed_cost_finding`) leave zero at 8 and 22 heads?
 
 # %% [markdown]
 # ### A checked exercise
