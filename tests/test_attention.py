@@ -219,3 +219,24 @@ def test_per_position_gates_scale_one_head_at_one_query_only():
     assert changed[2] > 1e-4 and torch.all(changed[[0, 1, 3]] == 0)
     with pytest.raises(ValueError, match="head_gates"):
         attn(x, head_gates=torch.ones(1, 2, 3))
+
+
+def test_head_projection_is_each_heads_share_of_the_projections():
+    """Head h's query, key and value are ``X W[h] + b[h]``, the model's own split of its projections, and the
+    output projection is the sum over heads of ``head_h W_out[h]`` plus the whole bias."""
+    torch.manual_seed(0)
+    att = MultiHeadSelfAttention(12, 3)
+    X = torch.randn(2, 5, 12)
+    for which in ("q", "k", "v"):
+        W, b = att.head_projection(which)
+        assert W.shape == (3, 12, 4) and b.shape == (3, 1, 4)
+        expected = att._split(getattr(att, which)(X))  # (batch, heads, n, d_head)
+        torch.testing.assert_close(X[:, None] @ W + b, expected)
+    heads = torch.randn(2, 3, 5, 4)
+    W_o, b_o = att.head_projection("out")
+    assert W_o.shape == (3, 4, 12) and b_o.shape == (12,)
+    torch.testing.assert_close((heads @ W_o).sum(1) + b_o, att.out(heads.transpose(1, 2).reshape(2, 5, 12)))
+    no_bias = MultiHeadSelfAttention(12, 3, bias=False)
+    assert not no_bias.head_projection("q")[1].any()
+    with pytest.raises(ValueError, match="which"):
+        att.head_projection("o")

@@ -159,6 +159,11 @@ def test_mlp_gain_curves_lambda_scales_with_the_square_of_the_gain(float64):
     assert lambdas[2.0] == pytest.approx(4 * lambdas[1.0])  # both MLP weights doubled, same draw
     assert curves[1.0].shape == (4,) and curves[1.0][0] == curves[2.0][0] == relative_residual(X[0])
     assert not torch.equal(curves[1.0], curves[2.0])
+    from attnbook.core.virtual_cuda import virtual_cuda
+
+    with virtual_cuda() as dev:  # a CPU input with the net on a CUDA device: moved with the net
+        on_device, _ = DB.mlp_gain_curves(X, depth=3, n_heads=2, gains=(1.0,), seed=3, device=dev)
+    assert torch.equal(on_device[1.0].cpu(), curves[1.0])
 
 
 def test_first_layer_below():

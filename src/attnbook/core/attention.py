@@ -92,17 +92,28 @@ class MultiHeadSelfAttention(nn.Module):
         b, n, _ = t.shape
         return t.view(b, n, self.n_heads, self.d_head).transpose(1, 2)  # (b, h, n, d_head)
 
+    def head_projection(self, which: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """Projection ``which`` (``"q"``, ``"k"``, ``"v"`` or ``"out"``) as right multiplications per head,
+        detached: ``W`` of shape ``(heads, d_model, d_head)`` and its bias ``(heads, 1, d_head)``, so that head
+        ``h`` maps ``X`` to ``X W[h] + b[h]``; for ``"out"``, ``W`` of shape ``(heads, d_head, d_model)`` and the
+        bias whole, ``(d_model,)``, since the heads' outputs are summed before it is added. A projection without
+        bias gets zeros. Chapters "Path decomposition" (:meth:`head_matrices`) and "Deep bounds"
+        (:func:`attnbook.rank.deep_bound.tracked_log10_residuals`)."""
+        if which not in ("q", "k", "v", "out"):
+            raise ValueError(f"which must be 'q', 'k', 'v' or 'out', got {which!r}")
+        lin = getattr(self, which)
+        W = lin.weight.detach()
+        b = lin.bias.detach() if lin.bias is not None else W.new_zeros(W.shape[0])
+        H, dh, dm = self.n_heads, self.d_head, self.d_model
+        if which == "out":
+            return W.T.reshape(H, dh, dm), b
+        return W.T.reshape(dm, H, dh).permute(1, 0, 2), b.reshape(H, 1, dh)
+
     def head_matrices(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The per-head fold of chapter "Path decomposition": ``W_QK,h = W_Q,h W_K,h^T`` and
         ``W_h = W_V,h W_O,h``, each of shape ``(heads, d_model, d_model)``, detached (biases left out)."""
-        H, dh, dm = self.n_heads, self.d_head, self.d_model
-
-        def split(lin):
-            return lin.weight.T.reshape(dm, H, dh).permute(1, 0, 2)
-
-        W_qk = split(self.q) @ split(self.k).transpose(-1, -2)
-        W_vo = split(self.v) @ self.out.weight.T.reshape(H, dh, dm)
-        return W_qk.detach(), W_vo.detach()
+        (W_q, _), (W_k, _), (W_v, _), (W_o, _) = (self.head_projection(w) for w in ("q", "k", "v", "out"))
+        return W_q @ W_k.transpose(-1, -2), W_v @ W_o
 
     def gate_heads(self, heads: torch.Tensor, head_gates: Optional[torch.Tensor]) -> torch.Tensor:
         """``heads`` (batch, heads, n, d_head) with head ``h`` multiplied by ``head_gates[h]`` (shape

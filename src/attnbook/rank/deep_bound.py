@@ -91,17 +91,6 @@ def log_bound_by_layer(net, r0: float, c: float = 2.0) -> list[float]:
 _LINEAR_BELOW = math.log(1e-150)
 
 
-def _split_heads(lin: torch.nn.Linear, n_heads: int, out: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(W, b)`` of a :class:`MultiHeadSelfAttention` projection as right multiplications per head: ``W`` of
-    shape ``(heads, d, d_head)`` (``out=True``: the output projection, ``(heads, d_head, d)``, its bias whole)."""
-    W = lin.weight.detach().double()
-    b = lin.bias.detach().double() if lin.bias is not None else torch.zeros(W.shape[0], dtype=W.dtype,
-                                                                             device=W.device)
-    if out:
-        return W.T.reshape(n_heads, -1, W.shape[0]), b
-    return W.T.reshape(W.shape[1], n_heads, -1).permute(1, 0, 2), b.reshape(n_heads, 1, -1)
-
-
 def tracked_log10_residuals(net, X: torch.Tensor) -> torch.Tensor:
     """``log10 ||res(X^l)||_{1,inf}`` (token-mean residual) of the input and of every layer of a pure SAN, computed
     without the round-off floor of a forward pass (chapter "Deep bounds", ``thm-deep-bound`` at every layer).
@@ -136,9 +125,8 @@ def tracked_log10_residuals(net, X: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         for block in net.blocks:
             attn, alpha = block.attn, abs(float(block.alpha))
-            H = attn.n_heads
-            (Wq, bq), (Wk, bk), (Wv, bv) = (_split_heads(lin, H) for lin in (attn.q, attn.k, attn.v))
-            Wo, bo = _split_heads(attn.out, H, out=True)
+            (Wq, bq), (Wk, bk), (Wv, bv), (Wo, bo) = (
+                tuple(t.double() for t in attn.head_projection(w)) for w in ("q", "k", "v", "out"))
             s = math.exp(log_s)  # 0.0 once it underflows: then r = 0 and p is uniform, as it is to float precision
             q = x @ Wq + bq  # (H, 1, d_head): the shared row's queries
             UQ, UK = U @ Wq, U @ Wk  # (H, n, d_head)
@@ -203,10 +191,17 @@ def random_net_curves(X: torch.Tensor, depth: int, n_heads: int, n_nets: int, se
         raise ValueError(f"n_nets must be at least 1, got {n_nets}")
     rows = []
     for i in range(n_nets):
-        torch.manual_seed(seed + i)
-        net = gaussian_init_(SelfAttentionNetwork(depth, X.shape[-1], n_heads, **block_kwargs)).to(device)
+        net = random_net(depth, X.shape[-1], n_heads, seed + i, **block_kwargs).to(device)
         rows.append(residual_by_layer(net, X.to(device), relative=relative)[0])
     return torch.stack(rows)
+
+
+def random_net(depth: int, d_model: int, n_heads: int, seed: int, **block_kwargs) -> SelfAttentionNetwork:
+    """A Gaussian-initialised :class:`SelfAttentionNetwork` with the :class:`attnbook.core.attention.Block`
+    switches ``block_kwargs``, drawn on the CPU after ``torch.manual_seed(seed)`` (chapter "Deep bounds": the
+    networks of :func:`random_net_curves` and :func:`mlp_gain_curves`)."""
+    torch.manual_seed(seed)
+    return gaussian_init_(SelfAttentionNetwork(depth, d_model, n_heads, **block_kwargs))
 
 
 def mlp_instances(batch: int, gen: torch.Generator, *, n: int, d: int) -> dict:
@@ -238,9 +233,7 @@ def mlp_gain_curves(X: torch.Tensor, depth: int, n_heads: int, gains, seed: int 
     layers (``W1``, ``W2`` as right multiplications, eq. ``eq-mlp-lipschitz``)."""
     curves, lambdas = {}, {}
     for gain in gains:
-        torch.manual_seed(seed)
-        net = gaussian_init_(SelfAttentionNetwork(depth, X.shape[-1], n_heads, skip=False, mlp=True,
-                                                  layernorm=None))
+        net = random_net(depth, X.shape[-1], n_heads, seed, skip=False, mlp=True, layernorm=None)
         with torch.no_grad():
             for block in net.blocks:
                 for lin in (block.mlp[0], block.mlp[2]):
@@ -248,7 +241,7 @@ def mlp_gain_curves(X: torch.Tensor, depth: int, n_heads: int, gains, seed: int 
         net.to(device)
         lambdas[gain] = max((norm_1_inf(b.mlp[0].weight.T) * norm_1_inf(b.mlp[2].weight.T)).item()
                             for b in net.blocks)
-        curves[gain] = residual_by_layer(net, X)[0]
+        curves[gain] = residual_by_layer(net, X.to(device))[0]
     return curves, lambdas
 
 
