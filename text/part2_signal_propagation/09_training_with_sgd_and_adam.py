@@ -148,7 +148,7 @@ glue("ch09_adam_live", round(acc["adam", False, 1.0], 1))
 # {glue:text}`ch09_sweep_steps` steps, long enough for slow arms to finish; Adam is warmed up linearly over the first tenth of training,
 # as fairseq warms up Adam on post-LN Transformers (SGD, with momentum 0.9, is not). The sweep is precomputed
 # (`python scripts/run.py optimiser_sweep`); its logs hold the gradient norms, the sizes of each step's updates and
-# the output token cosine. The chapter re-runs the first {glue:text}`ch09_steps:d` steps of one judged run live, which
+# the output token cosine ({numref}`fig-ch09-4`). The chapter re-runs the first {glue:text}`ch09_steps:d` steps of one judged run live, which
 # checks the file.
 #
 # The rules, stated before the results: each comparison takes every arm at its chosen learning rate and reports the
@@ -296,22 +296,11 @@ attnbook.claims.when_available(sweep, lambda: [
 ], "optimiser sweep: the balancing temperature with SGD")
 
 # %% tags=["remove-input"]
-SWEPT = ("sgd_full", "plain_full", "speed_scaled", "speed_plain", "speed_adam",
-         "grad_sgd", "grad_adam", "step_sgd", "step_adam")
-found = dict.fromkeys(SWEPT, float("nan"))  # "nan" where no sweep is shipped
 if sweep:
     def full_lrs(a):  # learning rates at which every selection seed is at full accuracy
         return [lr for lr in sweep["learning_rates"][a["optimizer"]]
                 if min(rv.selection_accuracies(a, lr)) >= 0.995]
 
-    found.update(
-        sgd_full=len(full_lrs(arm["sgd, alpha=1/sqrt(L), tau=1"])),
-        plain_full=len(full_lrs(plain_sgd)),
-        speed_scaled=speed["sgd, alpha=1/sqrt(L), tau=1"],
-        speed_plain=speed["sgd, alpha=1, tau=1"],
-        speed_adam=speed["adam, alpha=1, tau=1"],
-        grad_sgd=grad_ratio["sgd"], grad_adam=grad_ratio["adam"],
-        step_sgd=step_ratio["sgd"], step_adam=step_ratio["adam"])
     glue("ch09_sweep_steps", int(sweep["steps"]))
     glue("ch09_sweep_runs", sum(len(a["runs"]) for a in sweep["arms"]))
     glue("ch09_sweep_minutes", sweep["seconds"] / 60)
@@ -319,8 +308,6 @@ else:  # no sweep shipped at this preset: the prose says so where it would quote
     make_sweep = attnbook.core.runs.command("optimiser_sweep", sizes["preset"])
     glue("ch09_sweep_steps",
          f"as many (no sweep is shipped at this preset; `{make_sweep}` makes it)")
-for key, value in found.items():
-    glue(f"ch09_{key}", float(value))
 
 # %% tags=["remove-input"]
 if not sweep:  # no sweep shipped at this preset
@@ -382,28 +369,68 @@ attnbook.check(
     # the live accuracy moves by up to 0.03 between CPU code paths: its band is 0.05
     close_to=0.0, tol=0.1, digits=2, band=0.05)
 
+# %% tags=["remove-input"]
+# what the sweep shows, in the prose's words; at a preset without it, what the
+# live runs show and the command that makes the sweep
+PLATEAU = (
+    f"The live {sizes['steps']}-step runs above stopped on a plateau, and where is "
+    f"telling: near {COLLAPSED:.3f}, the best accuracy of a model whose output tokens "
+    "are all alike (such a model gives one answer at every position, and the best "
+    "answer is the input's most frequent digit; the check above). The plateau is "
+    "rank collapse at the output.")
+if not sweep:  # what the live runs show, and the command that makes the sweep
+    shows = (f"What the live runs show. {PLATEAU} Whether SGD leaves it given more "
+             "steps, what residual scaling buys it and how Adam's updates differ from "
+             "SGD's are the sweep's to say, and no sweep is shipped at this preset "
+             f"(`{make_sweep}` makes it).")
+
+# %% tags=["remove-input"]
+# what the sweep shows, in the prose's words (its logs, its chosen rates)
+if sweep:
+    n_rates, scaled = len(sweep["learning_rates"]["sgd"]), "sgd, alpha=1/sqrt(L), tau=1"
+    shows = (
+        "What the sweep shows. Given enough steps and a small enough learning rate, "
+        "SGD trains the unscaled deep post-LN model too: at its chosen rate every "
+        "judged seed reaches full accuracy, at "
+        f"{len(full_lrs(plain_sgd))} of its {n_rates} rates. {PLATEAU} At the live "
+        "runs' learning rate the sweep's longer SGD runs do not leave it either; at "
+        "the smaller rates the sweep chose, SGD leaves it, slowly. What residual "
+        "scaling buys SGD here is speed and room: with $\\alpha = 1/\\sqrt L$ its loss "
+        f"falls below 0.5 by step {speed[scaled]:.0f} on average, against step "
+        f"{speed['sgd, alpha=1, tau=1']:.0f} without, and it trains at "
+        f"{len(full_lrs(arm[scaled]))} of its {n_rates} rates. Adam trains the "
+        "unscaled model as well (loss below 0.5 by step "
+        f"{speed['adam, alpha=1, tau=1']:.0f}), so on this task and at this depth "
+        "\"adaptive optimisers train what SGD cannot\" does not hold: SGD was slow, "
+        "not stuck.")
+glue("ch09_sweep_shows", Markdown(shows));
+
+# %% tags=["remove-input"]
+# where Adam's advantage lies, from the sweep's logs (nothing without the sweep)
+updates = "" if not sweep else (
+    "Where Adam's advantage lies shows in the updates, not in the gradients. At the "
+    "first logged step the query/key gradients of the unscaled model are "
+    f"{grad_ratio['sgd']:.2f} of the value gradients in SGD's run and "
+    f"{grad_ratio['adam']:.2f} in Adam's: as unequal for both. SGD's steps follow its "
+    f"gradients (query/key steps {step_ratio['sgd']:.2f} of the value steps), while "
+    "Adam divides every coordinate by its own running scale and moves the queries and "
+    f"keys about as far as the values ({step_ratio['adam']:.2f}; the sweep's figure "
+    "above, lower left). Every run that learns first brings the output token cosine "
+    "down from near 1, and every run that fails keeps it high (lower right).")
+glue("ch09_adam_updates", Markdown(updates));
+
 # %% [markdown]
-# What the sweep shows. Given enough steps and a small enough learning rate, SGD trains the unscaled deep post-LN
-# model too: at its chosen rate every judged seed reaches full accuracy, at {glue:text}`ch09_plain_full:.0f` of its five rates. The live
-# {glue:text}`ch09_steps:d`-step runs above stopped on a plateau, and where is telling: near {glue:text}`ch09_collapsed:.3f`, the best accuracy of a model whose
-# output tokens are all alike (such a model gives one answer at every position, and the best answer is the
-# input's most frequent digit; the check above). The plateau is rank collapse at the output. At the live runs'
-# learning rate the sweep's longer SGD runs do not leave it either; at the smaller rates the sweep chose, SGD leaves
-# it, slowly. What residual scaling buys SGD here is speed and room: with $\alpha = 1/\sqrt L$ its loss falls below 0.5 by
-# step {glue:text}`ch09_speed_scaled:.0f` on average, against step {glue:text}`ch09_speed_plain:.0f` without, and it trains at {glue:text}`ch09_sgd_full:.0f` of its five rates. Adam trains the unscaled
-# model as well (loss below 0.5 by step {glue:text}`ch09_speed_adam:.0f`), so on this task and at this depth "adaptive optimisers train what SGD
-# cannot" does not hold: SGD was slow, not stuck.
+# ```{glue:md} ch09_sweep_shows
+# :format: myst
+# ```
 #
 # The unscaled model's own balancing temperature {glue:text}`ch09_tau_effect`. What it does:
 # {glue:text}`ch09_tau_why`. The temperature is the book's question, not a comparison with the paper: the paper's
 # own passage on it could not be read offline (only a summary of it), so no value of the paper is judged here.
 #
-# Where Adam's advantage lies shows in the updates, not in the gradients. At the first logged step the query/key
-# gradients of the unscaled model are {glue:text}`ch09_grad_sgd:.2f` of the value gradients in SGD's run and {glue:text}`ch09_grad_adam:.2f` in Adam's: as unequal for
-# both. SGD's steps follow its gradients (query/key steps {glue:text}`ch09_step_sgd:.2f` of the value steps), while Adam divides every
-# coordinate by its own running scale and moves the queries and keys about as far as the values ({glue:text}`ch09_step_adam:.2f`;
-# {numref}`fig-ch09-4`, lower left). Every run that learns first brings the output token cosine down from near 1,
-# and every run that fails keeps it high (lower right).
+# ```{glue:md} ch09_adam_updates
+# :format: myst
+# ```
 
 # %% [markdown]
 # ### The cosine during training, by depth, and learnable scales
