@@ -33,6 +33,16 @@ def test_train_path_models_is_reproducible_by_seed_and_seeds_differ():
         training_seeds.train_path_models(CFG, seed=0, names=("sorting",))
 
 
+def test_each_seed_initialises_its_models_differently(monkeypatch):
+    """Not only the data: the training seed seeds the library too, so the initial weights differ."""
+    monkeypatch.setattr(training_seeds, "train", lambda *a, **k: {"steps_done": 0})
+    first = training_seeds.train_path_models(CFG, seed=0, names=("sort",))["sort"]["model"]
+    again = training_seeds.train_path_models(CFG, seed=0, names=("sort",))["sort"]["model"]
+    other = training_seeds.train_path_models(CFG, seed=1, names=("sort",))["sort"]["model"]
+    assert torch.equal(_params(first), _params(again))
+    assert not torch.equal(_params(first), _params(other))
+
+
 def test_path_accuracies_draws_in_the_chapters_order_from_one_generator():
     trained = training_seeds.train_path_models(CFG, seed=0, names=("sort",))
     got = training_seeds.path_accuracies(trained, (3, 5), 2, torch.Generator().manual_seed(1))
@@ -44,12 +54,12 @@ def test_path_accuracies_draws_in_the_chapters_order_from_one_generator():
 
 def test_seed_effects_reads_length_one_the_longest_and_both_short_lengths():
     many = np.array([[0.2, 0.2], [0.5, 0.7], [0.9, 0.9], [0.1, 0.3]])  # means 0.2, 0.6, 0.9, 0.2
-    few = np.array([[0.2, 0.2], [0.4, 0.4], [0.6, 0.8], [0.1, 0.1]])  # means 0.2, 0.4, 0.7, 0.1
+    few = np.array([[0.2, 0.2], [0.4, 0.4], [0.7, 0.9], [0.1, 0.1]])  # means 0.2, 0.4, 0.8, 0.1
     e = training_seeds.seed_effects(many, few, floor=0.1)
     assert e["short"] == pytest.approx(0.5)  # length 1, not the better length 2
     assert e["longest"] == pytest.approx(0.1)
     assert e["falls"] == pytest.approx(-0.4)
-    assert e["more_paths"] == pytest.approx((0.2 + 0.2) / 2)
+    assert e["more_paths"] == pytest.approx((0.2 + 0.1) / 2)  # both short lengths, unequal gains
     assert training_seeds.seed_effects(many, few, 0.1, short=2)["short"] == pytest.approx(0.8)
     with pytest.raises(ValueError, match="shape"):
         training_seeds.seed_effects(many, few[:3], 0.1)

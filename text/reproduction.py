@@ -154,7 +154,7 @@ except ImportError:
 #   their data seen.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
-# changes above are to rules of runs already made). Chapter
+# changes above, but the last, are to rules of runs already made). Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
 # (`attnbook/data/translation/README.md`; its first data rule, which erred far too often with no effect, was

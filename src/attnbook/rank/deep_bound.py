@@ -170,8 +170,7 @@ def simulate_against_bound(n_nets: int, n: int, d: int, n_heads: int, depth: int
     gen = torch.Generator().manual_seed(seed)
     observed, tracked, bounds = [], [], []
     for i in range(n_nets):
-        torch.manual_seed(i)
-        net = gaussian_init_(SelfAttentionNetwork(depth, d, n_heads, skip=False, mlp=False, layernorm=None))
+        net = random_net(depth, d, n_heads, i, skip=False, mlp=False, layernorm=None)
         X = torch.randn(1, 1, d, generator=gen) + scale * torch.randn(1, n, d, generator=gen)
         obs = residual_by_layer(net, X, relative=False)[0]
         observed.append(obs)

@@ -206,17 +206,9 @@ def san_parameters(model, X: torch.Tensor):
         out, _, attns = model(X, return_attention=True)
         vals, bs = [], []
         for block in model.blocks:
-            a = block.attn
-            H, dh = a.n_heads, a.d_head
-            Wv = a.v.weight.T.reshape(a.d_model, H, dh).permute(1, 0, 2)  # (H, d, dh)
-            Wo = a.out.weight.T.reshape(H, dh, a.d_model)  # (H, dh, d)
-            vals.append(block.alpha * (Wv @ Wo))
-            c = torch.zeros(a.d_model, dtype=X.dtype, device=X.device)
-            if a.v.bias is not None:
-                c = c + a.out.weight @ a.v.bias
-            if a.out.bias is not None:
-                c = c + a.out.bias
-            bs.append(block.alpha * c)
+            (Wv, bv), (Wo, bo) = (block.attn.head_projection(w) for w in ("v", "out"))
+            vals.append(block.alpha * (Wv @ Wo))  # (H, d, d)
+            bs.append(block.alpha * ((bv @ Wo).sum(0)[0] + bo))  # the value and output biases
     attn = torch.stack([p[0] for p in attns])
     return attn, torch.stack(vals), torch.stack(bs), skips.pop(), out[0]
 
