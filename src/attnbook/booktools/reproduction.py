@@ -489,8 +489,7 @@ HEADLINES = {
     4: ("deep bound: (layer, net) pairs, every layer, where the tracked residual exceeds the bound",),
     5: ("BERT-base at init, SAN+skip: mean r_12",),
     6: ("circle, 16 seeds: delay of collapse from width, d=128 minus d=32 pure SAN (steps)",),
-    7: ("paths: sort, best short path (k=1,2, 20 paths), accuracy above chance (one-sided t over "
-        "path sets)",),
+    7: ("paths over training seeds: sort, length-1 paths minus chance (90% t over seeds)",),
     8: ("post-LN, alpha=1: |grad W_Q,K| / |grad W_V| at the last layer (floored at 1e-5), largest over "
         "stacks",),
     9: ("SGD: alpha = 1/sqrt(L) minus alpha = 1, accuracy at each one's best learning rate",
