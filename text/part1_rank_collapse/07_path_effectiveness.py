@@ -26,6 +26,7 @@ except ImportError:
 # - train the paper's three tasks (sorting, convex hull, memorization) with a fast recipe.
 # - measure accuracy against path length with 5 and 20 paths, next to the paper's reference lines. Read it
 #   with the model's own classifier and with a probe refitted to each path length.
+# - train each task again at other seeds and judge the paper's statements over training seeds, not over one network.
 # - measure how much faster the book's recipe reaches the paper's accuracy than the paper's own recipe.
 
 # %% [markdown]
