@@ -37,6 +37,7 @@ from attnbook.claims import papers  # noqa: E402
 from attnbook.core import presets  # noqa: E402
 from attnbook.core import runs as run_table  # noqa: E402
 from attnbook.rank import tasks  # noqa: E402
+from attnbook.rank.tasks import training_seeds  # noqa: E402
 from attnbook.core.train import train  # noqa: E402
 
 #: the full model's accuracy in the paper (the level a recipe must reach), and the paper's recipe
@@ -48,9 +49,7 @@ HULL_RECIPE = papers.number("dong2021", "hull_training_recipe").value
 def run(task: str, recipe: str, cap: float, steps: int, eval_every: int, seed: int, epochs: int,
         full: bool = False) -> dict:
     size = presets.preset("path_effectiveness", "paper")[task]
-    presets.seed_everything(seed)
-    g = torch.Generator().manual_seed(seed)
-    t = tasks.path_task(task, size, g)
+    t = training_seeds.build_path_task(task, size, seed)
     model, ev, target = t["model"], t["eval"], TARGETS[task]
 
     clock = {"start": time.process_time(), "eval": 0.0}

@@ -430,6 +430,17 @@ def test_the_trained_enough_gate_stops_the_chapter_below_its_level():
         tasks.trained_enough_check("sort", 1.0, 0.0)
 
 
+def test_the_trained_enough_gate_at_another_seed_withholds_instead_of_stopping():
+    passed = tasks.trained_enough_gate("hull", 0.86 * 0.9, 0.9, seed=2, guards="the hull's verdicts")
+    assert passed.holds and passed.kind == "gate"
+    assert passed.name == "paths: full-model accuracy / ceiling, hull, training seed 2"
+    failed = tasks.trained_enough_gate("hull", 0.84 * 0.9, 0.9, seed=1, guards="the hull's verdicts")
+    assert not failed.holds  # recorded, not raised: it withholds what it guards
+    assert not tasks.trained_enough_gate("sort", 0.94, 1.0, seed=1, guards="x").holds
+    with pytest.raises(ValueError, match="ceiling must be positive"):
+        tasks.trained_enough_gate("sort", 1.0, 0.0, seed=1, guards="x")
+
+
 def test_position_prior_accuracy_matches_the_order_statistics_of_sorting():
     """Sorting's position-only floor: at position i of a sorted sequence of n uniform symbols the most common
     symbol has probability max_v P(X_(i) = v), from the binomial law of the order statistics; the predictor

@@ -386,19 +386,20 @@ def not_decided(r):  # and the gain this noise could find (the paper gives no si
 SEEDS = cfg["training_seeds"]
 effects = {SEEDS[0]: {name: training_seeds.seed_effects(
     acc[name, 20], acc[name, 5], CHANCE[name]) for name in TASKS}}
-trained_share = {SEEDS[0]: {name: full[name] / CEILING[name] for name in TASKS}}
+reached = {SEEDS[0]: {name: (full[name], CEILING[name]) for name in TASKS}}
 for seed in SEEDS[1:]:
     other = training_seeds.train_path_models(cfg, seed, device=dev)
     tables = training_seeds.path_accuracies(  # each seed draws its own paths
         other, cfg["n_paths"], cfg["repeats"], torch.Generator().manual_seed(1 + seed))
     effects[seed] = {name: training_seeds.seed_effects(
         tables[name, 20], tables[name, 5], other[name]["chance"]) for name in TASKS}
-    trained_share[seed] = {name: t["full"] / t["ceiling"] for name, t in other.items()}
+    reached[seed] = {name: (t["full"], t["ceiling"]) for name, t in other.items()}
 print("seed task          accuracy/ceiling  " + "  ".join(training_seeds.EFFECTS))
 for seed in SEEDS:
     for name in TASKS:
         row = "  ".join(f"{v:+.3f}" for v in effects[seed][name].values())
-        print(f"{seed:4d} {name:12s}  {trained_share[seed][name]:16.3f}  {row}")
+        accuracy, ceiling = reached[seed][name]
+        print(f"{seed:4d} {name:12s}  {accuracy / ceiling:16.3f}  {row}")
 
 # %% tags=["hide-input"]
 from attnbook.claims import guarded
@@ -440,9 +441,8 @@ def seed_claims(name):  # each statement of Fig. 4 that this task shows
     return made
 
 
-seed_gates = {name: [attnbook.gate(
-    f"paths: full-model accuracy / ceiling, {name}, training seed {seed}",
-    trained_share[seed][name], at_least=tasks.TRAINED_ENOUGH[name], digits=3,
+seed_gates = {name: [tasks.trained_enough_gate(
+    name, *reached[seed][name], seed,
     guards=f"the verdicts over training seeds on {name}") for seed in SEEDS[1:]]
     for name in TASKS}
 over_seed_claims = [c for name in TASKS for c in guarded(

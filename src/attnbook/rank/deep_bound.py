@@ -198,7 +198,7 @@ def random_net_curves(X: torch.Tensor, depth: int, n_heads: int, n_nets: int, se
 def random_net(depth: int, d_model: int, n_heads: int, seed: int, **block_kwargs) -> SelfAttentionNetwork:
     """A Gaussian-initialised :class:`SelfAttentionNetwork` with the :class:`attnbook.core.attention.Block`
     switches ``block_kwargs``, drawn on the CPU after ``torch.manual_seed(seed)`` (chapter "Deep bounds": the
-    networks of :func:`random_net_curves` and :func:`mlp_gain_curves`)."""
+    networks of :func:`random_net_curves`, :func:`mlp_gain_curves` and :func:`simulate_against_bound`)."""
     torch.manual_seed(seed)
     return gaussian_init_(SelfAttentionNetwork(depth, d_model, n_heads, **block_kwargs))
 

@@ -113,18 +113,35 @@ def _on_model_device(model, eval_data):
 TRAINED_ENOUGH = {"sort": 0.95, "hull": 0.85, "memorization": 0.95}
 
 
+def _trained_share(name: str, accuracy: float, ceiling: float) -> float:
+    """The full model's ``accuracy`` over task ``name``'s ``ceiling``, after checking both make sense."""
+    if name not in TRAINED_ENOUGH:
+        raise ValueError(f"no trained-enough level for task {name!r}; expected one of {sorted(TRAINED_ENOUGH)}")
+    if not ceiling > 0:
+        raise ValueError(f"task {name!r}: the ceiling must be positive, got {ceiling}")
+    return accuracy / ceiling
+
+
 def trained_enough_check(name: str, accuracy: float, ceiling: float):
     """The trained-enough gate of chapter "Path effectiveness" as a must-hold check (every path analysis of task
     ``name`` needs a model that has learned it): the full model's ``accuracy`` over the task's ``ceiling`` is at
     least :data:`TRAINED_ENOUGH`; a model short of it stops the chapter (:class:`attnbook.claims.ClaimFailed`)."""
     from attnbook.claims import check
 
-    if name not in TRAINED_ENOUGH:
-        raise ValueError(f"no trained-enough level for task {name!r}; expected one of {sorted(TRAINED_ENOUGH)}")
-    if not ceiling > 0:
-        raise ValueError(f"task {name!r}: the ceiling must be positive, got {ceiling}")
-    return check(f"paths: full-model accuracy / ceiling, {name} (trained-enough gate)", accuracy / ceiling,
-                 at_least=TRAINED_ENOUGH[name])
+    return check(f"paths: full-model accuracy / ceiling, {name} (trained-enough gate)",
+                 _trained_share(name, accuracy, ceiling), at_least=TRAINED_ENOUGH[name])
+
+
+def trained_enough_gate(name: str, accuracy: float, ceiling: float, seed: int, guards: str):
+    """The same trained-enough level as :func:`trained_enough_check`, for a model trained at another training
+    ``seed`` (section "Another training, the same verdicts?"): a recorded gate, so that a model short of it
+    withholds the verdicts named by ``guards`` (:func:`attnbook.claims.guarded`) instead of stopping the
+    chapter."""
+    from attnbook.claims import gate
+
+    return gate(f"paths: full-model accuracy / ceiling, {name}, training seed {seed}",
+                _trained_share(name, accuracy, ceiling), at_least=TRAINED_ENOUGH[name], digits=3,
+                guards=guards)
 
 
 def full_accuracy(model, eval_data) -> float:

@@ -29,19 +29,26 @@ TASKS = ("sort", "hull", "memorization")
 EFFECTS = ("short", "longest", "falls", "more_paths")
 
 
+def build_path_task(name: str, size: Mapping, seed: int) -> dict:
+    """Task ``name`` at training ``seed``: the library seeded with ``seed`` (the model's initialisation and
+    anything drawn later), then :func:`attnbook.rank.tasks.path_task` at ``size`` (its preset entry) from a
+    generator seeded with ``seed`` (the task's data). The one definition of "the task at seed s" for the
+    chapter's trainings and ``scripts/bench_recipes.py``."""
+    seed_everything(seed)
+    return path_task(name, size, torch.Generator().manual_seed(seed))
+
+
 def train_path_models(cfg: Mapping, seed: int, device=None, names: Sequence[str] = TASKS) -> dict:
     """The chapter's models of tasks ``names``, each trained with the book's recipe at training ``seed``:
-    the library seeded with ``seed``, the task built by :func:`attnbook.rank.tasks.path_task` from a generator
-    seeded with ``seed``, then :func:`attnbook.core.train.train` for the preset's steps (``cfg`` is the
-    ``path_effectiveness`` preset). Returns per task the task's dict (``model``, ``eval``, ``chance``,
+    the task built by :func:`build_path_task`, then :func:`attnbook.core.train.train` for the preset's
+    steps (``cfg`` is the ``path_effectiveness`` preset). Returns per task the task's dict (``model``, ``eval``, ``chance``,
     ``ceiling``, ...) with ``history`` (the training's) and ``full`` (the full model's accuracy)."""
     unknown = [n for n in names if n not in TASKS]
     if unknown:
         raise ValueError(f"unknown tasks {unknown}; expected some of {TASKS}")
     trained = {}
     for name in names:
-        seed_everything(seed)
-        task = path_task(name, cfg[name], torch.Generator().manual_seed(seed))
+        task = build_path_task(name, cfg[name], seed)
         history = train(task["model"], lambda step, t=task: t["batch_fn"](cfg["batch"]), task["loss_fn"],
                         steps=cfg[name]["steps"], lr=cfg["lr"], progress=False, device=device)
         trained[name] = dict(task, history=history, full=full_accuracy(task["model"], task["eval"]))
