@@ -35,9 +35,8 @@ except ImportError:
 # apart from the comparisons.
 #
 # **Rules and their data.** The rules on this page were written by authors who had seen the data they judge.
-# The history of each chapter (`git log -S "<claim name>"`) shows when each rule changed. A rule fixed in advance
-# is stronger evidence. These rules were changed after a first
-# result, each named with its commit:
+# The history of each chapter (`git log -S "<claim name>"`) shows when each rule changed. These rules were
+# changed after a first result, each named with its commit:
 #
 # * chapter 7, the accuracies the paper reports reaching became one-sided (`1b2ae7b`) after the hull model's
 #   0.989 had been called *differs* against the paper's 0.90; the short-path accuracies followed after the
@@ -153,8 +152,12 @@ except ImportError:
 #   before the chapter judged them, but a timing run had printed the other seeds' path accuracies: written with
 #   their data seen.
 #
+# * that evening: chapter 9's near-uniform check of the temperature formula moved to $\tau = 4\sqrt{d_k}$
+#   from the figure's largest $\tau$, where attention is not yet uniform at the paper's sizes. A check, not a
+#   verdict.
+#
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
-# changes above, but the last, are to rules of runs already made). Chapter
+# changes above, but chapter 7's, are to rules of runs already made). Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
 # (`attnbook/data/translation/README.md`; its first data rule, which erred far too often with no effect, was
@@ -171,7 +174,7 @@ except ImportError:
 # (`2305529`, before the control's first further seed landed in `47b1f20`); and which gate seed the
 # trained-on arm's further seeds at 8 and 22 heads start from (`sweeps.trained_on_gate_seed`, committed before
 # `pruned_converged_seeds_8_22` in `9aef9dd`, before its first training landed in `cce1598`). Chapter 6 has
-# the finding on merging with and without attention (`ebed689`, before `circle_control_seeds16` ran). `git log` on those files shows each rule before its data.
+# the finding on merging with and without attention (`ebed689`, before `circle_control_seeds16` ran).
 #
 # This page lists every claim of every chapter, in book order, beside the paper's value. Nothing on it is
 # typed by hand: the code below reads each claim's machine-readable record from the chapters' executed
@@ -180,11 +183,10 @@ except ImportError:
 # The columns:
 #
 # * **the paper's value**: the number the paper reports for the same quantity, with where it was read off;
-#   "–" where the paper gives none (the claim is then about a property, such as a bound holding). A value
+#   "–" where the paper gives none (a claim about a property, such as a bound holding). A value
 #   only plotted counts where the authors' own figure files or code hold it (Dong et al.'s Figs. 2 and 4),
 #   never from a reading of the plot (Voita et al.'s Fig. 7).
-# * **this book, `quick`**: the value in this build's run of the `quick` preset on a CPU. In the rendered book
-#   every chapter is executed by the same `make book`. Executed on its own, as nbval and Colab do, the page
+# * **this book, `quick`**: the value in this build's run of the `quick` preset on a CPU. Executed on its own, as nbval and Colab do, the page
 #   reads the committed run, which CI re-executes and compares; the line under the next cell says which.
 # * **this book, `paper` (GPU)**: the value in a recorded run of the `paper` preset (the papers' own sizes),
 #   with the GPU it ran on, where one is recorded in `results/paper/` (written by

@@ -323,9 +323,15 @@ for cosine in (0.2, 0.3, 0.4):
           [round(fairseq_multiplier(m, cosine), 2) for m in (25, 27, 30)])
 by_cosine = {cosine: fairseq_multiplier(27, cosine) for cosine in (0.2, 0.3, 0.4)}
 multiplier_range = (fairseq_multiplier(25, 0.3), fairseq_multiplier(30, 0.3))
-near_uniform = ratios[-1] / (tau_formula / taus[-1]) ** 2
-print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention near "
-      f"uniform): {near_uniform:.2f}")
+# simulation / formula of the Q/V ratio at the figure's largest tau, and at
+# tau = 4 sqrt(d_k), where the logits (of order sqrt(d_k) / tau) spread by about 1/4
+tau_uniform = 4 * math.sqrt(dk)
+at_uniform = draws(Xn, sizes["n_draws"] // 2, temperature=tau_uniform, uniform=False,
+                   seed=5)
+edge = ratios[-1] / (tau_formula / taus[-1]) ** 2
+near_uniform = at_uniform["q"] / at_uniform["v"] / (tau_formula / tau_uniform) ** 2
+print(f"Q/V ratio, simulation / formula: {edge:.2f} at tau = {taus[-1]}, "
+      f"{near_uniform:.2f} at tau = {tau_uniform:.1f} (attention near uniform)")
 
 # %% tags=["nbval-check-output", "hide-input"]
 [
@@ -334,7 +340,8 @@ print(f"simulation / formula of the Q/V ratio at tau = {taus[-1]} (attention nea
         "cosine 0.4 over 0.2 (the formula does not pin one value)",
         by_cosine[0.4] / by_cosine[0.2], at_least=1.5, digits=2),
     attnbook.check(
-        "Q/V ratio, simulation / formula where attention is near uniform (largest tau)",
+        "Q/V ratio, simulation / formula where attention is near uniform "
+        "(tau = 4 sqrt(d_k))",
         near_uniform, at_least=0.8, at_most=1.25, digits=2),
 ]
 
@@ -422,7 +429,9 @@ glue("ch09_fs_where_8p5", where_8p5);
 # smaller setting ($\sigma^2 = 1/d$, $n$ and $\rho$ of the preset) the balance lies at $\tau_* \approx$ {glue:text}`ch09_tau_formula:.2f` by
 # the formula (a logit multiplier of about {glue:text}`ch09_mult_formula:.1f`). The simulation with real random queries finds {glue:text}`ch09_tau_sim:.2f`, {glue:text}`ch09_sim_side` than the formula,
 # because at small temperatures attention is no longer uniform, the formula's assumption. Where attention
-# *is* near uniform (the largest temperature of {numref}`fig-ch09-2`) the two agree (the check above). What the formula
+# *is* near uniform, at $\tau = 4\sqrt{d_k}$, where the logits spread by about $1/4$, the two agree (the
+# check above; at the largest temperature of {numref}`fig-ch09-2` attention is not yet uniform at every preset,
+# as the printed ratio there shows). What the formula
 # confirms in every setting is the mechanism: a scalar in the softmax rescales the query/key gradients
 # by $1/\tau^2$ relative to the values.
 #
