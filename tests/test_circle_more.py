@@ -188,6 +188,9 @@ def test_tracking_steps_counts_the_steps_before_the_rollout_leaves_the_circle():
     assert circle.tracking_steps(off, n) == 11
     stuck = truth[:1].expand(31, 2, 2)  # staying put leaves the orbit once a step moves far enough
     assert 0 < circle.tracking_steps(stuck, n) < 30
+    diverged = truth.clone()
+    diverged[5:] = float("nan")  # a rollout that blew up follows nothing
+    assert circle.tracking_steps(diverged, n) == 4
     with pytest.raises(ValueError, match="shape"):
         circle.tracking_steps(truth[:, :1], n)
 

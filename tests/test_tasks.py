@@ -348,6 +348,8 @@ def test_collapse_step_is_sustained_merging_not_a_first_crossing():
     assert circle.collapse_step([1.0, 0.5, 0.01, 0.5, 0.02, 0.01]) == 4, "the dip at step 2 is not a collapse"
     assert circle.collapse_step([1.0, 0.5, 0.01, 0.5]) is None
     assert circle.collapse_step([0.01, 0.02]) == 0
+    assert circle.collapse_step([1.0, 0.5, float("nan"), float("nan")]) is None, "diverged, not merged"
+    assert circle.collapse_step([1.0, float("nan"), 0.01, 0.01]) == 2
     with pytest.raises(ValueError):
         circle.collapse_step([])
 

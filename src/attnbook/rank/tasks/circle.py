@@ -123,13 +123,14 @@ def tracking_steps(traj: torch.Tensor, n_points: int = 1000, tol: float = 0.1, r
     gate): the truth after ``t`` steps is point ``t`` and point ``n_points // 2 - 1 + t`` of the circle's
     ``n_points`` points (the first item's two points, each moved on by ``t``); the rollout follows it until a
     predicted token is farther than ``tol * radius`` from its point. Returns the number of steps before the
-    first such step (``len(traj) - 1`` when there is none)."""
+    first such step (``len(traj) - 1`` when there is none). A non-finite prediction (a diverged rollout) is
+    off the circle."""
     if traj.ndim != 3 or traj.shape[1:] != (2, 2):
         raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
     p = circle_points(n_points, radius).to(traj)
     t = torch.arange(traj.shape[0], device=traj.device)
     truth = torch.stack([p[t % n_points], p[(t + n_points // 2 - 1) % n_points]], 1)
-    off = ((traj - truth).norm(dim=-1).amax(-1) > tol * radius).nonzero()
+    off = (~((traj - truth).norm(dim=-1).amax(-1) <= tol * radius)).nonzero()  # NaN: off
     return int(off[0, 0]) - 1 if len(off) else traj.shape[0] - 1
 
 
@@ -171,11 +172,12 @@ MERGE_GAP = 0.05
 def collapse_step(gaps, threshold: float = MERGE_GAP):
     """The step from which the tokens stay merged: the first ``t`` with ``gaps[s] < threshold`` for every
     ``s >= t`` to the end of the rollout (sustained merging, not a first crossing), or ``None`` when the
-    last gap is not below the threshold (chapter "The circle task")."""
+    last gap is not below the threshold (chapter "The circle task"). A non-finite gap (a diverged rollout)
+    is not merged."""
     g = torch.as_tensor(gaps, dtype=torch.float64).flatten()
     if g.numel() == 0:
         raise ValueError("expected a non-empty sequence of gaps")
-    above = torch.nonzero(g >= threshold).flatten()
+    above = torch.nonzero(~(g < threshold)).flatten()  # NaN counts as not merged
     if len(above) and int(above[-1]) == len(g) - 1:
         return None
     return int(above[-1]) + 1 if len(above) else 0
