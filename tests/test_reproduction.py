@@ -271,18 +271,21 @@ def test_kinds_verdicts_reasons_and_precomputed_are_shown(tmp_path):
     from shipped files as precomputed; the summary counts each kind and verdict."""
     same = claims.compare("slope", 3.0, paper=3.0, tol=0.1, source="Sec. 1")
     off = claims.compare("share", 0.1, paper=0.9, tol=0.1, source="Sec. 5", reason="the model is undertrained")
+    unknown = claims.compare("rate", 0.2, paper=0.9, tol=0.1, source="Sec. 6",
+                             reason=f"0.2 over 3 seeds; why: {claims.NOT_MEASURED}")
     shipped = claims.check("BLEU", 14.0, at_least=10, precomputed="python scripts/train.py")
-    root = fake_book(tmp_path, {"01_a": [claim_output(same), claim_output(off), claim_output(shipped)]})
+    root = fake_book(tmp_path, {"01_a": [claim_output(c) for c in (same, off, unknown, shipped)]})
     rows = reproduction.collect(root)
     assert [(r.kind, r.verdict) for r in rows] == [
-        ("comparison", "reproduces"), ("comparison", "differs"), ("check", "holds")]
+        ("comparison", "reproduces"), ("comparison", "differs"), ("comparison", "differs"), ("check", "holds")]
+    assert [r.name for r in reproduction.reason_not_measured(rows)] == ["rate"]
     table = reproduction.markdown_table(rows)
     assert "| ≠ differs: the model is undertrained |" in table
     assert "| BLEU *(precomputed: `python scripts/train.py`)* |" in table
     summary = reproduction.summary(rows, root)
     assert "**1** must-hold check, **1** of which hold" in summary
-    assert ("**2** comparisons with a paper, of which **1** reproduce, **1** differ (each with its reason) and "
-            "**0** are undecided") in summary
+    assert ("**3** comparisons with a paper, of which **1** reproduce, **2** differ (**1** with a measured "
+            "reason, **1** whose reason is not measured) and **0** are undecided") in summary
     assert "**1** claims are read from shipped files" in summary
 
 

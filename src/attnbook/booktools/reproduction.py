@@ -32,7 +32,7 @@ import nbformat
 import yaml
 
 from attnbook.claims import ANALOGUE, CHECK, COMPARISON, FINDING, GATE, HIGHER, LOWER, MIMETYPE
-from attnbook.claims.api import NOT_AVAILABLE
+from attnbook.claims.api import NOT_AVAILABLE, NOT_MEASURED
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
 PAGE = "book/reproduction"
@@ -399,6 +399,13 @@ def _showing(findings: list[Row]) -> int:
     return sum(r.verdict in (HIGHER, LOWER) for r in findings)
 
 
+def reason_not_measured(rows: Iterable[Row]) -> list[Row]:
+    """The comparisons that differ and say :data:`attnbook.claims.NOT_MEASURED` (their reason restates what was
+    measured but not why it differs): counted apart in :func:`summary`, so that "differs" is never read as
+    "differs, and the book knows why"."""
+    return [r for r in rows if r.kind == COMPARISON and r.verdict == "differs" and NOT_MEASURED in r.reason]
+
+
 def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     """One Markdown paragraph: how many claims, in how many chapters, how many hold, which GPU runs exist."""
     chapters = {r.notebook for r in rows}
@@ -408,6 +415,8 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
     checks, comparisons, analogues, gates, findings = by_kind(rows)
     reproduce = sum(r.verdict == "reproduces" for r in comparisons)
     undecided = sum(r.verdict == "undecided" for r in comparisons)
+    differ = len(comparisons) - reproduce - undecided
+    unmeasured = len(reason_not_measured(comparisons))
     precomputed = sum(bool(r.precomputed) for r in rows if r.verdict != NOT_AVAILABLE)  # files that exist
     flips = sum(r.flips for r in rows)
     absent = not_available(rows)
@@ -419,7 +428,8 @@ def summary(rows: list[Row], root: Optional[PathLike] = None) -> str:
         f"(the evidence an analysis needs, recorded even when it fails), **{sum(not r.holds for r in gates)}** "
         "of which fail at `quick` (their chapters say what that means for the analyses they guard); and "
         f"{n(len(comparisons), 'comparison')} with a paper, of which **{reproduce}** reproduce, "
-        f"**{len(comparisons) - reproduce - undecided}** differ (each with its reason) and **{undecided}** are "
+        f"**{differ}** differ (**{differ - unmeasured}** with a measured reason, **{unmeasured}** whose reason "
+        f"is not measured) and **{undecided}** are "
         "undecided (the book's interval straddles the rule's threshold, its test does not reach p < 0.05, or "
         "its data cannot decide); "
         f"{n(len(analogues), 'analogue')} (the same rule on another model or experiment than the paper's: "
