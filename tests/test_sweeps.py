@@ -554,6 +554,35 @@ def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap()
         sweeps.cost_at(2, twice, control, refs)
 
 
+def test_seed_cost_at_uses_every_arms_seeds_and_the_verses_noise():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
+    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
+    half = [refs[0], worse[1], worse[2]]
+
+    def run(seed, kept, hyps, bleu):
+        return {"seed": seed, "lam": None if kept is None else 1 / kept, "kept": kept,
+                "hypotheses_beam": hyps, "bleu_beam": {"bleu": bleu}}
+
+    seed0 = {"meta": {"settings": {"seeds": [0]}}, "n_eval": 3}
+    trained_on = {**seed0, "runs": [run(0, 2, worse, 20.0), run(1, 2, worse, 22.0), run(2, 2, worse, 21.0),
+                                    run(0, 6, half, 30.0), run(1, 6, half, 31.0)]}
+    control = {**seed0, "runs": [run(0, None, refs, 33.0), run(1, None, refs, 34.0), run(2, None, refs, 32.0)]}
+    got = sweeps.seed_cost_at(3, trained_on, control, refs, n_bootstrap=200)
+    first = sweeps.cost_at(3, trained_on, control, refs, n_bootstrap=200)
+    assert got["between"] == (2, 6) and got["weight"] == 0.75 and got["n_seeds"] == [3, 3, 2]
+    assert got["delta"] == pytest.approx(0.75 * 21.0 + 0.25 * 30.5 - 33.0)  # the seeds' means, not seed 0's
+    assert got["verse_se"] == pytest.approx((first["high"] - first["low"]) / 3.92)
+    seed_var = 1.0 / 3 + 0.75 ** 2 * 1.0 / 3 + 0.25 ** 2 * 0.5 / 2
+    assert got["seed_se"] == pytest.approx(np.sqrt(seed_var))
+    assert got["se"] == pytest.approx(np.sqrt(seed_var + got["verse_se"] ** 2))
+    assert got["low"] < got["delta"] < got["high"]
+    at_shape = sweeps.seed_cost_at(6, trained_on, control, refs, n_bootstrap=50)
+    assert at_shape["n_seeds"] == [3, 2] and at_shape["delta"] == pytest.approx(30.5 - 33.0)
+    one_seed = {**trained_on, "runs": trained_on["runs"][:4]}  # 6 heads: seed 0 alone
+    with pytest.raises(ValueError, match="two seeds per arm"):
+        sweeps.seed_cost_at(3, one_seed, control, refs)
+
+
 def test_same_heads_replicates_and_the_gate_noise_finding():
     defaults = {"lr": 1.0, "steps": 2}
 

@@ -154,19 +154,19 @@ except ImportError:
 #
 # * that evening: chapter 9's near-uniform check of the temperature formula moved to $\tau = 4\sqrt{d_k}$
 #   from the figure's largest $\tau$, where attention is not yet uniform at the paper's sizes. A check, not a
-#   verdict.
+#   verdict. Chapter 11's comparison at 10 encoder heads takes every arm's seeds, their noise and the verses'
+#   (it paired the first seeds over verses; *undecided* both ways). Its cost findings of the first seeds
+#   alone give way to those over seeds where both arms have them.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, but chapter 7's, are to rules of runs already made). Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
-# (`attnbook/data/translation/README.md`; its first data rule, which erred far too often with no effect, was
-# replaced by a t test over seeds before the second quarter-data model's result, and the half-data cells' rules
-# were written before they ran; the early-stopping gate was made a recorded gate, no longer withholding a model,
-# while the first half-data model trained, before its result but with its rising dev curve in view, after the
-# second quarter-data model had failed it and both had failed gate 2 (under the old rule the half-data model
-# would not be analysed); and the head-count rule, a t test over seeds, was written after the first wider-head run and
-# before its second seed).
+# (`attnbook/data/translation/README.md`, which dates each: the first data rule, which erred far too often,
+# became a t test over seeds before the second quarter-data model's result; the early-stopping gate became a
+# recorded gate, no longer withholding a model, while the first half-data model trained, its rising dev curve in
+# view, after two models had failed it; the head-count rule was written after the first wider-head run, before
+# its second seed).
 #
 # Chapter 11 has the gate-seed and settled open-start gates
 # (`attnbook/data/pruning/README.md`); the two-arm rule for the trained-on arm's seeds (`d853f2c`,

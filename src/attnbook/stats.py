@@ -14,8 +14,10 @@
   sd pooled over shapes, Welch-Satterthwaite degrees of freedom), and that rule's power.
 * :func:`reaches_power`: how often a one-sided interval rule (a level the paper reports reaching) reproduces
   at the paper's value.
-* :func:`seed_noise`, :func:`envelope_rule_power`: the noise of a seed comparison measured from those
-  differences, and how often the envelope rule decides each way at a paper's effect size (its power).
+* :func:`envelope_rule_power`: how often the envelope rule decides each way at a paper's effect size (its
+  power).
+* :func:`weighted_seed_interval`: a contrast of several arms' seed means with a noise every seed shares (the
+  test verses), and its Welch-type interval.
 * :func:`top_overlap_p`: the chance of a top-k overlap at least as large under random rankings (a qualitative
   statement of a paper decided against chance: chapter "A translation model").
 * :func:`share_interval`: the Clopper-Pearson interval of a share of runs (how many seeds of a model merge
@@ -30,6 +32,7 @@ BLEU goes through sacreBLEU's public API only (``BLEU.sentence_score`` for each 
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -133,27 +136,6 @@ def across_seeds(per_seed: Sequence[Mapping]) -> dict:
             "spread": max(deltas) - min(deltas)}
 
 
-def seed_noise(per_shape: Sequence[Sequence[Mapping]], z: float = 1.96) -> dict:
-    """The noise of a seed comparison, measured from the book's own paired differences (chapter "Pruning
-    heads"): ``per_shape`` holds, for each shape, its seeds' paired differences (``delta``, ``low``, ``high``,
-    95% intervals). Returns ``sentence_se``, the root mean square of the intervals' half-widths over ``z``
-    (the noise of the test verses), and ``seed_sd``, the seed-to-seed standard deviation of the true
-    difference: the variance of the seeds' differences within a shape, pooled over shapes, less the
-    sentence part (floored at 0)."""
-    se2, within, dof = [], 0.0, 0
-    for seeds in per_shape:
-        deltas = np.array([s["delta"] for s in seeds], dtype=float)
-        se2 += [((s["high"] - s["low"]) / (2 * z)) ** 2 for s in seeds]
-        if deltas.size > 1:
-            within += float(((deltas - deltas.mean()) ** 2).sum())
-            dof += deltas.size - 1
-    if not se2:
-        raise ValueError("seed_noise needs at least one shape with at least one seed")
-    sentence_var = float(np.mean(se2))
-    seed_var = max(0.0, within / dof - sentence_var) if dof else float("nan")
-    return {"sentence_se": sentence_var ** 0.5, "seed_sd": seed_var ** 0.5, "dof": dof}
-
-
 def pooled_sd(groups: Sequence) -> tuple:
     """The standard deviation pooled over ``groups`` of seeds (seeds on each array's last axis, any leading axes
     batched): the within-group squared deviations summed over every group, over ``sum(n - 1)`` degrees of
@@ -245,6 +227,38 @@ def stratified_welch_t(a_strata: Sequence[Sequence[float]], b_strata: Sequence[S
     half = float(student_t.ppf(1 - (1 - level) / 2, dof)) * se
     return {"change": change, "p": float(2 * student_t.sf(abs(change) / se, dof)),
             "interval": (change - half, change + half), "dof": float(dof), "n": n}
+
+
+def weighted_seed_interval(groups: Sequence[Sequence[float]], weights: Sequence[float], shared_se: float = 0.0,
+                           level: float = 0.95) -> dict:
+    """A contrast of independent arms' seed means, ``sum_i w_i * mean(groups[i])``, with its Welch-type ``level``
+    interval (chapter "Pruning heads": the cost of pruning at a head count between two trained-on shapes,
+    ``w * pruned(lo) + (1 - w) * pruned(hi) - control``, each arm over its own training seeds). The variance
+    sums ``w_i^2 var_i / n_i`` over the arms and ``shared_se^2``, a noise every seed shares and the seeds'
+    spread cannot show (the test verses, measured by a paired bootstrap); the degrees of freedom by Welch and
+    Satterthwaite, the shared term counted as known. Each arm needs two seeds. Returns ``mean``, ``low``,
+    ``high``, ``se``, ``seed_se`` (the seeds' part of ``se``), ``dof`` and ``n_seeds``."""
+    from scipy.stats import t as student_t
+
+    arms = [np.asarray(list(map(float, g))) for g in groups]
+    if len(arms) != len(weights) or not arms:
+        raise ValueError(f"need one weight per arm, got {len(arms)} arms and {len(weights)} weights")
+    if min(a.size for a in arms) < 2 or not all(np.isfinite(a).all() for a in arms):
+        raise ValueError(f"each arm needs two finite seeds at least, got {[a.tolist() for a in arms]}")
+    if not shared_se >= 0 or not 0 < level < 1:
+        raise ValueError(f"need shared_se >= 0 and 0 < level < 1, got {shared_se}, {level}")
+    parts = [w ** 2 * float(a.var(ddof=1)) / a.size for w, a in zip(weights, arms)]
+    seed_var = sum(parts)
+    se = float(np.sqrt(seed_var + shared_se ** 2))
+    mean = float(sum(w * a.mean() for w, a in zip(weights, arms)))
+    if se == 0:
+        return {"mean": mean, "low": mean, "high": mean, "se": 0.0, "seed_se": 0.0, "dof": math.inf,
+                "n_seeds": [a.size for a in arms]}
+    seed_terms = sum(v ** 2 / (a.size - 1) for v, a in zip(parts, arms))
+    dof = math.inf if seed_terms == 0 else (seed_var + shared_se ** 2) ** 2 / seed_terms
+    half = float(student_t.ppf(1 - (1 - level) / 2, dof)) * se
+    return {"mean": mean, "low": mean - half, "high": mean + half, "se": se, "seed_se": float(np.sqrt(seed_var)),
+            "dof": float(dof), "n_seeds": [a.size for a in arms]}
 
 
 def pooled_seed_intervals(per_shape: Sequence[Sequence[float]], level: float = 0.95) -> list[dict]:

@@ -413,7 +413,8 @@ def nearest_run(n):  # the book's run closest to n heads (for the reason)
 # every encoder head live, on the same {glue:text}`ch11_n_role_verses:d` dev verses. The roles are the share of tokens whose largest weight is on the
 # previous or next token (positional) and on the verse's rarest token (rare-token). The figure marks the heads each
 # $\lambda$ keeps. The agreement rule: the heads kept by the run that keeps closest to 10 heads have a larger mean
-# role share than the heads it prunes (the sign of the difference is the paper's) ({numref}`fig-ch11-5`).
+# role share than the heads it prunes, beyond chance: a one-sided permutation test against kept sets of the same
+# size drawn at random, p < 0.05 ({numref}`fig-ch11-5`).
 
 # %%
 from attnbook.heads import roles as hd

@@ -25,7 +25,7 @@ from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
 from attnbook.heads.masks import ATTENTION_KINDS, HeadMask, as_head_mask, binary
 from attnbook.stats import (across_seeds, paired_bleu_contrast, paired_bleu_difference, permutation_p,
                             pooled_rule_power, pooled_seed_intervals, two_arm_rule_power, two_arm_seed_intervals,
-                            welch_t)
+                            weighted_seed_interval, welch_t)
 
 
 #: the arms a from-scratch recipe of chapter "Pruning heads" runs when its settings name none: each shape trained
@@ -711,6 +711,33 @@ def cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Seq
     out = paired_bleu_contrast([ctrl, shapes[lo]["hypotheses_beam"], shapes[hi]["hypotheses_beam"]],
                                [-1.0, w, 1.0 - w], refs, n_bootstrap)
     return {**out, "between": (lo, hi), "weight": w}
+
+
+def seed_cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Sequence[str],
+                 n_bootstrap: int = 1000, level: float = 0.95) -> dict:
+    """The like-with-like cost of pruning to ``n_heads`` encoder heads over every arm's training seeds (chapter
+    "Pruning heads", the comparison with the paper's encoder-only curve): the seeds' mean beam BLEU of the
+    trained-on pruned models at the two shapes around ``n_heads``, interpolated as in :func:`cost_at`
+    (``w * mean(lo) + (1 - w) * mean(hi)``), minus the control's seeds' mean. Its ``level`` interval
+    (:func:`attnbook.stats.weighted_seed_interval`) puts in each arm's seed noise and the test verses' noise,
+    which every seed shares: the standard error of :func:`cost_at`'s paired bootstrap over the first seeds'
+    translations (its 95% interval's width / 3.92). Returns ``delta``, ``low``, ``high``, ``se``, ``seed_se``,
+    ``verse_se``, ``dof``, ``n_seeds`` (control, lower shape, upper shape; the lower shape alone where
+    ``n_heads`` is a shape run), ``between`` and ``weight``. Raises where an arm has fewer than two seeds."""
+    first = cost_at(n_heads, trained_on, control, references, n_bootstrap)
+    lo, hi = first["between"]
+    w = first["weight"]
+    bleu = {k: [r["bleu_beam"]["bleu"] for r in trained_on["runs"] if r["kept"] == k] for k in (lo, hi)}
+    arms, weights = [[r["bleu_beam"]["bleu"] for r in control["runs"]], bleu[lo]], [-1.0, w]
+    if hi != lo:
+        arms, weights = arms + [bleu[hi]], weights + [1.0 - w]
+    if min(len(a) for a in arms) < 2:
+        raise ValueError(f"the cost at {n_heads} heads over seeds needs two seeds per arm, got "
+                         f"{[len(a) for a in arms]} (control, {lo} heads, {hi} heads)")
+    verse_se = (first["high"] - first["low"]) / 3.92
+    r = weighted_seed_interval(arms, weights, shared_se=verse_se, level=level)
+    return {"delta": r["mean"], "low": r["low"], "high": r["high"], "se": r["se"], "seed_se": r["seed_se"],
+            "verse_se": verse_se, "dof": r["dof"], "n_seeds": r["n_seeds"], "between": (lo, hi), "weight": w}
 
 
 def continuation_gain(control, references: Sequence[str], n_bootstrap: int = 1000) -> dict:
