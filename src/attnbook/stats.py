@@ -110,14 +110,29 @@ def paired_bleu_contrast(systems: Sequence[Sequence[str]], weights: Sequence[flo
     if not references or any(len(h) != len(references) for h in systems):
         raise ValueError(f"need equally many sentences, got {[len(h) for h in systems]} hypotheses for "
                          f"{len(references)} references")
-    stats = [sentence_statistics(h, references) for h in systems]
+    return paired_bootstrap_contrast([sentence_statistics(h, references) for h in systems], weights, n_bootstrap,
+                                     seed)
+
+
+def paired_bootstrap_contrast(statistics: Sequence[np.ndarray], weights: Sequence[float], n_bootstrap: int = 1000,
+                              seed: int = 12345) -> dict:
+    """The paired bootstrap of :func:`paired_bleu_contrast` on each system's sentence statistics
+    (:func:`sentence_statistics`, ``(n, 10)`` each, one row per test sentence in the same order): every
+    resample draws one set of sentences for all systems. Returns ``{"delta", "low", "high", "p_not_better"}``
+    (95% percentile interval)."""
+    stats = [np.asarray(st) for st in statistics]
+    if len(stats) != len(weights) or not stats:
+        raise ValueError(f"need one weight per system, got {len(weights)} weights for {len(stats)} systems")
+    n = len(stats[0])
+    if not n or any(st.shape != (n, 10) for st in stats):
+        raise ValueError(f"need (n, 10) sentence statistics for every system, got {[st.shape for st in stats]}")
 
     def contrast(idx=slice(None)) -> float:
         return sum(w * bleu_from_statistics(st[idx].sum(0)) for w, st in zip(weights, stats))
 
     delta = contrast()
     rng = np.random.default_rng(seed)
-    samples = np.array([contrast(rng.integers(0, len(references), len(references))) for _ in range(n_bootstrap)])
+    samples = np.array([contrast(rng.integers(0, n, n)) for _ in range(n_bootstrap)])
     low, high = np.percentile(samples, [2.5, 97.5])
     return {"delta": float(delta), "low": float(low), "high": float(high),
             "p_not_better": float((samples <= 0).mean())}
