@@ -247,3 +247,22 @@ def test_the_tracking_gate_records_a_model_that_does_not_follow_the_circle_as_fa
     exact, still = tracking(_Step(1)), tracking(_Still())
     assert exact.verdict != "fails" and exact.value == 50
     assert still.verdict == "fails" and still.value == 15
+
+
+def test_tracking_sensitivity_regates_the_runs_at_each_threshold():
+    """The delay is recomputed on the runs that pass each threshold: here the late-merging wide runs track
+    the circle for long, the early-merging narrow ones barely, so a strict threshold leaves too few narrow runs."""
+    def run(d, step, tracking):
+        return dict(d_model=d, variant="SAN", mse_over_stay_put=0.1, tracking_steps=tracking, collapse_step=step)
+
+    records = ([run(32, s, t) for s, t in ((20, 17), (25, 18), (30, 40), (35, 45))]
+               + [run(128, s, 200) for s in (150, 160, None, 170)])
+    groups = {"width": ((128, "SAN"), (32, "SAN"))}
+    rows = circle.tracking_sensitivity(records, groups, rollout_steps=300, thresholds=(16, 30, 60))
+    assert [r["tracking"] for r in rows] == [16, 30, 60] and [r["failed"] for r in rows] == [0, 2, 4]
+    first, second, third = (r["delays"]["width"] for r in rows)
+    assert first["n"] == (4, 4) and first["says"] == "later"
+    assert first["value"] == pytest.approx(circle.collapse_delay(
+        [150, 160, None, 170], [20, 25, 30, 35], 300)["value"])
+    assert second["n"] == (4, 2) and second["value"] == pytest.approx(np.mean([150, 160, 301, 170]) - 32.5)
+    assert third == {"n": (4, 0), "says": "too few runs"}

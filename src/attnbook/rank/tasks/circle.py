@@ -437,6 +437,32 @@ def gated_runs(records: Sequence[Mapping], gate: float = GATE, tracking: int = T
     return every, gated, failed
 
 
+def tracking_sensitivity(records: Sequence[Mapping], groups: Mapping[str, tuple], rollout_steps: int,
+                         thresholds: Sequence[int] = (TRACKING, 30, 60, 150)) -> list[dict]:
+    """How the delays of chapter "The circle task" move with the tracking gate's threshold: for each of
+    ``thresholds`` (steps the rollout must follow the circle; the chapter's gate is :data:`TRACKING`), the
+    runs of a shipped file that pass both gates (:func:`gated_runs`) and, for each of ``groups`` (``{what:
+    (later key, earlier key)}``), the delay of :func:`collapse_delay` with its 90% interval and the direction
+    it decides (``"later"``, ``"earlier"``, ``"undecided"``; ``"too few runs"`` where a group keeps fewer than
+    two). A verdict that holds only at the lowest threshold rests on runs that barely follow the circle."""
+    out = []
+    for tracking in thresholds:
+        _, gated, failed = gated_runs(records, tracking=tracking)
+        steps = collapse_steps(gated)
+        row = {"tracking": tracking, "failed": failed, "delays": {}}
+        for what, (a, b) in groups.items():
+            la, lb = steps.get(a, []), steps.get(b, [])
+            if len(la) < 2 or len(lb) < 2:
+                row["delays"][what] = {"n": (len(la), len(lb)), "says": "too few runs"}
+                continue
+            d = collapse_delay(la, lb, rollout_steps)
+            lo, hi = d["interval"]
+            says = ("undecided" if d["cannot_decide"] or lo <= 0 <= hi else "later" if lo > 0 else "earlier")
+            row["delays"][what] = {**d, "n": (len(la), len(lb)), "says": says}
+        out.append(row)
+    return out
+
+
 def status_flips(live: Mapping[tuple, Sequence[Optional[int]]], shipped: Mapping[tuple, Sequence[Mapping]]) -> int:
     """How many live runs (collapse step per seed, by ``(d_model, variant)``) merge where the shipped run of the
     same seed does not, or the other way round (chapter "The circle task": the live-versus-shipped check)."""
