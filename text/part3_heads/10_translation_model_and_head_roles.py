@@ -22,14 +22,14 @@ except ImportError:
 # to the neighbouring token (*positional* heads), follow a dependency relation (*syntactic* heads), or point
 # to the rarest word of the sentence (*rare-token* heads). The next chapter prunes the rest.
 #
-# This chapter builds the same analysis on a model trained on a CPU until its dev score stopped rising, an English-to-Spanish
+# This chapter builds the same analysis on a model trained on a CPU for a fixed budget of steps, an English-to-Spanish
 # Transformer with the paper's 48 encoder heads, and on a real pretrained encoder, all-MiniLM-L6-v2
 # {cite:p}`wang2020minilm`. Because the training script recorded every head's statistics as it trained, it
 # also shows something the paper could not: **when** each role appears during training.
 #
 # **In this chapter you will**
 #
-# * load the shipped model, check that it has learned its task and ask whether it has converged (three gates).
+# * load the shipped model, check that it has learned its task and ask whether it has converged and how its training ended (four gates).
 # * measure its BLEU with greedy decoding and beam search, with confidence intervals.
 # * measure each head's confidence (against the right chance level) and its relevance.
 # * On [the next page](10_what_the_heads_do.ipynb), find positional, syntactic and rare-token heads,
@@ -179,7 +179,9 @@ if control:
 # the rule: the interval's upper end is at most sweeps.CONVERGED_GAIN BLEU
 converged = sweeps.convergence_gate(more)  # precomputed by the control run
 UNCONVERGED = sweeps.not_converged_note(more)  # carried into the reasons below
-converged
+# and how the training ended: early stopping, or the step budget (recorded either way)
+stopped = role_grid.early_stopping_gate(meta, model="shipped model")
+[converged, stopped]
 
 # %%
 glue("ch10_more_delta", more["delta"])
@@ -187,11 +189,17 @@ glue("ch10_more_low", more["low"])
 glue("ch10_more_high", more["high"])
 glue("ch10_gate1_says", converged.verdict if converged.verdict in ("passes", "fails")
      else "cannot be applied at this preset")
+glue("ch10_after_best", role_grid.evaluations_since_best(meta["evals"]))
+glue("ch10_patience", int(meta["recipe"]["patience"]))
+glue("ch10_stopped_by", "early stopping" if stopped.holds else "the step budget")
 
 # %% [markdown]
 # Trained on, the model gains {glue:text}`ch10_more_delta:+.2f` BLEU (95% interval {glue:text}`ch10_more_low:+.2f` to {glue:text}`ch10_more_high:+.2f`): gate 1
 # {glue:text}`ch10_gate1_says`. Where it fails, the model is not converged in the strict sense, although its own record had
-# flattened. The role comparisons below that fall short of the paper name this among their reasons.
+# flattened. The role comparisons below that fall short of the paper name this among their reasons. The record
+# also says how training ended: its best dev BLEU came {glue:text}`ch10_after_best:d` evaluation(s) before the end,
+# where early stopping waits for {glue:text}`ch10_patience:d`, so {glue:text}`ch10_stopped_by` ended it (the
+# early-stopping gate in the box above).
 #
 
 # %% [markdown]
