@@ -124,8 +124,17 @@ def test_late_trend_reads_only_the_last_snapshots():
     out = hd.late_trend(trace, "enc_self", ("prev", "next"), 10000)
     assert out["n"] == 4 and out["steps"][0] == 7000 and out["from_step"] == 7000
     assert out["change"] == pytest.approx(0.15) and out["slope"] == pytest.approx(0.05)
+    assert out["slope_low"] == pytest.approx(0.05) == out["slope_high"]  # on a line: no noise
+    noisy = [dict(step=s, enc_self=dict(prev=[[v, 0.0]], next=[[0.0, 0.0]]))
+             for s, v in [(7000, 0.50), (8000, 0.57), (9000, 0.58), (10000, 0.65)]]
+    wiggly = hd.late_trend(noisy, "enc_self", ("prev",), 10000)
+    from scipy.stats import linregress
+    from scipy.stats import t as student_t
+    fit = linregress([7, 8, 9, 10], [0.50, 0.57, 0.58, 0.65])
+    half = student_t.ppf(0.975, 2) * fit.stderr  # two degrees of freedom: four snapshots, a line
+    assert (wiggly["slope_low"], wiggly["slope_high"]) == pytest.approx((fit.slope - half, fit.slope + half))
     few = hd.late_trend(trace, "enc_self", ("prev",), 10000, late_fraction=0.05)
-    assert few["n"] == 1 and np.isnan(few["slope"])
+    assert few["n"] == 1 and np.isnan(few["slope"]) and np.isnan(few["slope_low"])
     with pytest.raises(ValueError, match="late_fraction"):
         hd.late_trend(trace, "enc_self", ("prev",), 10000, late_fraction=1.0)
 
@@ -195,3 +204,17 @@ def test_best_neighbour_share_is_the_largest_previous_or_next_token_share():
     enc = {"prev": torch.tensor([[0.2, 0.5], [0.1, 0.3]]), "next": torch.tensor([[0.6, 0.1], [0.0, 0.4]])}
     assert hd.best_neighbour_share(enc) == pytest.approx(0.6)  # a next-token head, not the best previous one
     assert hd.best_neighbour_share({**enc, "next": torch.zeros(2, 2)}) == pytest.approx(0.5)
+
+
+def test_late_trend_slope_interval_covers_the_true_slope_at_its_level():
+    """Seven snapshots of a line with independent noise: the 95% interval of the slope covers the true slope
+    about 95% of the time (a normal interval, or a wrong count of degrees of freedom, covers too little)."""
+    rng = np.random.default_rng(0)
+    steps = np.linspace(7000, 10000, 7)
+    covered = []
+    for _ in range(2000):
+        values = 0.4 + 0.02 * steps / 1000 + rng.normal(0, 0.01, steps.size)
+        trace = [dict(step=int(s), enc_self=dict(prev=[[float(v)]])) for s, v in zip(steps, values)]
+        t = hd.late_trend(trace, "enc_self", ("prev",), 10000)
+        covered.append(t["slope_low"] <= 0.02 <= t["slope_high"])
+    assert np.mean(covered) == pytest.approx(0.95, abs=0.015)

@@ -36,7 +36,7 @@ except ImportError:
 #
 # **Rules and their data.** The rules on this page were written by authors who had seen the data they judge.
 # The history of each chapter (`git log -S "<claim name>"`) shows when each rule changed. These rules were
-# changed after a first result, each named with its commit:
+# changed after a first result, each with its commit:
 #
 # * chapter 7, the accuracies the paper reports reaching became one-sided (`1b2ae7b`) after the hull model's
 #   0.989 had been called *differs* against the paper's 0.90; the short-path accuracies followed after the
@@ -156,13 +156,14 @@ except ImportError:
 #   from the figure's largest $\tau$, where attention is not yet uniform at the paper's sizes. A check, not a
 #   verdict. Chapter 11's comparison at 10 encoder heads takes every arm's seeds, their noise and the verses'
 #   (it paired the first seeds over verses; *undecided* both ways). Its cost findings of the first seeds
-#   alone give way to those over seeds where both arms have them.
+#   alone give way to those over seeds where both arms have them. Chapter 10's late-trend rule reads its slope's
+#   interval (seed 1: *undecided*, not "not rising").
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, but chapter 7's, are to rules of runs already made). Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
-# (`attnbook/data/translation/README.md`, which dates each: the first data rule, which erred far too often,
+# (`attnbook/data/translation/README.md` dates each: the first data rule, which erred far too often,
 # became a t test over seeds before the second quarter-data model's result; the early-stopping gate became a
 # recorded gate, no longer withholding a model, while the first half-data model trained, its rising dev curve in
 # view, after two models had failed it; the head-count rule was written after the first wider-head run, before
@@ -227,8 +228,8 @@ display(Markdown(reproduction.markdown_table(rows)))
 # %% [markdown]
 # ## The page checks itself
 #
-# The table above is only useful if it is complete. The claims below check that every chapter in the table
-# of contents states at least one checked claim, and that every claim holds in the `quick` run
+# The claims below check that every chapter in the table
+# of contents states a checked claim, and that every claim holds in the `quick` run
 # the page reads, or is recorded as *not available* with the command that makes its file. A claim that fails in a recorded `paper` run is not hidden: it stays in the table,
 # marked ✗, and the count above says how many claims hold in every recorded run.
 

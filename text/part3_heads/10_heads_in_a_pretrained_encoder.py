@@ -236,6 +236,8 @@ glue("ch10_lm_heads", lm_rel.numel())
 glue("ch10_lm_sinks", int(lm_sink.sum()))
 glue("ch10_lm_sink_rel", float(lm_rel[lm_sink].mean()))
 glue("ch10_lm_other_rel", float(lm_rel[~lm_sink].mean()))
+glue("ch10_lm_equal_rel", 1 / lm_h)  # an equal share of a layer's relevance
+glue("ch10_lm_sink_of_equal", float(lm_rel[lm_sink].mean()) * lm_h)
 glue("ch10_lm_pair_share", float(lm_vs["neighbour"].flatten()[lm_both].min()))
 glue("ch10_lm_layer1_more", lm_h - 1 - lm_less)
 glue("ch10_lm_layer1_others", lm_h - 1)
@@ -256,8 +258,10 @@ glue("ch10_lm_positional", int(marks["P"].sum()));
 # {glue:text}`ch10_lm_rho_p:.2g`, {glue:text}`ch10_lm_rho_cmp` than in the translation encoder; on another model, an analogue).
 #
 # The sink heads, {glue:text}`ch10_lm_sinks:d` of the {glue:text}`ch10_lm_heads:d`, take on average {glue:text}`ch10_lm_sink_rel:.3f` of their
-# layer's relevance, the others {glue:text}`ch10_lm_other_rel:.3f`. Parking attention on [CLS] or [SEP] is close to a
-# no-op, as {cite:t}`clark2019what` argued for BERT, although LRP still routes some relevance through them.
+# layer's relevance, the others {glue:text}`ch10_lm_other_rel:.3f`, where an equal share would be
+# {glue:text}`ch10_lm_equal_rel:.3f`. {cite:t}`clark2019what` argued that parking attention on [CLS] or [SEP] is close
+# to a no-op in BERT. LRP does not find these heads idle here: they take {glue:text}`ch10_lm_sink_of_equal:.2f` of an
+# equal share.
 #
 # The paper's two first-layer observations find no support in MiniLM. Its most relevant first-layer head is
 # more confident than {glue:text}`ch10_lm_layer1_more:d` of the other {glue:text}`ch10_lm_layer1_others:d` heads of its layer; one head ranked among
@@ -270,8 +274,8 @@ glue("ch10_lm_positional", int(marks["P"].sum()));
 # %% [markdown]
 # ## What reproduces, and what does not
 #
-# The table collects the chapter's findings beside the paper's. Every row is a comparison claim above, with
-# its verdict; what differs is said with its measured reason.
+# The table collects the chapter's findings beside the paper's. The first three rows describe the two
+# settings; each other row restates a comparison above, whose box gives its verdict and reason.
 
 # %%
 display(Markdown(rf.reproduction_table(

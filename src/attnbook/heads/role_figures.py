@@ -273,7 +273,7 @@ def reproduction_table(voita: Mapping, *, train_pairs: int, cfg, beam_bleu: floa
          f"{rare[0]:.2f} (MiniLM {rare[1]:.2f})"),
         ("confidence vs LRP relevance (rank correlation)", "the confident heads are the relevant ones",
          f"{rho[0]:.2f} (MiniLM {rho[1]:.2f})"),
-        ("of the 3 most relevant heads, among the 3 most positional", "all, qualitatively",
+        ("of the 3 most relevant heads, among the 3 most positional", "the relevant heads have roles (no number)",
          f"{both[0]} (MiniLM {both[1]})"),
     ]
     return "\n".join(["| | paper | this chapter |", "|---|---|---|"] + [f"| {a} | {b} | {c} |" for a, b, c in rows])

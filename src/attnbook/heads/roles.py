@@ -545,21 +545,31 @@ def best_over_training(trace: Sequence[Mapping], kind: str, stats: Sequence[str]
 
 
 def late_trend(trace: Sequence[Mapping], kind: str, stats: Sequence[str], last_step: int,
-               late_fraction: float = 0.3) -> dict:
+               late_fraction: float = 0.3, level: float = 0.95) -> dict:
     """Is a role still growing when training ends? (chapter "A translation model"): from the role statistics
     recorded during training, the best head's value (:func:`best_over_training`) at the snapshots in the last
     ``late_fraction`` of ``last_step`` training steps. Returns the window's first step, the ``steps`` and
-    ``values`` in it, ``n`` snapshots, ``change`` (last minus first) and ``slope`` (least squares, per 1000
-    steps; NaN with fewer than two snapshots)."""
+    ``values`` in it, ``n`` snapshots, ``change`` (last minus first), ``slope`` (least squares, per 1000
+    steps; NaN with fewer than two snapshots) and ``slope_low``, ``slope_high``: its ``level`` t interval with
+    ``n - 2`` degrees of freedom (NaN with fewer than three snapshots; the snapshots are taken as independent
+    noise around a line, which a training curve's wiggles need not be)."""
     if not 0 < late_fraction < 1 or last_step < 1:
         raise ValueError(f"expected 0 < late_fraction < 1 and last_step >= 1, got {late_fraction}, {last_step}")
+    from scipy.stats import linregress
+    from scipy.stats import t as student_t
+
     steps, best = best_over_training(trace, kind, stats)
     start = (1 - late_fraction) * last_step
     late = steps >= start
     s, v = steps[late].astype(float), best[late]
     slope = float(np.polyfit(s / 1000, v, 1)[0]) if s.size > 1 else float("nan")
+    low = high = float("nan")
+    if s.size > 2:
+        half = float(student_t.ppf(1 - (1 - level) / 2, s.size - 2)) * float(linregress(s / 1000, v).stderr)
+        low, high = slope - half, slope + half
     return {"from_step": start, "steps": s.tolist(), "values": v.tolist(), "n": int(s.size),
-            "change": float(v[-1] - v[0]) if s.size else float("nan"), "slope": slope}
+            "change": float(v[-1] - v[0]) if s.size else float("nan"), "slope": slope,
+            "slope_low": low, "slope_high": high}
 
 
 #: the roles whose emergence during training the book follows (chapter "A translation model": the order of the
