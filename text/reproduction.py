@@ -102,15 +102,14 @@ except ImportError:
 #   8 (or 12) cannot reach p < 0.05; both had been *differs*.
 #
 # * in the evening of 2026-12-06, with their data known: chapter 11's six comparisons of pruned (or trained-on pruned) with
-#   from-scratch encoder shapes counted as analogues. The paper's gap (Table 2) prunes all three attention kinds
-#   and the book prunes the encoder alone, so the paper printed no number for the book's experiment. Their rules
+#   from-scratch encoder shapes counted as analogues. The paper's gap (Table 2) prunes all three attention kinds,
+#   the book the encoder alone. Their rules
 #   and verdicts are unchanged (one *differs*, five *undecided*); chapter 11 counts six fewer comparisons.
 #   Also then: chapter 11's order of the kinds pruned, decided by a permutation test over heads (a first
 #   test over the three kinds alone could never pass at 5%); it had *reproduced* and still does. Chapter 9's balancing
 #   temperature with SGD made the book's finding, since its paper value came from a summary of the paper, not
-#   from the paper (it had *differed*; the finding was first decided by a percentile bootstrap over the three
-#   seeds of each arm, then, with its data known, by Student's t, since a bootstrap over three seeds covers too
-#   little; both say *lower*); and chapter 7's "the longest paths fall to chance" judged by its
+#   from the paper (it had *differed*; first decided by a percentile bootstrap over the seeds, then, with its data
+#   known, by Student's t, since a bootstrap over three seeds covers too little; both say *lower*); and chapter 7's "the longest paths fall to chance" judged by its
 #   interval over path sets within the margin of 0.05, instead of by its mean alone (it still reproduces).
 #
 # * on 2026-12-07, with their data known: chapter 7's "20 paths beat 5" is judged by Welch's t, each
@@ -157,7 +156,8 @@ except ImportError:
 #   verdict. Chapter 11's comparison at 10 encoder heads takes every arm's seeds, their noise and the verses'
 #   (it paired the first seeds over verses; *undecided* both ways). Its cost findings of the first seeds
 #   alone give way to those over seeds where both arms have them. Chapter 10's late-trend rule reads its slope's
-#   interval (seed 1: *undecided*, not "not rising").
+#   interval (seed 1: *undecided*, not "not rising"); its overlap of relevant and positional heads is an
+#   analogue: the model has no head over the paper's positional line.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, but chapter 7's, are to rules of runs already made). Chapter

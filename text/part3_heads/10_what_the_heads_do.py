@@ -177,6 +177,8 @@ roles_claim = attnbook.compare(
     paper=VOITA["relevant_heads_have_roles"].value, digits=1,
     above_chance=against["tests"]["both"],
     source=VOITA["relevant_heads_have_roles"].where,
+    analogue="the heads with the largest neighbour share stand in for heads with "
+    "roles, which this model lacks (none over the paper's positional line)",
     reason=f"only {len(both)} of the 3 most relevant heads are among the 3 most "
            "positional; why: reason not measured",
     precomputed=shipped_lrp["meta"]["command"],
