@@ -167,8 +167,9 @@ print(f"book recipe: {h_book['steps_done']} steps, {h_book['time']:.1f} s, MSE "
 # $s \ge t$ up to $T$ (a passing close encounter is not a collapse), and its **collapse step** is the first
 # such $t$ ($> T$ if the gap at $T$ is not below it; `circle.collapse_step`). Alone, $g_t$ does not tell whether the points still move; the **spread**
 # $s = \sqrt{\tfrac{1}{2k}\sum \lVert x - \bar x\rVert^2}\,/\,r$ of the last $k = 50$ predicted points
-# (both tokens) is about 1 for points that keep circling and about 0 for a trajectory stuck at one point
-# (`circle.spread`).
+# (both tokens) is about 1 for two tokens that keep circling apart, small for merged tokens that still move
+# along the circle, about 0 for a trajectory stuck at one point, and above 1 for points that leave the circle
+# outwards (`circle.spread`).
 
 # %%
 traj = circle.rollout(m_book, X[0], cfg["rollout"])
@@ -265,11 +266,12 @@ glue("ch06_gap_factor", round(float(np.exp(gap_order["log_C"])), 2));
 # %% [markdown]
 # Once two tokens start to merge, the gap closes by a constant factor per step: over every merging run the
 # order of convergence is {glue:text}`ch06_gap_order:.2f` (a factor of about {glue:text}`ch06_gap_factor:.2f` a step). That is geometric collapse, the
-# way any smooth map approaches a fixed point that attracts it, not the doubly exponential collapse of Dong
+# way a smooth map contracts towards a set that attracts it (here the merged set, where both tokens are one
+# point, which may still move along the circle), not the doubly exponential collapse of Dong
 # et al.'s bound, whose cubic contraction [chapter 1](01_pure_attention_loses_rank.ipynb) and
 # [chapter 3](03_residual_bound_one_layer.ipynb) measure for pure attention near rank one. The circle model
 # is a whole trained block (attention, LayerNorm, read-out) applied again and again, and its merging follows
-# the block's linearisation at the merged point.
+# the block's linearisation near the merged set.
 
 # %% [markdown]
 # ## What holds, and what does not

@@ -138,8 +138,9 @@ def spread(traj: torch.Tensor, last: int = 50, radius: float = RADIUS) -> float:
     """Collapse metric of chapter "The circle task" (eq. spread): the root-mean-square distance of the last ``last``
     predicted points (both tokens) from their mean, divided by the circle's radius.
 
-    Points that keep moving around the circle give about 1; a trajectory that has collapsed to one
-    point gives about 0.
+    Two tokens that keep circling apart give about 1; merged tokens that still move along the circle give a
+    small value (50 steps cover a short arc); a trajectory stuck at one point gives about 0; points that
+    leave the circle outwards give more than 1.
     """
     if traj.ndim != 3 or traj.shape[1:] != (2, 2) or traj.shape[0] < 2:
         raise ValueError(f"traj must have shape (steps + 1, 2, 2), got {tuple(traj.shape)}")
