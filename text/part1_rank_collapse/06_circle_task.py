@@ -167,9 +167,8 @@ print(f"book recipe: {h_book['steps_done']} steps, {h_book['time']:.1f} s, MSE "
 # $s \ge t$ up to $T$ (a passing close encounter is not a collapse), and its **collapse step** is the first
 # such $t$ ($> T$ if the gap at $T$ is not below it; `circle.collapse_step`). Alone, $g_t$ does not tell whether the points still move; the **spread**
 # $s = \sqrt{\tfrac{1}{2k}\sum \lVert x - \bar x\rVert^2}\,/\,r$ of the last $k = 50$ predicted points
-# (both tokens) is about 1 for two tokens that keep circling apart, small for merged tokens that still move
-# along the circle, about 0 for a trajectory stuck at one point, and above 1 for points that leave the circle
-# outwards (`circle.spread`).
+# (both tokens) is about 1 for two tokens circling apart, small for merged tokens still moving, about 0 for
+# a trajectory stuck at one point, and above 1 off the circle outwards (`circle.spread`).
 
 # %%
 traj = circle.rollout(m_book, X[0], cfg["rollout"])
@@ -478,8 +477,7 @@ else:
         glue(key, "not measured at this preset");
 
 # %% [markdown]
-# How much does the width verdict owe to the gate? The tracking gate asks for one step more than standing still.
-# Re-gated at stricter thresholds, the delay from width is {glue:text}`ch06_width_strict` (the printout above; *later*
+# How much does the width verdict owe to the tracking gate, one step more than standing still? Re-gated at stricter thresholds, the delay from width is {glue:text}`ch06_width_strict` (the printout above; *later*
 # means the whole 90% interval lies above 0). The narrow models that pass the gate barely follow the circle: the gated
 # pure SANs follow it for a median of {glue:text}`ch06_followed_32` steps at $d = 32$ against
 # {glue:text}`ch06_followed_128` at $d = 128$. Width changes how well the model learns the step as well as when its
