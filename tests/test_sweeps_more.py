@@ -133,7 +133,8 @@ def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
     assert first["verdict"] == "differs" and first["reason"] == (
         f"+2.00 BLEU over 2 seed(s), spread 0.50; the seeds' 95% t interval (seed sd {sd:.2f} pooled over 3 "
         f"shapes, 2 degrees of freedom) runs from {2.0 - 4.3027 * sd / 2 ** 0.5:+.2f} to "
-        f"{2.0 + 4.3027 * sd / 2 ** 0.5:+.2f}: from scratch is the better beyond the seeds' noise; 2 of 2 done")
+        f"{2.0 + 4.3027 * sd / 2 ** 0.5:+.2f}: from scratch is the better beyond the seeds' noise; 2 of 2 done; "
+        "why: reason not measured")
     # one seed: the pooled sd over a single seed's mean, wide enough here to reach 0
     assert second["verdict"] == "undecided" and "the interval reaches 0" in second["reason"]
     assert third["verdict"] == "undecided" and "the interval reaches 0" in third["reason"]
@@ -146,8 +147,10 @@ def test_scratch_claims_verdict_by_the_seeds_pooled_t_interval():
     assert pruned_better.verdict == "differs"
     assert pruned_better.reason == ("-0.60 BLEU over 1 seed(s); one seed: its paired 95% interval over verses "
                                     "runs from -1.00 to -0.10: the pruned model is the better beyond the seeds' "
-                                    "noise; done")
+                                    "noise; done; why: reason not measured")
     assert first["kind"] == "comparison"
+    said, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 2", "", why="short fine-tuning")
+    assert said.reason.endswith("; done; why: short fine-tuning")
     other, = sweeps.scratch_claims(rows[1:2], "pruned", "done", 0.5, "Table 2", "", analogue="encoder-only shapes")
     assert (other.kind, other.verdict) == ("analogue", "differs")  # another experiment: same verdict, counted apart
     assert other.paper_note.startswith("analogue on encoder-only shapes") and other.paper_note.endswith("Table 2")

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Optional, Sequence
 import numpy as np
 import torch
 
-from attnbook.claims import Claim, compare, finding, gate, not_available
+from attnbook.claims import NOT_MEASURED, Claim, compare, finding, gate, not_available
 from attnbook.claims.prose import listing
 from attnbook.core import runs
 from attnbook.heads.gates import STRETCH, TEMPERATURE, deterministic_gates
@@ -916,7 +916,7 @@ def arm_difference(row: Mapping) -> float:
 
 
 def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, source: str,
-                   precomputed: str, analogue: str = "") -> list[Claim]:
+                   precomputed: str, analogue: str = "", why: str = NOT_MEASURED) -> list[Claim]:
     """One comparison with the paper per shape of :func:`scratch_versus_pruned`'s ``rows`` that has
     from-scratch runs (Voita et al. Table 2, ``paper``: its scratch-minus-pruned BLEU, read at ``source``):
     from scratch minus the ``arm`` model, the mean over seeds, decided by the seeds' 95% t interval with the
@@ -930,7 +930,9 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
     seeds at some shape too (else the one seed's interval over verses decides, as above). Both arms' seeds
     prune or train one converged model's recipe, so the interval is conditional on that model. ``done`` says
     how much of the recipe finished. ``analogue``: the experiment the book ran where the paper ran another
-    (encoder-only shapes against Table 2's all-kinds gap), so that each claim counts as an analogue."""
+    (encoder-only shapes against Table 2's all-kinds gap), so that each claim counts as an analogue. ``why``:
+    the reason a verdict other than *reproduces* has, after what was measured (by default
+    :data:`attnbook.claims.NOT_MEASURED`)."""
     shaped = [row for row in rows if row["scratch"]]
     deltas = [[s["delta"] for s in row["scratch"]] for row in shaped]
     scratch_bleu = [[s["bleu_beam"] for s in row["scratch"]] for row in shaped]
@@ -972,7 +974,7 @@ def scratch_claims(rows: Sequence[Mapping], arm: str, done: str, paper: float, s
                    else "the interval reaches 0")
         reason = (f"{a['delta']:+.2f} BLEU over {a['n_seeds']} seed(s)"
                   + (f", spread {a['spread']:.2f}" if a["n_seeds"] > 1 else "")
-                  + f"; {how}: {verdict}; {done}")
+                  + f"; {how}: {verdict}; {done}; why: {why}")
         # the name holds no seed list, so that a seed added later keeps the claim's name (the reason counts them)
         out.append(compare(f"scratch minus {arm}, {row['kept']} encoder heads, mean over its seeds "
                            "(BLEU, beam 4)", a["delta"], paper=paper,
