@@ -407,16 +407,23 @@ def test_main_runs_settling_rows_and_nesting():
 def test_gate_seed_agreement_compares_each_seed_with_the_main_run():
     defaults = {"lr": 1.0, "steps": 2}
 
-    def run(lam, gates, **spec):
-        return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates)}
+    def run(lam, gates, moved=0.0, **spec):  # P(g != 0) moves by ``moved`` over the last 2 steps
+        snaps = [{"step": 0, "p_open": {"enc_self": [[0.9 - moved] * 4]}},
+                 {"step": 2, "p_open": {"enc_self": [[0.9] * 4]}}]
+        return {"spec": {**defaults, "lam": lam, **spec}, "gates": {"enc_self": [gates]}, "n_kept": sum(gates),
+                "snapshots": snaps}
     sweep = {"meta": {"settings": {"seed": 0}},
-             "runs": [run(0.1, [1, 1, 0, 0]), run(0.1, [1, 0, 0, 0], seed=2), run(0.1, [1, 1, 1, 0], seed=1),
+             "runs": [run(0.1, [1, 1, 0, 0]), run(0.1, [1, 0, 0, 0], 0.3, seed=2), run(0.1, [1, 1, 1, 0], seed=1),
                       run(0.1, [0, 0, 0, 1], steps=4), run(0.5, [1, 0, 0, 0], seed=1),
                       run(0.3, [1, 0, 0, 0])]}
-    out = sweeps.gate_seed_agreement(sweep, defaults, 0.1)
+    out = sweeps.gate_seed_agreement(sweep, defaults, 0.1, window=2)
     assert out["seeds"] == [0, 1, 2] and out["kept"] == [2, 3, 1]
     assert out["overlaps"] == pytest.approx([2 / 3, 1 / 2]) and out["mean"] == pytest.approx(7 / 12)
     assert out["always"] == 1  # head 0 only; the steps=4 run is not a gate seed
+    # the least settled run over the last 2 steps: seed 2's P(g != 0) moved by 0.3
+    assert out["settling"]["max_dp"] == pytest.approx(0.3) and out["settling"]["overlap"] == 1.0
+    unsettled = sweeps.settling_gates(out["settling"], "lambda=0.1, gate seeds 0-2", 2, guards="the seeds' overlap")
+    assert [g.holds for g in unsettled] == [False, True] and unsettled[0].reason == "failed: the seeds' overlap"
     with pytest.raises(ValueError, match="no main run"):
         sweeps.gate_seed_agreement(sweep, defaults, 0.5)  # no main run at 0.5
     with pytest.raises(ValueError, match="no other gate seed"):

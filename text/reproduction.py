@@ -71,8 +71,8 @@ except ImportError:
 #
 # * on 2026-12-06, with their data known: chapter 11's all-kinds pruning costs compared at the shapes the paper
 #   prints. The book's curve is interpolated at the paper's shares, and the rule is one-sided with a 0.5 BLEU
-#   margin. Before, the rule was two-sided, at the book's shapes, against values the paper never printed (the
-#   paper's changes interpolated there); all four differed. Michel et al.'s prunable share was made one-sided
+#   margin. Before: two-sided, at the book's shapes, against the paper's changes interpolated there (never
+#   printed); all four differed. Michel et al.'s prunable share was made one-sided
 #   too, a share reached (it had reproduced within 0.1 either way).
 #
 # * later that day, with their data known: chapter 7's short paths judged against chance (the majority line,
@@ -105,8 +105,8 @@ except ImportError:
 #   from-scratch encoder shapes counted as analogues. The paper's gap (Table 2) prunes all three attention kinds,
 #   the book the encoder alone. Their rules
 #   and verdicts are unchanged (one *differs*, five *undecided*); chapter 11 counts six fewer comparisons.
-#   Also then: chapter 11's order of the kinds pruned, decided by a permutation test over heads (a first
-#   test over the three kinds alone could never pass at 5%); it had *reproduced* and still does. Chapter 9's balancing
+#   Also then: chapter 11's order of the kinds pruned, decided by a permutation test over heads (one over
+#   the three kinds alone could never pass at 5%); it still reproduces. Chapter 9's balancing
 #   temperature with SGD made the book's finding, since its paper value came from a summary of the paper, not
 #   from the paper (it had *differed*; first decided by a percentile bootstrap over the seeds, then, with its data
 #   known, by Student's t, since a bootstrap over three seeds covers too little; both say *lower*); and chapter 7's "the longest paths fall to chance" judged by its
@@ -157,7 +157,8 @@ except ImportError:
 #   (it paired the first seeds over verses; *undecided* both ways). Its cost findings of the first seeds
 #   alone give way to those over seeds where both arms have them. Chapter 10's late-trend rule reads its slope's
 #   interval (seed 1: *undecided*, not "not rising"); its overlap of relevant and positional heads is an
-#   analogue: the model has no head over the paper's positional line.
+#   analogue: the model has no head over the paper's positional line. Chapter 11's seed and 600-step overlaps
+#   wait for settled runs.
 #
 # From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
 # changes above, but chapter 7's, are to rules of runs already made). Chapter

@@ -183,19 +183,25 @@ def _same_heads_runs(sweep: Mapping, defaults: Mapping, lam: float, *,
     return [main, *(r for r in others if jaccard(kept_masks(r), mask) == 1.0)]
 
 
-def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
+def gate_seed_agreement(sweep: Mapping, defaults: Mapping, lam: float, window: int = 60) -> dict:
     """Does the gate seed decide which heads survive? (chapter "Pruning heads"): at ``lam``, the main run
     (gate seed of the recipe) and the runs that vary only the gate seed (a variant's ``seed``: the initial log
     alpha and the gate noise). Returns the ``seeds`` (the main run's first), heads ``kept`` by each, the
-    :func:`jaccard` ``overlaps`` of the other seeds' kept heads with the main run's and their ``mean``, and
-    ``always``, the heads every seed keeps. Raises if the sweep has no main run, or no other seed, at ``lam``."""
+    :func:`jaccard` ``overlaps`` of the other seeds' kept heads with the main run's and their ``mean``,
+    ``always``, the heads every seed keeps, and ``settling``: :func:`settling` over the last ``window`` steps
+    of the least settled run (the largest ``max_dp``, the smallest ``overlap``), for :func:`settling_gates`:
+    the seeds' kept heads are compared only once every run has settled. Raises if the sweep has no main run,
+    or no other seed, at ``lam``."""
     main, *others = _gate_seed_runs(sweep, defaults, lam)
     masks = [kept_masks(r) for r in [main, *others]]
     overlaps = [jaccard(m, masks[0]) for m in masks[1:]]
     always = sum(int(torch.stack([m[k] != 0 for m in masks]).all(0).sum()) for k in masks[0])
+    settled = [settling(r["snapshots"], window) for r in [main, *others]]
     return {"seeds": [sweep["meta"]["settings"]["seed"], *[r["spec"]["seed"] for r in others]],
             "kept": [int(sum(int((m[k] != 0).sum()) for k in m)) for m in masks],
-            "overlaps": overlaps, "mean": sum(overlaps) / len(overlaps), "always": always}
+            "overlaps": overlaps, "mean": sum(overlaps) / len(overlaps), "always": always,
+            "settling": {"max_dp": max(t["max_dp"] for t in settled),
+                         "overlap": min(t["overlap"] for t in settled)}}
 
 
 def same_heads_replicates(sweep: Mapping, defaults: Mapping, lam: float) -> dict:
@@ -266,11 +272,12 @@ def seed_overlap_gate(agreement: Mapping, lam: float, *, precomputed: str = "") 
                 precomputed=precomputed, guards="which heads the gates keep (it would depend on the gate seed)")
 
 
-def settling_gates(settle: Mapping, run: str, window: int, *, precomputed: str = "") -> list[Claim]:
+def settling_gates(settle: Mapping, run: str, window: int, *, precomputed: str = "",
+                   guards: str = "comparing them with the glorot-initialised gates") -> list[Claim]:
     """Has a gate run settled? (chapter "Pruning heads"): from :func:`settling` over the last ``window`` steps
     of ``run`` (its description), the largest change of P(g != 0) is at most :data:`MAX_SETTLE_DP` and every
-    decision is unchanged. They guard comparing the run's kept heads with another run's."""
-    guards = "comparing them with the glorot-initialised gates"
+    decision is unchanged. They guard comparing the run's kept heads with another run's (``guards`` says
+    which)."""
     return [gate(f"{run}: largest change of P(g != 0) over the last {window} steps", settle["max_dp"],
                  at_most=MAX_SETTLE_DP, digits=2, guards=guards, precomputed=precomputed),
             gate(f"{run}: share of decisions unchanged over the last {window} steps", settle["overlap"],
