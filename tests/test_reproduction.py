@@ -483,3 +483,13 @@ def test_a_page_split_off_a_recorded_chapter_finds_its_claims_in_the_chapter_s_r
                                                    "claims": [dict(c3.record(), value=0.7)]}))
     rows = {r.name: r for r in reproduction.collect(root)}
     assert rows["cosine"].paper_run["value"] == 0.7 and rows["rank"].paper_run["value"] == 7.0
+
+
+def test_a_coded_paper_value_is_shown_as_qualitative():
+    from attnbook.booktools.reproduction import paper_cell
+
+    assert paper_cell(1.0, "Fig. 3, one run per panel (1 = yes)") == "qualitative (Fig. 3, one run per panel (1 = yes))"
+    assert paper_cell(1.0, "Fig. 4: 20 paths beat 5 paths (a direction: +1)").startswith("qualitative (")
+    assert paper_cell(1.0, "Fig. 2, read off the authors' figure files") == "1 (Fig. 2, read off the authors' figure files)"
+    assert paper_cell(0.8, "Sec. 4, coded 1") == "0.8 (Sec. 4, coded 1)"  # a real number stays a number
+    assert paper_cell(None, "") == ""

@@ -185,7 +185,7 @@ except ImportError:
 # The columns:
 #
 # * **the paper's value**: the number the paper reports for the same quantity, with where it was read off;
-#   "–" where the paper gives none (a claim about a property, such as a bound holding). A value
+#   "–" where the paper gives none, "qualitative" where it states an effect without a number. A value
 #   only plotted counts where the authors' own figure files or code hold it (Dong et al.'s Figs. 2 and 4),
 #   never from a reading of the plot (Voita et al.'s Fig. 7).
 # * **this book, `quick`**: the value in this build's run of the `quick` preset on a CPU. Executed on its own, as nbval and Colab do, the page

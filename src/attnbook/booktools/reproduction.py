@@ -333,6 +333,21 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+#: how a claim's note marks a paper "value" that codes a statement without a number (1: the effect exists,
+#: +1: a direction), as :func:`attnbook.claims.compare` asks such claims to say
+_CODED = re.compile(r"coded 1|1 = yes|direction|qualitative statement|\(\+1\)")
+
+
+def paper_cell(paper: Optional[float], note: str) -> str:
+    """The paper's value as the reproduction table shows it: the number with where it was read, or, where the
+    number only codes a statement the paper makes without one (its note says so), "qualitative" with the
+    note, so that a coded 1 is never read as a number the paper printed."""
+    if paper is not None and paper in (1, -1) and _CODED.search(note or ""):
+        return f"qualitative ({note})"
+    cell = _num(paper) if paper is not None else ""
+    return cell + (f" ({note})" if note else "")
+
+
 def markdown_table(rows: Iterable[Row]) -> str:
     """The rows as a Markdown (GFM) table: chapter, kind, claim, this book's quick value, the condition (a check)
     or agreement rule (a comparison), the paper's value, the verdict (with the reason when a comparison differs),
@@ -346,9 +361,7 @@ def markdown_table(rows: Iterable[Row]) -> str:
     ]
     previous = None
     for r in rows:
-        paper = _num(r.paper) if r.paper is not None else ""
-        if r.paper_note:
-            paper += f" ({r.paper_note})"
+        paper = paper_cell(r.paper, r.paper_note)
         if r.paper_run is not None:
             run = f"{_num(r.paper_run.get('value'))}, {_verdict(r.paper_run)} ({r.gpu})"
             if r.flips:
