@@ -554,11 +554,29 @@ def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap()
     assert between["weight"] == 0.75 and between["between"] == (2, 6)  # 3 heads: a quarter of the way to 6
     assert between["delta"] == pytest.approx(0.75 * cost[2] + 0.25 * cost[6])
     assert between["low"] <= between["delta"] <= between["high"]
-    with pytest.raises(ValueError, match="outside the trained-on shapes"):
+    with pytest.raises(ValueError, match="outside the pruned shapes"):
         sweeps.cost_at(1, trained_on, control, refs)
     twice = {**trained_on, "runs": trained_on["runs"] + [{"seed": 0, "lam": 0.1, "kept": 2}]}
     with pytest.raises(ValueError, match="more than one run of a shape"):
         sweeps.cost_at(2, twice, control, refs)
+
+
+def test_gate_cost_at_pairs_the_300_step_pruned_models_with_the_converged_model():
+    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
+    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
+    half = [refs[0], worse[1], worse[2]]
+    scratch = {"n_eval": 3, "runs": [{"arm": "pruned", "kept": 2, "hypotheses_beam": worse},
+                                     {"arm": "scratch", "kept": 2, "seed": 0, "hypotheses_beam": refs},
+                                     {"arm": "pruned", "kept": 6, "hypotheses_beam": half}]}
+    control = {"meta": {"settings": {"seeds": [0]}}, "n_eval": 3, "runs": [
+        {"seed": 0, "lam": None, "hypotheses_beam": worse, "before": {"hypotheses_beam": refs}}]}  # after: unused
+    cost = {k: stats.bleu(h, refs) - stats.bleu(refs, refs) for k, h in ((2, worse), (6, half))}
+    got = sweeps.gate_cost_at(3, scratch, control, refs, n_bootstrap=100)
+    assert got["between"] == (2, 6) and got["weight"] == 0.75
+    assert got["delta"] == pytest.approx(0.75 * cost[2] + 0.25 * cost[6])  # the arm "pruned", against "before"
+    assert got["low"] <= got["delta"] <= got["high"]
+    with pytest.raises(ValueError, match="outside the pruned shapes"):
+        sweeps.gate_cost_at(8, scratch, control, refs)
 
 
 def test_seed_cost_at_uses_every_arms_seeds_and_the_verses_noise():

@@ -696,6 +696,22 @@ def seed_cost_finding(n_heads: int, trained_on: Mapping, control: Mapping, *, pr
                    precomputed=precomputed)
 
 
+def _interpolated_cost(n_heads: int, shapes: Mapping[int, Sequence[str]], baseline: Sequence[str],
+                       references: Sequence[str], n_bootstrap: int) -> dict:
+    """The BLEU change at ``n_heads`` from the pruned models' translations at each shape (``shapes``, by heads
+    kept) against the ``baseline`` model's: at a shape run, its change; between two, the linear interpolation
+    ``w * change(lo) + (1 - w) * change(hi)`` as one paired bootstrap over the three models' translations
+    (:func:`attnbook.stats.paired_bleu_contrast`). Adds ``between`` and ``weight`` (``w``); raises outside the
+    shapes."""
+    lo = max((k for k in shapes if k <= n_heads), default=None)
+    hi = min((k for k in shapes if k >= n_heads), default=None)
+    if lo is None or hi is None:
+        raise ValueError(f"{n_heads} heads is outside the pruned shapes {sorted(shapes)}")
+    w = 1.0 if hi == lo else (hi - n_heads) / (hi - lo)
+    out = paired_bleu_contrast([baseline, shapes[lo], shapes[hi]], [-1.0, w, 1.0 - w], references, n_bootstrap)
+    return {**out, "between": (lo, hi), "weight": w}
+
+
 def cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Sequence[str],
             n_bootstrap: int = 1000) -> dict:
     """The cost of pruning to ``n_heads`` encoder heads measured like with like (chapter "Pruning heads"): a
@@ -703,21 +719,25 @@ def cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Seq
     alike (run ``unpruned_converged``, ``control``), beam BLEU on the same verses. At a shape that was run it
     is that model's cost; between two shapes, the linear interpolation of their costs,
     ``w * cost(k_lo) + (1 - w) * cost(k_hi)``, as one paired bootstrap over the three models' translations
-    (:func:`attnbook.stats.paired_bleu_contrast`), so that the paper's printed head counts are compared
-    without interpolating the paper. Returns ``delta``, ``low``, ``high``, ``between`` (the shapes used) and
-    ``weight`` (``w``); outside the shapes run it raises. Each arm is its first seed's runs
-    (:func:`first_seed_runs`)."""
+    (:func:`_interpolated_cost`), so that the paper's printed head counts are compared without interpolating
+    the paper. Returns ``delta``, ``low``, ``high``, ``between`` (the shapes used) and ``weight`` (``w``);
+    outside the shapes run it raises. Each arm is its first seed's runs (:func:`first_seed_runs`)."""
     refs = _shared_references(trained_on, control, references)
-    shapes = {r["kept"]: r for r in first_seed_runs(trained_on)}
-    lo = max((k for k in shapes if k <= n_heads), default=None)
-    hi = min((k for k in shapes if k >= n_heads), default=None)
-    if lo is None or hi is None:
-        raise ValueError(f"{n_heads} heads is outside the trained-on shapes {sorted(shapes)}")
-    w = 1.0 if hi == lo else (hi - n_heads) / (hi - lo)
-    ctrl = first_seed_runs(control)[0]["hypotheses_beam"]
-    out = paired_bleu_contrast([ctrl, shapes[lo]["hypotheses_beam"], shapes[hi]["hypotheses_beam"]],
-                               [-1.0, w, 1.0 - w], refs, n_bootstrap)
-    return {**out, "between": (lo, hi), "weight": w}
+    shapes = {r["kept"]: r["hypotheses_beam"] for r in first_seed_runs(trained_on)}
+    return _interpolated_cost(n_heads, shapes, first_seed_runs(control)[0]["hypotheses_beam"], refs, n_bootstrap)
+
+
+def gate_cost_at(n_heads: int, scratch: Mapping, control: Mapping, references: Sequence[str],
+                 n_bootstrap: int = 1000) -> dict:
+    """The cost of pruning to ``n_heads`` encoder heads as the 300-step gates leave the model (chapter "Pruning
+    heads", the encoder page's analogue of the paper's encoder-only curve): the pruned models of run
+    ``scratch_converged`` (its arm ``"pruned"``, rebuilt from the gate sweep) minus the converged model the
+    gates started from (run ``unpruned_converged``'s ``before``), beam BLEU as the paper decodes, interpolated
+    between shapes as :func:`cost_at` does. Returns what :func:`cost_at` returns."""
+    refs = _shared_references(scratch, control, references)
+    shapes = {r["kept"]: r["hypotheses_beam"] for r in scratch["runs"] if r["arm"] == "pruned"}
+    baseline = first_seed_runs(control)[0]["before"]["hypotheses_beam"]
+    return _interpolated_cost(n_heads, shapes, baseline, refs, n_bootstrap)
 
 
 def seed_cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references: Sequence[str],
