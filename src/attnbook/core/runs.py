@@ -306,8 +306,9 @@ _PRUNING: dict[str, dict[str, Any]] = {
         # training by training: seed 1 at lambda 0.05 (6300 steps, stopped early, 136 minutes of steps on one and
         # two threads over two sessions, 2026-12-07), seed 1 at lambda 0.02 (6300 steps, stopped
         # early, 121 minutes on one thread and then two, 2026-12-07), seed 2 at lambda 0.05 (4550 steps,
-        # stopped early, 69 minutes on one thread and then two, 2026-12-07); one remains (seed 2 at
-        # 0.02): rerun the command, it resumes from state kept in the ignored runs/ (lost with a new
+        # stopped early, 69 minutes on one thread and then two, 2026-12-07), seed 2 at lambda 0.02 (6300
+        # steps, stopped by the step budget, 129 minutes on two threads and then one over two sessions,
+        # 2026-12-07): complete. A rerun resumes from state kept in the ignored runs/ (lost with a new
         # checkout)
         minutes=480,
     ),
