@@ -11,6 +11,12 @@ import attnbook.claims
 from attnbook import stats
 from attnbook.heads import sweeps
 
+#: three verses: their references, a worse translation, and one with the first verse right and the others worse
+#: (the costs of pruning below pair them)
+_REFS = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
+_WORSE = ["el dijo", "y fue la tarde", "en el principio dios"]
+_THREE_SYSTEMS = (_REFS, _WORSE, [_REFS[0], _WORSE[1], _WORSE[2]])
+
 
 def test_kept_masks_are_binary_and_read_gates_or_masks():
     run = {"gates": {"enc_self": [[0.0, 0.6], [1.0, 0.0]]}}
@@ -266,9 +272,7 @@ def test_across_seeds_envelopes_the_seeds_intervals():
 
 
 def test_trained_on_gains_pairs_each_shape_with_its_short_fine_tuning_and_the_control():
-    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
-    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
-    half = [refs[0], worse[1], worse[2]]
+    refs, worse, half = _THREE_SYSTEMS
     common = {"train_steps": 10, "epochs": 1.0, "stopped": "steps", "train_wall_seconds": 120.0, "threads": 1,
               "averaged": False}
     scratch = {"n_eval": 3, "runs": [
@@ -537,9 +541,7 @@ def test_a_missing_control_run_makes_gate_1_not_available_never_passed(monkeypat
 
 
 def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap():
-    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
-    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
-    half = [refs[0], worse[1], worse[2]]
+    refs, worse, half = _THREE_SYSTEMS
     seed0 = {"meta": {"settings": {"seeds": [0]}}}
     trained_on = {**seed0, "n_eval": 3, "runs": [
         {"seed": 0, "lam": 0.1, "kept": 2, "hypotheses_beam": worse},
@@ -562,9 +564,7 @@ def test_cost_at_interpolates_the_like_with_like_costs_in_one_paired_bootstrap()
 
 
 def test_gate_cost_at_pairs_the_300_step_pruned_models_with_the_converged_model():
-    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
-    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
-    half = [refs[0], worse[1], worse[2]]
+    refs, worse, half = _THREE_SYSTEMS
     scratch = {"n_eval": 3, "runs": [{"arm": "pruned", "kept": 2, "hypotheses_beam": worse},
                                      {"arm": "scratch", "kept": 2, "seed": 0, "hypotheses_beam": refs},
                                      {"arm": "pruned", "kept": 6, "hypotheses_beam": half}]}
@@ -580,9 +580,7 @@ def test_gate_cost_at_pairs_the_300_step_pruned_models_with_the_converged_model(
 
 
 def test_seed_cost_at_uses_every_arms_seeds_and_the_verses_noise():
-    refs = ["el señor dijo a moisés", "y fue la tarde y la mañana", "en el principio crió dios los cielos"]
-    worse = ["el dijo", "y fue la tarde", "en el principio dios"]
-    half = [refs[0], worse[1], worse[2]]
+    refs, worse, half = _THREE_SYSTEMS
 
     def run(seed, kept, hyps, bleu):
         return {"seed": seed, "lam": None if kept is None else 1 / kept, "kept": kept,
