@@ -249,17 +249,18 @@ def test_the_tracking_gate_records_a_model_that_does_not_follow_the_circle_as_fa
     assert still.verdict == "fails" and still.value == 15
 
 
-def test_tracking_sensitivity_regates_the_runs_at_each_threshold():
-    """The delay is recomputed on the runs that pass each threshold: here the late-merging wide runs track
-    the circle for long, the early-merging narrow ones barely, so a strict threshold leaves too few narrow runs."""
-    def run(d, step, tracking):
-        return dict(d_model=d, variant="SAN", mse_over_stay_put=0.1, tracking_steps=tracking, collapse_step=step)
+def test_gate_sensitivity_regates_the_runs_at_each_error_gate():
+    """The delay is recomputed on the runs that pass each one-step error gate: here the early-merging narrow
+    runs fit the step worst, so a strict gate leaves too few of them."""
+    def run(d, step, error):
+        return dict(d_model=d, variant="SAN", mse_over_stay_put=error, tracking_steps=circle.TRACKING,
+                    collapse_step=step)
 
-    records = ([run(32, s, t) for s, t in ((20, 17), (25, 18), (30, 40), (35, 45))]
-               + [run(128, s, 200) for s in (150, 160, None, 170)])
+    records = ([run(32, s, e) for s, e in ((20, 0.4), (25, 0.3), (30, 0.08), (35, 0.06))]
+               + [run(128, s, 0.01) for s in (150, 160, None, 170)])
     groups = {"width": ((128, "SAN"), (32, "SAN"))}
-    rows = circle.tracking_sensitivity(records, groups, rollout_steps=300, thresholds=(16, 30, 60))
-    assert [r["tracking"] for r in rows] == [16, 30, 60] and [r["failed"] for r in rows] == [0, 2, 4]
+    rows = circle.gate_sensitivity(records, groups, rollout_steps=300, gates=(0.5, 0.1, 0.05))
+    assert [r["gate"] for r in rows] == [0.5, 0.1, 0.05] and [r["failed"] for r in rows] == [0, 2, 4]
     first, second, third = (r["delays"]["width"] for r in rows)
     assert first["n"] == (4, 4) and first["says"] == "later"
     assert first["value"] == pytest.approx(circle.collapse_delay(

@@ -342,6 +342,9 @@ def test_weighted_seed_interval_is_welch_with_weights_and_a_shared_term_and_cove
     assert out["dof"] == pytest.approx((sum(parts) + 0.04) ** 2 / sum(
         v ** 2 / (n - 1) for v, n in zip(parts, (3, 2, 3))))
     assert out["n_seeds"] == [3, 2, 3]
+    from scipy.stats import t as student_t
+    half = student_t.ppf(0.975, out["dof"]) * out["se"]  # the t quantile at Welch's degrees of freedom
+    assert (out["low"], out["high"]) == pytest.approx((out["mean"] - half, out["mean"] + half))
     with pytest.raises(ValueError, match="two finite seeds"):
         stats.weighted_seed_interval([a, [1.0], c], w)
     with pytest.raises(ValueError, match="one weight per arm"):
@@ -363,3 +366,8 @@ def test_weighted_seed_interval_is_welch_with_weights_and_a_shared_term_and_cove
     assert with_shared == pytest.approx(0.95, abs=0.02)
     without = np.mean([covers(0.0) for _ in range(2000)])
     assert without < 0.85
+    # the seeds alone (no shared noise), three per arm: the t quantile covers at its level, a normal one
+    # (1.96) would cover about 90% of the time
+    seeds_only = [stats.weighted_seed_interval([rng.normal(m, sd, 3) for m, sd in zip((1.0, 2.0, 1.5), sds)], w)
+                  for _ in range(4000)]
+    assert np.mean([r["low"] <= truth <= r["high"] for r in seeds_only]) == pytest.approx(0.95, abs=0.02)

@@ -587,14 +587,19 @@ def test_seed_cost_at_uses_every_arms_seeds_and_the_verses_noise():
                 "hypotheses_beam": hyps, "bleu_beam": {"bleu": bleu}}
 
     seed0 = {"meta": {"settings": {"seeds": [0]}}, "n_eval": 3}
-    trained_on = {**seed0, "runs": [run(0, 2, worse, 20.0), run(1, 2, worse, 22.0), run(2, 2, worse, 21.0),
-                                    run(0, 6, half, 30.0), run(1, 6, half, 31.0)]}
-    control = {**seed0, "runs": [run(0, None, refs, 33.0), run(1, None, refs, 34.0), run(2, None, refs, 32.0)]}
+    trained_on = {**seed0, "runs": [run(0, 2, worse, 20.0), run(1, 2, half, 22.0), run(2, 2, worse, 21.0),
+                                    run(0, 6, half, 30.0), run(1, 6, refs, 31.0)]}
+    control = {**seed0, "runs": [run(0, None, refs, 33.0), run(1, None, half, 34.0), run(2, None, refs, 32.0)]}
     got = sweeps.seed_cost_at(3, trained_on, control, refs, n_bootstrap=200)
-    first = sweeps.cost_at(3, trained_on, control, refs, n_bootstrap=200)
     assert got["between"] == (2, 6) and got["weight"] == 0.75 and got["n_seeds"] == [3, 3, 2]
     assert got["delta"] == pytest.approx(0.75 * 21.0 + 0.25 * 30.5 - 33.0)  # the seeds' means, not seed 0's
-    assert got["verse_se"] == pytest.approx((first["high"] - first["low"]) / 3.92)
+    # the verses' noise of the contrast of seed means: every model's translations, weights w_i / n_i (one
+    # seed's models alone would count a seed's own verse noise twice)
+    means = stats.paired_bleu_contrast([refs, half, refs, worse, half, worse, half, refs],
+                                       [-1 / 3] * 3 + [0.75 / 3] * 3 + [0.25 / 2] * 2, refs, 200)
+    assert got["verse_se"] == pytest.approx((means["high"] - means["low"]) / 3.92)
+    first = sweeps.cost_at(3, trained_on, control, refs, n_bootstrap=200)
+    assert got["verse_se"] != pytest.approx((first["high"] - first["low"]) / 3.92)
     seed_var = 1.0 / 3 + 0.75 ** 2 * 1.0 / 3 + 0.25 ** 2 * 0.5 / 2
     assert got["seed_se"] == pytest.approx(np.sqrt(seed_var))
     assert got["se"] == pytest.approx(np.sqrt(seed_var + got["verse_se"] ** 2))

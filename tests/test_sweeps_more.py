@@ -93,16 +93,18 @@ def test_encoder_reason_states_the_cost_the_recovery_and_the_settling():
     main = {0.05: _main(8, 29.0, overlap_changes=True), 0.1: _main(3, 28.5)}
     long_run = {"n_kept": 8, "bleu_greedy": 29.5, "spec": {"steps": 600}}
     reason = sweeps.encoder_reason(8, main, 30.0, [(8, 28.0), (3, 27.0)], long_run)
-    assert reason == ("with 8 heads the masks cost 2.0 BLEU without fine-tuning and 300 steps of "
+    assert reason == ("with 8 heads the masks cost 2.0 BLEU (greedy) without fine-tuning and 300 steps of "
                       "fine-tuning win back 1.0; over the last 60 steps 50% of the kept set still "
                       "changed; the paper fine-tunes until the gates stop; head width (64 dimensions in "
-                      "the paper, 16 here): reason not measured; 600 steps instead of 300 give -0.50 with "
-                      "the same heads")
+                      "the paper, 16 here): reason not measured; 600 steps instead of 300 give -0.50 (greedy) "
+                      "with the same heads")
+    assert sweeps.encoder_reason(8, main, 30.0, [(8, 28.0)], None).endswith("reason not measured")
     assert sweeps.encoder_reason(3, main, 30.0, [(8, 28.0), (3, 27.0)], long_run).endswith(
         "reason not measured")
     like = {"heads": 10, "delta": -0.61, "low": -1.02, "high": -0.2}
     assert sweeps.encoder_reason(3, main, 30.0, [(8, 28.0), (3, 27.0)], long_run, trained_on=like).endswith(
-        "reason not measured; trained on to convergence alike (beam 4), pruning to 10 heads changes BLEU by "
+        "reason not measured; trained on to convergence alike (beam 4, over seeds), pruning to 10 heads changes "
+        "BLEU by "
         "-0.61 [-1.02, -0.20]")
 
 

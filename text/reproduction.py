@@ -241,9 +241,6 @@ with_claims = {r.notebook for r in rows}
 # whose file is not made yet is not available (with its command); nothing else fails
 missing = reproduction.not_available(rows)
 failing = [r.name for r in rows if not r.holds and r.kind != "gate" and r not in missing]
-# a differing comparison gives its measured reason or says "reason not measured"
-# (the summary above counts those apart); none may give nothing
-unexplained = [r.name for r in rows if r.verdict == "differs" and not r.reason.strip()]
 known = {("check", "holds"), ("gate", "passes"), ("gate", "fails"), ("check", "not available"),
          *[(kind, verdict) for kind in ("comparison", "analogue")
            for verdict in ("reproduces", "differs", "undecided")],
@@ -258,12 +255,6 @@ unknown = [r.name for r in rows if (r.kind, r.verdict) not in known]
     ),
     attnbook.check(
         "claims failing in the quick run read", len(failing), close_to=0, tol=0
-    ),
-    attnbook.check(
-        "comparisons that differ with no reason at all",
-        len(unexplained),
-        close_to=0,
-        tol=0,
     ),
     attnbook.check(
         "claims without a known kind and verdict", len(unknown), close_to=0, tol=0

@@ -360,7 +360,7 @@ top_conf = {when: max(map(max, continued[when]["confidence"]))
 gap_to_paper = VOITA["most_confident_encoder_head"].value - most
 moved = top_conf["after"] - top_conf["before"]
 closes = ("closing the gap" if moved >= gap_to_paper else "less than the gap of "
-          f"{gap_to_paper:.2f} to the paper's level: more training alone does not "
+          f"{gap_to_paper:.2f} to the paper's level: this continuation does not "
           "close it; why: reason not measured")
 confidence_claim = attnbook.compare(  # a level the paper reports reaching: one-sided
     "most confident encoder self-attention head", most,

@@ -243,8 +243,8 @@ apart = int(abs(share["before"] - best_s1) > 1e-3)  # file against live, seed 1
         "constant rate", share["after"], paper=CRITERION,
         same_side_of=CRITERION - 1e-9, digits=2, band=0.03, source=POSITIONAL,
         reason=f"{continued['continued_epochs']:.0f} more epochs at a constant rate "
-        f"move it from {share['before']:.2f} to {share['after']:.2f}: more training "
-        "does not bring it to the line; why: reason not measured",
+        f"move it from {share['before']:.2f} to {share['after']:.2f}: this "
+        "continuation does not bring it to the line; why: reason not measured",
         precomputed=CONTINUED),
 ]
 

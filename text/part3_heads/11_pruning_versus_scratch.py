@@ -579,7 +579,8 @@ SIDE = {"lower": "below zero beyond the seeds' noise", "higher": "above zero bey
 costs_in_words = "; ".join(
     f"{c.value:+.2f} BLEU at {n} heads ({c.interval[0]:+.2f} to {c.interval[1]:+.2f}), "
     f"{SIDE[c.verdict]}" for n, c in seed_costs.items())
-glue("ch11_seed_cost", "Over the seeds of both arms (Welch's t, 95%), the cost is "
+glue("ch11_seed_cost", "Over the seeds of both arms, on these test verses (Welch's t, "
+     "95%), the cost is "
      + costs_in_words if seed_costs else "The cost over the seeds of both arms waits "
      "for the control's further seeds")
 glue("ch11_seed_cost_summary", costs_in_words or "not measured yet")
@@ -690,9 +691,9 @@ glue("ch11_sc_stopped", "Every from-scratch training stopped early" if stopped =
 # them with `!` after `%cd attnbook`).
 #
 #
-# 1. Run the third seed from scratch, `python scripts/run.py scratch_converged_seed2` (resumable; hours on a
-#    CPU), and rerun this page. How do the two-arm intervals at 3 and 8 heads move, and does any verdict of the
-#    rule change?
+# 1. Run the rest of the third seed from scratch, `python scripts/run.py scratch_converged_seed2` (resumable;
+#    hours on a CPU; its 3- and 8-head shapes are shipped), and rerun this page. How does the two-arm interval at
+#    22 heads move, and does its verdict change?
 
 # %% [markdown]
 # ### A checked exercise

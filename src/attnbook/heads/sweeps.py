@@ -679,7 +679,8 @@ def seed_cost_finding(n_heads: int, trained_on: Mapping, control: Mapping, *, pr
     the rule written before run ``unpruned_converged_seeds``): the trained-on pruned models of that shape over
     their seeds (gate seed and batch order at 3 heads; the batch order alone at 8 and 22,
     :func:`trained_on_gate_seed`) minus the unpruned model trained on alike over its seeds (batch
-    order), beam BLEU, by Welch's t test (:func:`attnbook.stats.welch_t`, 95%). A finding: *higher*, *lower*
+    order), beam BLEU, by Welch's t test (:func:`attnbook.stats.welch_t`, 95%) over the seeds' scores on the
+    same test verses (the verses' own noise is left out, as :func:`seed_cost_at` puts it in). A finding: *higher*, *lower*
     or *not shown*. None while either arm has fewer than two seeds (the paired bootstrap of seed 0,
     :func:`trained_on_gains`, is then the only measurement). Both arms must be scored on the same verses."""
     if trained_on["n_eval"] != control["n_eval"]:
@@ -692,8 +693,19 @@ def seed_cost_finding(n_heads: int, trained_on: Mapping, control: Mapping, *, pr
     return finding(f"{n_heads} encoder heads trained on minus the unpruned model trained on alike, both arms over "
                    "seeds: the cost of pruning (beam BLEU)", t["change"], interval=t["interval"],
                    test=f"Welch's t over seeds ({len(pruned)} trained-on pruned, {len(unpruned)} control; "
-                   f"{t['dof']:.1f} degrees of freedom), conditional on the one converged model", digits=2,
+                   f"{t['dof']:.1f} degrees of freedom), conditional on the one converged model and on these test "
+                   "verses", digits=2,
                    precomputed=precomputed)
+
+
+def _bracket(n_heads: int, shapes) -> tuple[int, int, float]:
+    """The shapes around ``n_heads`` (the largest at most, the smallest at least) and the weight ``w`` of the
+    lower one in the linear interpolation between them (1 at a shape run); raises outside the shapes."""
+    lo = max((k for k in shapes if k <= n_heads), default=None)
+    hi = min((k for k in shapes if k >= n_heads), default=None)
+    if lo is None or hi is None:
+        raise ValueError(f"{n_heads} heads is outside the pruned shapes {sorted(shapes)}")
+    return lo, hi, 1.0 if hi == lo else (hi - n_heads) / (hi - lo)
 
 
 def _interpolated_cost(n_heads: int, shapes: Mapping[int, Sequence[str]], baseline: Sequence[str],
@@ -703,11 +715,7 @@ def _interpolated_cost(n_heads: int, shapes: Mapping[int, Sequence[str]], baseli
     ``w * change(lo) + (1 - w) * change(hi)`` as one paired bootstrap over the three models' translations
     (:func:`attnbook.stats.paired_bleu_contrast`). Adds ``between`` and ``weight`` (``w``); raises outside the
     shapes."""
-    lo = max((k for k in shapes if k <= n_heads), default=None)
-    hi = min((k for k in shapes if k >= n_heads), default=None)
-    if lo is None or hi is None:
-        raise ValueError(f"{n_heads} heads is outside the pruned shapes {sorted(shapes)}")
-    w = 1.0 if hi == lo else (hi - n_heads) / (hi - lo)
+    lo, hi, w = _bracket(n_heads, shapes)
     out = paired_bleu_contrast([baseline, shapes[lo], shapes[hi]], [-1.0, w, 1.0 - w], references, n_bootstrap)
     return {**out, "between": (lo, hi), "weight": w}
 
@@ -746,22 +754,24 @@ def seed_cost_at(n_heads: int, trained_on: Mapping, control: Mapping, references
     "Pruning heads", the comparison with the paper's encoder-only curve): the seeds' mean beam BLEU of the
     trained-on pruned models at the two shapes around ``n_heads``, interpolated as in :func:`cost_at`
     (``w * mean(lo) + (1 - w) * mean(hi)``), minus the control's seeds' mean. Its ``level`` interval
-    (:func:`attnbook.stats.weighted_seed_interval`) puts in each arm's seed noise and the test verses' noise,
-    which every seed shares: the standard error of :func:`cost_at`'s paired bootstrap over the first seeds'
-    translations (its 95% interval's width / 3.92). Returns ``delta``, ``low``, ``high``, ``se``, ``seed_se``,
+    (:func:`attnbook.stats.weighted_seed_interval`) puts in each arm's seed noise and the test verses' noise:
+    the standard error of the paired bootstrap of that same contrast of seed means over every model's
+    translations (:func:`attnbook.stats.paired_bleu_contrast`, weights ``w_i / n_i``; its 95% interval's
+    width / 3.92), so that a seed's own verse noise, which the seeds' spread already shows, is not counted
+    again as it would be from one seed's models. Returns ``delta``, ``low``, ``high``, ``se``, ``seed_se``,
     ``verse_se``, ``dof``, ``n_seeds`` (control, lower shape, upper shape; the lower shape alone where
     ``n_heads`` is a shape run), ``between`` and ``weight``. Raises where an arm has fewer than two seeds."""
-    first = cost_at(n_heads, trained_on, control, references, n_bootstrap)
-    lo, hi = first["between"]
-    w = first["weight"]
-    bleu = {k: [r["bleu_beam"]["bleu"] for r in trained_on["runs"] if r["kept"] == k] for k in (lo, hi)}
-    arms, weights = [[r["bleu_beam"]["bleu"] for r in control["runs"]], bleu[lo]], [-1.0, w]
-    if hi != lo:
-        arms, weights = arms + [bleu[hi]], weights + [1.0 - w]
-    if min(len(a) for a in arms) < 2:
+    refs = _shared_references(trained_on, control, references)
+    lo, hi, w = _bracket(n_heads, {r["kept"] for r in first_seed_runs(trained_on)})
+    runs = [control["runs"]] + [[r for r in trained_on["runs"] if r["kept"] == k] for k in sorted({lo, hi})]
+    weights = [-1.0, w] + ([1.0 - w] if hi != lo else [])
+    if min(len(a) for a in runs) < 2:
         raise ValueError(f"the cost at {n_heads} heads over seeds needs two seeds per arm, got "
-                         f"{[len(a) for a in arms]} (control, {lo} heads, {hi} heads)")
-    verse_se = (first["high"] - first["low"]) / 3.92
+                         f"{[len(a) for a in runs]} (control, {lo} heads, {hi} heads)")
+    verses = paired_bleu_contrast([r["hypotheses_beam"] for arm in runs for r in arm],
+                                  [wi / len(arm) for wi, arm in zip(weights, runs) for _ in arm], refs, n_bootstrap)
+    verse_se = (verses["high"] - verses["low"]) / 3.92
+    arms = [[r["bleu_beam"]["bleu"] for r in arm] for arm in runs]
     r = weighted_seed_interval(arms, weights, shared_se=verse_se, level=level)
     return {"delta": r["mean"], "low": r["low"], "high": r["high"], "se": r["se"], "seed_se": r["seed_se"],
             "verse_se": verse_se, "dof": r["dof"], "n_seeds": r["n_seeds"], "between": (lo, hi), "weight": w}
@@ -897,26 +907,31 @@ def kind_share_comparison(by_kind: Mapping, paper: Mapping, paper_n: Mapping[str
 
 
 def encoder_reason(n: int, main: Mapping, full_bleu: float, no_ft: Sequence[tuple[int, float]],
-                   long_run: Mapping, window: int = 60, trained_on: Optional[Mapping] = None) -> str:
+                   long_run: Optional[Mapping], window: int = 60, trained_on: Optional[Mapping] = None) -> str:
     """Why the encoder gates' BLEU change with ``n`` heads differs from the paper's, as measured (chapter
     "Pruning heads"): what the main run's masks (``main``: :func:`main_runs`) cost without fine-tuning
     (``no_ft``: ``(heads, BLEU)``; ``full_bleu``: the unpruned model's greedy BLEU), what its fine-tuning won
     back, how much of its kept set changed over the last ``window`` steps (:func:`settling`), and, when
-    ``long_run`` (trained twice as long) keeps ``n`` heads too, its BLEU change; the head width, which the
-    book has not varied in a pruning run, is named as a reason not measured. ``trained_on``: the cost of
-    pruning to the paper's head count measured like with like (:func:`cost_at`: pruned and unpruned models both
-    trained on to convergence, beam 4), which measures how much of the gap the short fine-tuning makes."""
+    ``long_run`` (trained twice as long; ``None`` where it is not compared, unsettled) keeps ``n`` heads too,
+    its BLEU change; the head width, which the book has not varied in a pruning run, is named as a reason not
+    measured. The gate runs' numbers are greedy BLEU, and say so. ``trained_on``: the cost of pruning to the
+    paper's head count measured like with like (:func:`seed_cost_at`: pruned and unpruned models both trained
+    on to convergence, over their seeds, beam 4), which measures how much of the gap the short fine-tuning
+    makes."""
     run = next(r for r in main.values() if r["n_kept"] == n)
     cost = full_bleu - dict(no_ft).get(n, float("nan"))
     st = settling(run["snapshots"], window=window)
-    return (f"with {n} heads the masks cost {cost:.1f} BLEU without fine-tuning and {run['spec']['steps']} "
-            f"steps of fine-tuning win back {run['bleu_greedy'] - full_bleu + cost:.1f}; over the last "
+    won_back = run["bleu_greedy"] - full_bleu + cost
+    return (f"with {n} heads the masks cost {cost:.1f} BLEU (greedy) without fine-tuning and "
+            f"{run['spec']['steps']} steps of fine-tuning win back {won_back:.1f}; over the last "
             f"{window} steps {1 - st['overlap']:.0%} of the kept set still changed; the paper fine-tunes until "
             "the gates stop; head width (64 dimensions in the paper, 16 here): reason not measured"
             + (f"; {long_run['spec']['steps']} steps instead of {run['spec']['steps']} give "
-               f"{long_run['bleu_greedy'] - full_bleu:+.2f} with the same heads" if long_run["n_kept"] == n else "")
+               f"{long_run['bleu_greedy'] - full_bleu:+.2f} (greedy) with the same heads"
+               if long_run is not None and long_run["n_kept"] == n else "")
             + ("" if trained_on is None else
-               f"; trained on to convergence alike (beam 4), pruning to {trained_on['heads']} heads changes BLEU "
+               f"; trained on to convergence alike (beam 4, over seeds), pruning to {trained_on['heads']} heads "
+               "changes BLEU "
                f"by {trained_on['delta']:+.2f} [{trained_on['low']:+.2f}, {trained_on['high']:+.2f}]"))
 
 

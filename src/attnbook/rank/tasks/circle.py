@@ -438,19 +438,21 @@ def gated_runs(records: Sequence[Mapping], gate: float = GATE, tracking: int = T
     return every, gated, failed
 
 
-def tracking_sensitivity(records: Sequence[Mapping], groups: Mapping[str, tuple], rollout_steps: int,
-                         thresholds: Sequence[int] = (TRACKING, 30, 60, 150)) -> list[dict]:
-    """How the delays of chapter "The circle task" move with the tracking gate's threshold: for each of
-    ``thresholds`` (steps the rollout must follow the circle; the chapter's gate is :data:`TRACKING`), the
-    runs of a shipped file that pass both gates (:func:`gated_runs`) and, for each of ``groups`` (``{what:
-    (later key, earlier key)}``), the delay of :func:`collapse_delay` with its 90% interval and the direction
-    it decides (``"later"``, ``"earlier"``, ``"undecided"``; ``"too few runs"`` where a group keeps fewer than
-    two). A verdict that holds only at the lowest threshold rests on runs that barely follow the circle."""
+def gate_sensitivity(records: Sequence[Mapping], groups: Mapping[str, tuple], rollout_steps: int,
+                     gates: Sequence[float] = (GATE, 0.25, 0.1, 0.05)) -> list[dict]:
+    """How the delays of chapter "The circle task" move with how well the models must have learned the step:
+    for each one-step error gate of ``gates`` (the error over staying put's; the chapter's gate is
+    :data:`GATE`), the runs of a shipped file that pass it and the tracking gate (:func:`gated_runs`) and, for
+    each of ``groups`` (``{what: (later key, earlier key)}``), the delay of :func:`collapse_delay` with its 90%
+    interval and the direction it decides (``"later"``, ``"earlier"``, ``"undecided"``; ``"too few runs"``
+    where a group keeps fewer than two). The tracking gate is not varied: merged tokens cannot both follow the
+    circle, so a run follows it for fewer steps than it takes to merge, and a stricter tracking gate would
+    remove the early mergers by construction."""
     out = []
-    for tracking in thresholds:
-        _, gated, failed = gated_runs(records, tracking=tracking)
+    for gate in gates:
+        _, gated, failed = gated_runs(records, gate=gate)
         steps = collapse_steps(gated)
-        row = {"tracking": tracking, "failed": failed, "delays": {}}
+        row = {"gate": gate, "failed": failed, "delays": {}}
         for what, (a, b) in groups.items():
             la, lb = steps.get(a, []), steps.get(b, [])
             if len(la) < 2 or len(lb) < 2:
