@@ -168,7 +168,7 @@ comparison = hd.checkpoint_comparison(  # rows: (what, one value per model)
     checkpoints, arcs=[p["arcs"] for p in verses.parses])
 display(Markdown(rf.checkpoint_table(list(checkpoints), comparison)))
 
-# %% tags=["nbval-check-output", "hide-input"]
+# %% tags=["nbval-check-output", "hide-input", "hide-output"]
 # gates 2 and 3 of the first page for the other models, on 500 test verses: a
 # model that fails one gets no comparison with the paper (the rule above)
 gate_pairs = test_pairs[:500]

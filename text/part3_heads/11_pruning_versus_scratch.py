@@ -420,7 +420,7 @@ on_rescored = max(  # BLEU recomputed here from the files' beam hypotheses
     *on_claims,
 ]
 
-# %% tags=["nbval-check-output", "hide-input"]
+# %% tags=["nbval-check-output", "hide-input", "hide-output"]
 pruned_gains, control_gain = gains[:-1], gains[-1]
 BOOT = ("paired bootstrap over test verses (1000 resamples; one training per arm: "
         "no seed noise)")
