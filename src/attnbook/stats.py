@@ -213,6 +213,14 @@ def welch_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> dict
     return stratified_welch_t([a], [b], level)
 
 
+def _welch_dof(parts: Sequence[float], sizes: Sequence[int], known: float = 0.0) -> float:
+    """Welch and Satterthwaite's degrees of freedom of a sum of variances ``parts`` (each a group's variance of
+    its mean, estimated from ``sizes[i]`` values) plus a ``known`` variance, which adds no uncertainty; infinite
+    when the estimated parts are all 0."""
+    estimated = sum(v ** 2 / (n - 1) for v, n in zip(parts, sizes))
+    return math.inf if estimated == 0 else (sum(parts) + known) ** 2 / estimated
+
+
 def stratified_welch_t(a_strata: Sequence[Sequence[float]], b_strata: Sequence[Sequence[float]],
                        level: float = 0.95) -> dict:
     """The mean over strata of ``a``'s mean minus ``b``'s in each stratum, by Welch's t test over the strata
@@ -238,7 +246,7 @@ def stratified_welch_t(a_strata: Sequence[Sequence[float]], b_strata: Sequence[S
         change = float(sum(a[0] - b[0] for a, b in pairs)) / k
         return {"change": change, "p": 0.0 if change else 1.0, "interval": (change, change),
                 "dof": float(sum(g.size - 1 for g in groups)), "n": n}
-    dof = sum(parts) ** 2 / sum(v ** 2 / (g.size - 1) for v, g in zip(parts, groups))
+    dof = _welch_dof(parts, [g.size for g in groups])
     half = float(student_t.ppf(1 - (1 - level) / 2, dof)) * se
     return {"change": change, "p": float(2 * student_t.sf(abs(change) / se, dof)),
             "interval": (change - half, change + half), "dof": float(dof), "n": n}
@@ -269,8 +277,7 @@ def weighted_seed_interval(groups: Sequence[Sequence[float]], weights: Sequence[
     if se == 0:
         return {"mean": mean, "low": mean, "high": mean, "se": 0.0, "seed_se": 0.0, "dof": math.inf,
                 "n_seeds": [a.size for a in arms]}
-    seed_terms = sum(v ** 2 / (a.size - 1) for v, a in zip(parts, arms))
-    dof = math.inf if seed_terms == 0 else (seed_var + shared_se ** 2) ** 2 / seed_terms
+    dof = _welch_dof(parts, [a.size for a in arms], known=shared_se ** 2)
     half = float(student_t.ppf(1 - (1 - level) / 2, dof)) * se
     return {"mean": mean, "low": mean - half, "high": mean + half, "se": se, "seed_se": float(np.sqrt(seed_var)),
             "dof": float(dof), "n_seeds": [a.size for a in arms]}

@@ -562,10 +562,11 @@ def late_trend(trace: Sequence[Mapping], kind: str, stats: Sequence[str], last_s
     start = (1 - late_fraction) * last_step
     late = steps >= start
     s, v = steps[late].astype(float), best[late]
-    slope = float(np.polyfit(s / 1000, v, 1)[0]) if s.size > 1 else float("nan")
+    fit = linregress(s / 1000, v) if s.size > 1 else None
+    slope = float(fit.slope) if fit is not None else float("nan")
     low = high = float("nan")
     if s.size > 2:
-        half = float(student_t.ppf(1 - (1 - level) / 2, s.size - 2)) * float(linregress(s / 1000, v).stderr)
+        half = float(student_t.ppf(1 - (1 - level) / 2, s.size - 2)) * float(fit.stderr)
         low, high = slope - half, slope + half
     return {"from_step": start, "steps": s.tolist(), "values": v.tolist(), "n": int(s.size),
             "change": float(v[-1] - v[0]) if s.size else float("nan"), "slope": slope,
