@@ -667,7 +667,7 @@ print(f"paper recipe: {h_paper['steps_done']} steps, {h_paper['time']:.1f} s, MS
 # both gates. By this chapter's rule an untrained model is no evidence about collapse. So the paper-recipe
 # models are not compared with the paper. The gate below fails and is recorded. The section shows what the
 # paper's recipe gives beside Figure 3's panels, without verdicts. (Until 2026-12-06 three such comparisons
-# were counted, all *reproduces*; the [reproduction page](../reproduction.ipynb) lists the change.)
+# were counted, all *reproduces*; the [page of rule changes](../rule_changes.ipynb) lists the change.)
 
 # %% tags=["nbval-check-output", "hide-input"]
 [

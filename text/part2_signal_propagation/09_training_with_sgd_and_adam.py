@@ -160,7 +160,7 @@ glue("ch09_adam_live", round(acc["adam", False, 1.0], 1))
 # after a run: ties between learning rates now go to the lower loss (the data README says why); the balancing
 # temperature's arm is the book's finding, not a comparison; the interval was a percentile bootstrap, which covers
 # too little over three seeds; and a tie at the ceiling had counted as *differs*. One gate over all arms had withheld nothing. The
-# [reproduction page](../reproduction.ipynb) lists these changes.
+# [page of rule changes](../rule_changes.ipynb) lists these changes.
 
 # %% tags=["hide-input"]
 # precomputed at quick; at a preset without the file the claims below are

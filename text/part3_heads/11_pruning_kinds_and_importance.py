@@ -188,7 +188,7 @@ order_claims
 # is one-sided: *reproduces* if the book loses at most 0.5 BLEU more than the paper (doing better is no
 # failure), *differs* otherwise. This rule replaced, with its data known, a two-sided one at the book's own
 # shapes against the paper's changes interpolated there, values the paper never printed (the
-# [reproduction page](../reproduction.ipynb) lists it).
+# [page of rule changes](../rule_changes.ipynb) lists it).
 #
 # The gates here train for 300 steps, the paper's until they stop, and no all-kinds model here is trained on to
 # convergence; so, as for the encoder-only 300-step gates, each cost is an analogue (since 2026-12-07, with its

@@ -100,10 +100,10 @@ print(f"unpruned model: greedy {full_mt['bleu_greedy']:.2f}, beam "
 #
 # The paper's gap is measured with all three kinds pruned, and the book prunes the encoder alone. So each of
 # these claims is counted as an *analogue*, apart from the comparisons with the paper (from 2026-12-06, with its data
-# known; the [reproduction page](../reproduction.ipynb) lists it).
+# known; the [page of rule changes](../rule_changes.ipynb) lists it).
 #
 # This rule replaced, with its data known, one that asked every seed's interval over verses to clear zero, and
-# then one that held the pruned model fixed (the [reproduction page](../reproduction.ipynb) lists both).
+# then one that held the pruned model fixed (the [page of rule changes](../rule_changes.ipynb) lists both).
 #
 # How often can this rule say *reproduces* when the paper is right? A cell below simulates it with this
 # chapter's own noise (`stats.two_arm_rule_power`): seed-to-seed standard deviations of

@@ -32,6 +32,7 @@ import nbformat
 import yaml
 
 from attnbook.claims import ANALOGUE, CHECK, COMPARISON, FINDING, GATE, HIGHER, LOWER, MIMETYPE
+from attnbook.booktools import rule_changes
 from attnbook.claims.api import NOT_AVAILABLE, NOT_MEASURED
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
@@ -140,12 +141,13 @@ def toc_entries(root: PathLike) -> list[str]:
 
 def chapter_notebooks(root: PathLike) -> list[Path]:
     """The notebooks listed in ``_toc.yml`` in book order, without the root page (the intro, which only shows the
-    chapters' claims) and the reproduction page itself."""
+    chapters' claims), the reproduction page itself and the page of rules changed after their data (whose one
+    check is about the book's history, not a chapter's result)."""
     root = Path(root)
     out = []
     entries = toc_entries(root)
     for entry in entries:
-        if entry == PAGE or entry == entries[0]:
+        if entry in (PAGE, rule_changes.PAGE) or entry == entries[0]:
             continue
         path = root / f"{entry}.ipynb"
         if path.is_file():
