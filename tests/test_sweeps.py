@@ -764,3 +764,12 @@ def test_with_gate_seeds_adds_the_gate_seeds_that_keep_a_shape_to_its_pruned_arm
         sweeps.with_gate_seeds([{**row(0.1, 2, 30.0), "n_eval": 200}], sweep)
     with pytest.raises(ValueError, match="no main run"):
         sweeps.with_gate_seeds([row(0.2, 2, 30.0)], sweep)
+
+
+def test_trained_on_and_control_merges_every_further_run_shipped():
+    on, control = sweeps.trained_on_and_control()
+    shipped = {n: runs.find(n, "quick") for n in sweeps.TRAINED_ON_RUNS + sweeps.CONTROL_RUNS}
+    assert all(shipped[n] for n in (sweeps.TRAINED_ON_RUNS[0], sweeps.CONTROL_RUNS[0]))
+    for arm, names in ((on, sweeps.TRAINED_ON_RUNS), (control, sweeps.CONTROL_RUNS)):
+        expected = [r for n in names if shipped[n] for r in shipped[n]["runs"]]
+        assert arm["runs"] == expected  # every shipped run, in the order of the names

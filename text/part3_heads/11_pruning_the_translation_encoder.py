@@ -276,10 +276,12 @@ print(f"gates started open, 900 steps: {open_long['n_kept']} heads kept; last 60
 # each seed gate only once every seed's run has settled (their least settled run)
 from attnbook.claims.prose import listing
 
+seeds_settled = {lam: sweeps.settling_gates(
+    a["settling"], f"lambda={lam}, gate seeds {listing(a['seeds'])}", 60,
+    precomputed=ENC_CMD, guards="comparing the seeds' kept heads")
+    for lam, a in agree.items()}
 seed_claims = [c for lam, a in agree.items() for c in attnbook.claims.guarded(
-    sweeps.settling_gates(
-        a["settling"], f"lambda={lam}, gate seeds {listing(a['seeds'])}", 60,
-        precomputed=ENC_CMD, guards="comparing the seeds' kept heads"),
+    seeds_settled[lam],
     lambda a=a, lam=lam: [sweeps.seed_overlap_gate(a, lam, precomputed=ENC_CMD)])]
 settled = sweeps.settling_gates(open_settle, "gates started open, 900 steps", 60,
                                 precomputed=ENC_CMD)
@@ -298,7 +300,7 @@ glue("ch11_open_long_same", open_same)
 open_covers = float((kept_set(open_long) & base).sum() / base.sum())
 glue("ch11_open_covers", open_covers)
 late = agree[0.05]["settling"]  # the least settled of the seeds' runs at 0.05
-calm = late["max_dp"] <= sweeps.MAX_SETTLE_DP and late["overlap"] >= 1
+calm = all(g.holds for g in seeds_settled[0.05])  # the recorded settling gates
 glue("ch11_seed05_settled", "All three runs had settled, so the weaker heads are "
      "partly the seed's choice." if calm else "But not every run there had settled "
      f"(a P(g != 0) still moved by {late['max_dp']:.2f} over the last 60 steps), so "
@@ -386,12 +388,7 @@ plt.show()
 # the cost of pruning measured like with like where the paper prints its curve: the
 # pruned and unpruned models both trained on to convergence, over their seeds (the
 # chapter's last page; each further run where shipped)
-MORE = ("pruned_converged_2heads", "pruned_converged_seeds",
-        "pruned_converged_seeds_8_22")
-on = sweeps.merged(sweeps.load("pruned_converged"),
-                   *(runs.find(n, "quick") for n in MORE))
-control = sweeps.merged(sweeps.load("unpruned_converged"),
-                        runs.find("unpruned_converged_seeds", "quick"))
+on, control = sweeps.trained_on_and_control()
 test_ref = [s for _, s in tr.load_pairs("test")]
 on_kept = [r["kept"] for r in on["runs"]]
 like = {n: {"heads": n, **sweeps.seed_cost_at(n, on, control, test_ref)} for n in at

@@ -354,14 +354,12 @@ glue("ch11_pruned_loss_hi", max(pruned_loss));
 #
 
 # %% tags=["hide-input"]
-CONVERGED, CONTROL = "pruned_converged", "unpruned_converged"
-TWO_HEADS = "pruned_converged_2heads"  # one more shape, in its own file where shipped
-MORE_ON, MORE_CONTROL = "pruned_converged_seeds", "unpruned_converged_seeds"
-MORE_SHAPES = "pruned_converged_seeds_8_22"  # seeds 1 and 2 at 8 and 22 heads
+# the trained-on runs: the first, the 2-head shape, more seeds at 3 heads, at 8 and 22
+CONVERGED, TWO_HEADS, MORE_ON, MORE_SHAPES = sweeps.TRAINED_ON_RUNS
+CONTROL, MORE_CONTROL = sweeps.CONTROL_RUNS  # the control: first seed, further seeds
 two_heads, more_on, more_shapes = (runs.find(n, "quick")
                                    for n in (TWO_HEADS, MORE_ON, MORE_SHAPES))
-trained_on = sweeps.merged(sweeps.load(CONVERGED), two_heads, more_on, more_shapes)
-control_record = sweeps.merged(sweeps.load(CONTROL), runs.find(MORE_CONTROL, "quick"))
+trained_on, control_record = sweeps.trained_on_and_control()  # each merged
 control = sweeps.first_seed_runs(control_record)[0]  # seed 0: the one paired below
 CONVERGED_CMD, CONTROL_CMD = runs.command(CONVERGED), runs.command(CONTROL)
 # which run made each trained-on shape of seed 0 (the 2-head model has its own)

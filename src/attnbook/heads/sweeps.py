@@ -79,6 +79,25 @@ def merged(record: Mapping, *more: Mapping) -> dict:
     return out
 
 
+#: chapter "Pruning versus training from scratch": the trained-on pruned arm, its first run then its further
+#: runs (the 2-head shape, seeds 1 and 2 at 3 heads, seeds 1 and 2 at 8 and 22 heads), and the control, the
+#: unpruned model trained on alike, its first seed then its further seeds
+TRAINED_ON_RUNS = ("pruned_converged", "pruned_converged_2heads", "pruned_converged_seeds",
+                   "pruned_converged_seeds_8_22")
+CONTROL_RUNS = ("unpruned_converged", "unpruned_converged_seeds")
+
+
+def trained_on_and_control(preset: str = "quick") -> tuple[dict, dict]:
+    """The trained-on pruned arm and its control (chapter "Pruning versus training from scratch", and the
+    like-with-like costs of chapter "Pruning the translation encoder"): each its first run's record
+    (:func:`load`, which must be shipped) :func:`merged` with every further run of :data:`TRAINED_ON_RUNS` or
+    :data:`CONTROL_RUNS` shipped at ``preset``; one not shipped adds nothing."""
+    def arm(names):
+        first, *more = names
+        return merged(load(first, preset), *(runs.find(n, preset) for n in more))
+    return arm(TRAINED_ON_RUNS), arm(CONTROL_RUNS)
+
+
 def kept_masks(run: Mapping) -> HeadMask:
     """The binary masks of a run: 1 for a head whose evaluation gate is open, 0 for a closed one (runs of a
     gate sweep store ``"gates"``, Michel runs ``"masks"``; a bare ``(layers, heads)`` list is kind ``""``)."""
