@@ -2,6 +2,13 @@
 
     python scripts/bench_recipes.py                          # sort and hull, paper sizes, 120 s cap
     python scripts/bench_recipes.py --tasks sort --cap 60 --out /tmp/bench.json
+    python scripts/bench_recipes.py --ablation                # run recipe_ablation: which setting matters
+
+With ``--ablation`` (run ``recipe_ablation``) it trains the paper's recipe on its task with one setting at a time
+changed to the book's (or lengthened), at each of its seeds, to the end: which setting keeps the paper's recipe
+from the paper's accuracy where it ends short (chapter 7, the sort model)? The changes (:data:`CHANGES`):
+``none`` (the recipe as it is), ``lr`` (the book's learning rate 2e-3, nothing else), ``fresh_data`` (a fresh
+random batch of the same size every step, the same number of steps), ``epochs_x10`` (ten times the epochs).
 
 Both recipes train the same model (the paper's sizes: sort L=6 H=2 d=48; hull L=6 H=3 d=84;
 memorization L=6 H=2 d=250) side by side in one run, and evaluate the token accuracy every
@@ -46,8 +53,17 @@ PAPER_RECIPE = papers.number("dong2021", "training_recipe").value
 HULL_RECIPE = papers.number("dong2021", "hull_training_recipe").value
 
 
+#: the book's learning rate (its recipe, below)
+BOOK_LR = 2e-3
+#: the ablation's changes to the paper's recipe, one at a time (module docstring)
+CHANGES = ("none", "lr", "fresh_data", "epochs_x10")
+
+
 def run(task: str, recipe: str, cap: float, steps: int, eval_every: int, seed: int, epochs: int,
-        full: bool = False) -> dict:
+        full: bool = False, change: str = "none") -> dict:
+    if change not in CHANGES or (change != "none" and recipe != "paper"):
+        raise ValueError(f"change must be one of {CHANGES}, and only the paper's recipe is changed; got "
+                         f"{change!r} for recipe {recipe!r}")
     size = presets.preset("path_effectiveness", "paper")[task]
     t = training_seeds.build_path_task(task, size, seed)
     model, ev, target = t["model"], t["eval"], TARGETS[task]
@@ -73,12 +89,14 @@ def run(task: str, recipe: str, cap: float, steps: int, eval_every: int, seed: i
             schedule = dict(schedule="multistep", weight_decay=HULL_RECIPE["weight_decay"],
                             milestones=[m * len(dl) for m in HULL_RECIPE["milestones_epochs"]],
                             gamma=HULL_RECIPE["gamma"])
-        hist = train(model, dl, t["loss_fn"], steps=epochs * len(dl), lr=PAPER_RECIPE["lr"],
-                     optimizer=PAPER_RECIPE["optimizer"], **schedule,
+        n_steps = epochs * len(dl) * (10 if change == "epochs_x10" else 1)
+        batches = (lambda s: t["batch_fn"](PAPER_RECIPE["batch_size"])) if change == "fresh_data" else dl
+        lr = BOOK_LR if change == "lr" else PAPER_RECIPE["lr"]
+        hist = train(model, batches, t["loss_fn"], steps=n_steps, lr=lr, optimizer=PAPER_RECIPE["optimizer"], **schedule,
                      warmup=0, clip=None, eval_fn=eval_fn, eval_every=eval_every,
                      stop_when=None if full else stop, progress=False, device="cpu")
     else:
-        hist = train(model, lambda s: t["batch_fn"](128), t["loss_fn"], steps=steps, lr=2e-3,
+        hist = train(model, lambda s: t["batch_fn"](128), t["loss_fn"], steps=steps, lr=BOOK_LR,
                      optimizer="adamw", warmup=0.05, clip=1.0, eval_fn=eval_fn, eval_every=eval_every,
                      stop_when=stop, progress=False, device="cpu")
     reached = [e for e in hist["evals"] if e["acc"] >= target]
@@ -107,7 +125,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=table["seed"])
     ap.add_argument("--out", type=Path, default=None,
                     help="where to write (required when the settings differ from the shipped run's)")
+    ap.add_argument("--ablation", action="store_true",
+                    help="run recipe_ablation (its settings from the run table) instead of the benchmark")
     args = ap.parse_args()
+    if args.ablation:
+        return ablation(args.threads)
     settings = dict(tasks=args.tasks, cap=args.cap, epochs=args.epochs, steps=args.steps, eval_every=args.eval_every,
                     full=args.full, seed=args.seed)
     shipped = settings == table
@@ -133,6 +155,28 @@ def main() -> None:
     if shipped:
         out["meta"] = run_table.record("bench_recipes", "quick", sys.argv)
     target = args.out or run_table.output_path("bench_recipes", "quick")
+    run_table.write_json(target, out)
+    print("wrote", target)
+
+
+def ablation(threads: int) -> None:
+    """Run ``recipe_ablation``: the paper's recipe on its task with each of its changes, at each of its seeds,
+    to the end of its epochs (no CPU cap); one row per (change, seed), printed as it lands."""
+    table = run_table.settings("recipe_ablation", "quick")
+    torch.set_num_threads(threads)
+    rows = []
+    for change in table["changes"]:
+        for seed in table["seeds"]:
+            row = {"change": change, "seed": seed,
+                   **run(table["task"], "paper", float("inf"), 0, table["eval_every"], seed, table["epochs"],
+                         full=True, change=change)}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    out = {"machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, {threads} "
+                      "thread(s); CPU seconds of training",
+           "date": time.strftime("%Y-%m-%d"), "rows": rows,
+           "meta": run_table.record("recipe_ablation", "quick", sys.argv)}
+    target = run_table.output_path("recipe_ablation", "quick")
     run_table.write_json(target, out)
     print("wrote", target)
 
