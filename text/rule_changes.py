@@ -153,6 +153,10 @@ except ImportError:
 #   analogue: the model has no head over the paper's positional line. Chapter 11's seed and 600-step overlaps
 #   wait for settled runs; its 300-step analogue at 10 heads reads beam BLEU with a paired interval (it had
 #   *differed* on a greedy point; now *undecided*).
+#
+# * late on 2026-12-07: chapter 6's share of its six live seeds whose tokens merge is a description, no
+#   longer a comparison. The 16 seeds hold those six (at `paper` they are the same runs), so the claim was
+#   judged twice on the same runs. The 16 seeds decide it, by the same rule; the six had been *undecided*.
 
 # %% [markdown]
 # ## Committed before their data
