@@ -61,9 +61,9 @@ CHANGES = ("none", "lr", "fresh_data", "epochs_x10")
 
 def run(task: str, recipe: str, cap: float, steps: int, eval_every: int, seed: int, epochs: int,
         full: bool = False, change: str = "none") -> dict:
-    if change not in CHANGES or (change != "none" and recipe != "paper"):
-        raise ValueError(f"change must be one of {CHANGES}, and only the paper's recipe is changed; got "
-                         f"{change!r} for recipe {recipe!r}")
+    if change not in CHANGES or (change != "none" and recipe != "paper") or (change == "epochs_x10" and task == "hull"):
+        raise ValueError(f"change must be one of {CHANGES}, only the paper's recipe is changed, and not the hull's "
+                         f"epochs (its step schedule is set in epochs); got {change!r} for {task}, recipe {recipe!r}")
     size = presets.preset("path_effectiveness", "paper")[task]
     t = training_seeds.build_path_task(task, size, seed)
     model, ev, target = t["model"], t["eval"], TARGETS[task]
@@ -129,6 +129,11 @@ def main() -> None:
                     help="run recipe_ablation (its settings from the run table) instead of the benchmark")
     args = ap.parse_args()
     if args.ablation:
+        others = [a for a in ("tasks", "cap", "epochs", "steps", "eval_every", "full", "seed", "out")
+                  if getattr(args, a) != ap.get_default(a)]
+        if others:
+            ap.error(f"--ablation runs recipe_ablation with the run table's settings; it takes --threads only, "
+                     f"got --{', --'.join(o.replace('_', '-') for o in others)}")
         return ablation(args.threads)
     settings = dict(tasks=args.tasks, cap=args.cap, epochs=args.epochs, steps=args.steps, eval_every=args.eval_every,
                     full=args.full, seed=args.seed)

@@ -39,9 +39,9 @@ def repository(tmp_path: Path) -> tuple[Path, str]:
 
 def test_cited_commits_reads_hashes_in_backticks_from_the_prose_only(tmp_path):
     path = page(tmp_path, "changed in `1b2ae7b`, then `46c4688` and `1b2ae7b` again;",
-                "not `1234567` (a number), not `beads` (too short), not `ABCDEF0` nor 9aef9dd bare",
-                code="# `ef38431` in code is not prose")
-    assert rule_changes.cited_commits(path) == ["1b2ae7b", "46c4688"]
+                "`0859761` (git abbreviates some hashes to digits), not `beads` (too short), not `ABCDEF0`,",
+                "nor 9aef9dd bare", code="# `ef38431` in code is not prose")
+    assert rule_changes.cited_commits(path) == ["1b2ae7b", "46c4688", "0859761"]
 
 
 @needs_git
@@ -50,12 +50,21 @@ def test_missing_commits_names_the_commits_the_history_lacks(tmp_path):
     absent = "0" * 6 + "f"  # seven hex digits no history of one commit holds
     assert rule_changes.missing_commits(repo, [full[:7], absent, full]) == [absent]
     assert rule_changes.missing_commits(repo, [full[:7]]) == []
+    # a commit still stored but dropped from the history (a rewritten history) is missing too
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    (repo / "f").write_text("changed")
+    subprocess.run(git + ["commit", "-q", "-am", "two"], check=True)
+    dropped = subprocess.run(git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run(git + ["reset", "-q", "--hard", full], check=True)
+    assert rule_changes.missing_commits(repo, [full, dropped]) == [dropped]
 
 
 @needs_git
 def test_missing_commits_cannot_say_without_a_full_history(tmp_path):
     assert rule_changes.missing_commits(tmp_path, ["1b2ae7b"]) is None  # not a repository
     repo, _ = repository(tmp_path)
+    (repo / "book").mkdir()
+    assert rule_changes.missing_commits(repo / "book", ["1b2ae7b"]) is None  # inside another repository
     (repo / "g").write_text("y")
     git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(git + ["add", "g"], check=True)

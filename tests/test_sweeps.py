@@ -767,7 +767,12 @@ def test_with_gate_seeds_adds_the_gate_seeds_that_keep_a_shape_to_its_pruned_arm
 
 
 def test_trained_on_and_control_merges_every_further_run_shipped():
+    # the runs of chapter 11's two arms, written out here so that a name dropped from the tuples fails
+    assert sweeps.TRAINED_ON_RUNS == ("pruned_converged", "pruned_converged_2heads", "pruned_converged_seeds",
+                                      "pruned_converged_seeds_8_22")
+    assert sweeps.CONTROL_RUNS == ("unpruned_converged", "unpruned_converged_seeds")
     on, control = sweeps.trained_on_and_control()
+    assert {(r["kept"], r["seed"]) for r in on["runs"]} >= {(k, s) for k in (3, 8, 22) for s in (0, 1, 2)}
     shipped = {n: runs.find(n, "quick") for n in sweeps.TRAINED_ON_RUNS + sweeps.CONTROL_RUNS}
     assert all(shipped[n] for n in (sweeps.TRAINED_ON_RUNS[0], sweeps.CONTROL_RUNS[0]))
     for arm, names in ((on, sweeps.TRAINED_ON_RUNS), (control, sweeps.CONTROL_RUNS)):

@@ -35,8 +35,8 @@ except ImportError:
 # apart from the comparisons.
 #
 # **Rules and their data.** The rules on this page were written by authors who had seen much of the data
-# they judge. The page [Rules changed after their data](rule_changes.ipynb) lists, with its commit, every rule
-# changed after a first result, and the rules committed before the run that decided them.
+# they judge. The page [Rules changed after their data](rule_changes.ipynb) lists, with its date and its commit
+# where one is named, every rule changed after a first result, and the rules committed before the run that decided them.
 #
 # This page lists every claim of every chapter, in book order, beside the paper's value. Nothing on it is
 # typed by hand: the code below reads each claim's machine-readable record from the chapters' executed

@@ -15,8 +15,8 @@ except ImportError:
 # # Rules changed after their data
 #
 # A rule that decides a comparison can be bent to its answer when it is written after the data. The rules in
-# this book were written by authors who had seen much of the data they judge. This page lists, with its commit,
-# every rule that changed after a first result, and says which rules were committed before the run that decided
+# this book were written by authors who had seen much of the data they judge. This page lists, with its date and
+# its commit where one is named, every rule that changed after a first result, and says which rules were committed before the run that decided
 # them. The history of each chapter (`git log -S "<claim name>"`) shows when any rule changed; the
 # [reproduction page](reproduction.ipynb) lists the claims and their verdicts.
 #
@@ -63,11 +63,6 @@ except ImportError:
 #   printed); all four differed. Michel et al.'s prunable share was made one-sided
 #   too, a share reached (it had reproduced within 0.1 either way).
 #
-# * also on 2026-12-06 (`19c08a0`), with two of its three seeds known: chapter 11's finding on the pruned
-#   arm's gate noise compares the arms by Welch's t, each arm its own variance. Its first version (`6cfe7ed`)
-#   pooled the variance over both arms, and a simulated 95% interval of that kind covered the truth 84% of
-#   the time with noise as unequal as the arms'. The third seed's result came after the change.
-#
 # * later that day, with their data known: chapter 7's short paths judged against chance (the majority line,
 #   or a refitted probe at length 0) by a one-sided t test over path sets, not against levels read off Fig. 4
 #   by eye less 0.15 (sorting and memorization had reached them). The memorization share of the full model's
@@ -88,6 +83,12 @@ except ImportError:
 #
 # * also then: chapter 11's all-kinds layer slopes tested against chance (a permutation test over random kept
 #   sets), not judged by their sign alone. Both still reproduce.
+#
+# * also on 2026-12-06 (`19c08a0`), with two of the from-scratch arm's three seeds known (the third,
+#   `scratch_converged_seed2`, landed after): chapter 11's finding on the pruned arm's gate noise compares the
+#   arms by Welch's t, each arm its own variance. Its first version (`6cfe7ed`) pooled the variance over both
+#   arms, and a simulation showed that a pooled interval covers too little when the arms' noise differs as
+#   much as theirs.
 #
 # * later on 2026-12-06, with their data known: chapter 6's six-seed delays of collapse are no longer verdicts
 #   (at $d = 128$ a run merges at another step on another CPU code path). Both had been *undecided*; the 16-seed verdicts decide. Chapter 10's
@@ -161,8 +162,8 @@ except ImportError:
 # %% [markdown]
 # ## Committed before their data
 #
-# From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (the
-# changes above, but chapter 7's, are to rules of runs already made). Chapter
+# From 2026-12-05 on, a rule for a new run is committed before that run decides it, in its data README (every change
+# listed above is to a rule of a run made before then, but chapter 7's over training seeds). Chapter
 # 10 has the late-training trend of the positional share, its second seed's comparison, the convergence gate of
 # the second seed and of the wider heads, and the data axis of the role grid with its early-stopping gate
 # (`attnbook/data/translation/README.md` dates each: the first data rule, which erred far too often,
@@ -177,7 +178,9 @@ except ImportError:
 # (`2305529`, before the control's first further seed landed in `47b1f20`); and which gate seed the
 # trained-on arm's further seeds at 8 and 22 heads start from (`sweeps.trained_on_gate_seed`, committed before
 # `pruned_converged_seeds_8_22` in `9aef9dd`, before its first training landed in `cce1598`). Chapter 6 has
-# the finding on merging with and without attention (`ebed689`, before `circle_control_seeds16` ran).
+# the finding on merging with and without attention (`ebed689`, before `circle_control_seeds16` ran). Chapter 7 has
+# which setting of the paper's recipe holds its sort model back (`7c40761`, before `recipe_ablation`
+# ran; `attnbook/data/bench/README.md`).
 
 # %% [markdown]
 # ## The page checks itself

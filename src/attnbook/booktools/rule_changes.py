@@ -24,31 +24,30 @@ PathLike = Union[str, Path]
 
 
 def cited_commits(notebook: PathLike) -> list[str]:
-    """The commits the Markdown cells of ``notebook`` name in backticks, in order of first mention.
-
-    A run of 7 to 40 lower-case hex digits in backticks counts (a short or a full hash); a pure number
-    does not (no hash abbreviation git prints is all digits often enough to be worth the confusion)."""
+    """The commits the Markdown cells of ``notebook`` name in backticks, in order of first mention: every run
+    of 7 to 40 lower-case hex digits in backticks (a short or a full hash; one made of digits only counts
+    too, as git abbreviates some hashes so)."""
     cells = nbformat.read(str(notebook), as_version=4).cells
     text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
-    seen: list[str] = []
-    for commit in _CITED.findall(text):
-        if not commit.isdigit() and commit not in seen:
-            seen.append(commit)
-    return seen
+    return list(dict.fromkeys(_CITED.findall(text)))
 
 
 def missing_commits(root: PathLike, commits: Iterable[str]) -> Optional[list[str]]:
-    """The commits among ``commits`` that the git history of ``root`` does not hold, in the order given.
+    """The commits among ``commits`` that are not in the history of ``root``'s checked-out commit (an ancestor
+    of ``HEAD`` or ``HEAD`` itself), in the order given. A commit whose object is still stored but that a
+    rewritten history dropped counts as missing.
 
-    ``None`` when the history cannot say: ``root`` is not a git repository, git is not installed, or the
-    clone is shallow (its history stops early, so an old commit would look missing)."""
+    ``None`` when the history cannot say: git is not installed, ``root`` is not the top of a git repository
+    (a copy inside another repository would be checked against that one), or the clone is shallow (its
+    history stops early, so an old commit would look missing)."""
     def git(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
 
     try:
-        shallow = git("rev-parse", "--is-shallow-repository")
+        top = git("rev-parse", "--show-toplevel", "--is-shallow-repository")
     except FileNotFoundError:  # no git on this machine
         return None
-    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+    said = top.stdout.splitlines()
+    if top.returncode != 0 or len(said) != 2 or Path(said[0]).resolve() != Path(root).resolve() or said[1] != "false":
         return None
-    return [c for c in commits if git("cat-file", "-e", f"{c}^{{commit}}").returncode != 0]
+    return [c for c in commits if git("merge-base", "--is-ancestor", c, "HEAD").returncode != 0]
