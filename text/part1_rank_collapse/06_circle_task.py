@@ -43,7 +43,7 @@ import numpy as np
 import torch
 import matplotlib.pyplot as plt
 from attnbook.claims import papers
-from attnbook.claims.prose import glue
+from attnbook.claims.prose import glue, sides
 from attnbook.rank.tasks import circle, circle_figures
 from attnbook.rank.tasks.circle_ensemble import ensemble_sweep
 
@@ -308,7 +308,10 @@ for d in cfg["widths"]:  # merged, of the runs that pass the gates
         glue(f"ch06_gated_{name}_{d}", len(live_steps[d, v]))
 glue("ch06_merge_lo", merge_ci[0])
 glue("ch06_merge_hi", merge_ci[1])
-glue("ch06_merge_found", share_found(len(san32)));
+glue("ch06_merge_found", share_found(len(san32)))
+side = next(k for k, v in sides({0: merge_ci}, 0.5).items() if v)  # against one half
+glue("ch06_merge_side", {"across": "reaches across one half", "above": "lies above one "
+                         "half", "below": "lies below one half"}[side]);
 
 
 # %% [markdown]
@@ -320,8 +323,8 @@ glue("ch06_merge_found", share_found(len(san32)));
 # one, drift (some trajectories leave the circle, see the grid).
 #
 # At $d = 32$ the share of seeds that merge has the 95% interval {glue:text}`ch06_merge_lo:.2f` to
-# {glue:text}`ch06_merge_hi:.2f` over these seeds. So few seeds cannot decide the rule: {glue:text}`ch06_merge_found`.
-# The 16 seeds below decide it.
+# {glue:text}`ch06_merge_hi:.2f` over these seeds, which {glue:text}`ch06_merge_side` ({glue:text}`ch06_merge_found`).
+# The 16 seeds below decide the rule.
 
 # %% [markdown]
 # :::{admonition} One statistical test: does one group of runs collapse later than another?

@@ -105,8 +105,8 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # Every model must pass the first page's gates 2 and 3 (encoder attention matters, outputs do not loop) to
 # be analysed; a model that is not analysed gets no comparison with the paper. Every model also goes through
 # gate 1 with its own constant-rate continuation, on the verses it was trained on (`python scripts/run.py
-# unpruned_converged_<model>`; those of the wider heads' seed 1 and of the data models are named runs not made
-# yet, so their gate 1 is recorded as *not available* with its command). Every model also goes through an
+# unpruned_converged_<model>`; those of the data models are named runs not made yet, so their gate 1 is
+# recorded as *not available* with its command). Every model also goes through an
 # early-stopping gate
 # (whether dev BLEU stopped improving for the recipe's `patience` evaluations; the first page gates the shipped
 # model); both are recorded and, where they fail for a data model, carried into its reasons.
@@ -388,10 +388,12 @@ glue("ch10_h4_bleu_word", "better" if h4_gain > 0 else "worse")
 for i, tag in enumerate(("s0", "s1", "h4")):
     glue(f"ch10_syn_{tag}", table[SYN][i])
     glue(f"ch10_rarex_{tag}", table[RARE][i])
-for tag, gain in (("h4", more_h4), ("s1", more_s1)):  # gate 1's continuations
+more_h4s1 = gains["4 heads of width 32, seed 1"]  # NaN where its run is not shipped
+for tag, gain in (("h4", more_h4), ("s1", more_s1), ("h4s1", more_h4s1)):  # gate 1
     glue(f"ch10_{tag}_more", gain["delta"])
     glue(f"ch10_{tag}_more_high", gain["high"])
-    glue(f"ch10_{tag}_gate_says", "passes" if sweeps.converged(gain) else "fails");
+    glue(f"ch10_{tag}_gate_says", "passes" if sweeps.converged(gain) else
+         "is not available" if "missing" in gain else "fails");
 
 
 # %% tags=["remove-input"]
@@ -457,7 +459,10 @@ glue("ch10_pending", prose.listing(
 #
 # Trained on at a constant rate, the wider heads gain
 # {glue:text}`ch10_h4_more:+.2f` BLEU (upper end of the paired interval {glue:text}`ch10_h4_more_high:+.2f`), so their gate 1
-# {glue:text}`ch10_h4_gate_says`. Seed 1 gains {glue:text}`ch10_s1_more:+.2f` (upper end
+# {glue:text}`ch10_h4_gate_says`; their seed 1 gains {glue:text}`ch10_h4s1_more:+.2f` (upper end
+# {glue:text}`ch10_h4s1_more_high:+.2f`), and its gate 1 {glue:text}`ch10_h4s1_gate_says`.
+#
+# Seed 1 of the shipped recipe gains {glue:text}`ch10_s1_more:+.2f` (upper end
 # {glue:text}`ch10_s1_more_high:+.2f`): its gate 1 {glue:text}`ch10_s1_gate_says`.
 #
 # The other roles stay short of the paper's criteria too. The largest syntactic gain over the positional baseline is

@@ -300,10 +300,13 @@ glue("ch11_open_long_same", open_same)
 open_covers = float((kept_set(open_long) & base).sum() / base.sum())
 glue("ch11_open_covers", open_covers)
 late = agree[0.05]["settling"]  # the least settled of the seeds' runs at 0.05
-calm = all(g.holds for g in seeds_settled[0.05])  # the recorded settling gates
+moved, decided = seeds_settled[0.05]  # the recorded settling gates at 0.05
+calm = moved.holds and decided.holds
+unsettled = (f"a P(g != 0) still moved by {late['max_dp']:.2f}" if not moved.holds
+             else "a head's decision still changed")
 glue("ch11_seed05_settled", "All three runs had settled, so the weaker heads are "
      "partly the seed's choice." if calm else "But not every run there had settled "
-     f"(a P(g != 0) still moved by {late['max_dp']:.2f} over the last 60 steps), so "
+     f"({unsettled} over the last 60 steps), so "
      "the seed gate is not made: the seeds may disagree only because the gates were "
      "still moving.")
 glue("ch11_seed05_short", "" if calm else ", where not every run had settled");
