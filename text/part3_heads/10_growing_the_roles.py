@@ -377,11 +377,9 @@ for stat, tag in zip(stats, ("pos", "syn", "rare")):  # the head-count rule
 reach = sum(b >= CRITERION for b, n in zip(neighbour, names) if n in ok)
 glue("ch10_reach_90", f"None of the {len(ok)} analysed models reaches 90%" if not
      reach else f"{reach} of the {len(ok)} analysed models reach 90%")
-for tag, r in (("best", roles), ("s1", roles_s1)):  # best previous- and next-token
+for tag, r in (("best", roles), ("s1", roles_s1), ("h4", roles_h4)):  # best prev/next
     glue(f"ch10_{tag}_prev", float(r["enc_self"]["prev"].max()))
     glue(f"ch10_{tag}_next", float(r["enc_self"]["next"].max()))
-glue("ch10_h4_prev", float(roles_h4["enc_self"]["prev"].max()))
-glue("ch10_h4_next", float(roles_h4["enc_self"]["next"].max()))
 h4_gain = float(meta_h4["test_bleu_greedy"] - meta["test_bleu_greedy"])
 glue("ch10_h4_bleu_gain", h4_gain)
 glue("ch10_h4_bleu_word", "better" if h4_gain > 0 else "worse")
