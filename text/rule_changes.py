@@ -158,6 +158,13 @@ except ImportError:
 # * late on 2026-12-07: chapter 6's share of its six live seeds whose tokens merge is a description, no
 #   longer a comparison. The 16 seeds hold those six (at `paper` they are the same runs), so the claim was
 #   judged twice on the same runs. The 16 seeds decide it, by the same rule; the six had been *undecided*.
+#
+# * also then, with its data known: chapter 11's comparison at 10 encoder heads (like with like, over seeds)
+#   counts the test verses' noise once. Its interval had added the bootstrap of the contrast over every model's
+#   translations to the seeds' spread, and both held each model's own verse noise; on simulated models the
+#   interval's standard error came out 1.4 times the estimate's spread (`tests/test_sweeps.py`). The shared
+#   term is now that bootstrap less each model's own noise (`sweeps.seed_cost_at`). The comparison moved from
+#   *undecided* to *reproduces*.
 
 # %% [markdown]
 # ## Committed before their data

@@ -457,7 +457,9 @@ seed_costs = {g["kept"]: c for g in pruned_gains if (c := sweeps.seed_cost_findi
 # book's costs at 8 and 22 heads are interpolated. Every arm enters with all its training seeds: the seeds' mean
 # BLEU of the pruned models at 8 and 22 heads, interpolated, minus the control's seeds' mean. Its 95% interval
 # (`sweeps.seed_cost_at`) adds each arm's seed noise (Welch's degrees of freedom) to the noise of the test
-# verses, which every seed shares (a paired bootstrap over the first seeds' translations). A head count outside
+# verses that every seed of an arm shares: a paired bootstrap of the contrast over every model's translations,
+# less each model's own verse noise, which the seeds' spread already holds (counted twice, a simulated 95%
+# interval covered about 98% of the time). A head count outside
 # the trained-on shapes is not compared (the cell says which). The rule is
 # one-sided, as for a level the paper reports reaching (its BLEU with 10 heads; doing better is no failure),
 # with the previous page's margin of 0.5 BLEU: *reproduces* if the book's whole interval lies at or above the
