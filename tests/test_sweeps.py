@@ -785,36 +785,57 @@ def test_trained_on_and_control_merges_every_further_run_shipped():
         assert arm["runs"] == expected  # every shipped run, in the order of the names
 
 
-def test_seed_cost_at_covers_a_known_cost_on_simulated_models(monkeypatch):
-    """End to end on simulated trained-on and control models (3 seeds each, a cost between two shapes): every
-    model scores the same test sentences (a length and a difficulty each, shared), with its own binomial
-    n-gram matches, so each seed's BLEU carries its own verse noise and no seed effect. The population cost is
-    known (100 E[difficulty] times the contrast of the precisions' geometric means). The interval's standard
-    error must match the estimate's spread, and its 95% interval cover about 95% of the time; counting each
-    model's own verse noise twice (in the seeds' spread and in the bootstrap) gave an se about 1.4 times too
-    large and about 98% coverage."""
+def _simulated_seed_costs(monkeypatch, arm_sd: float, reps: int = 400, n: int = 60, seed: int = 0) -> dict:
+    """sweeps.seed_cost_at on simulated trained-on and control models, 3 seeds each, the cost at 4 heads
+    between shapes 2 and 7 (w = 0.6). Every model scores the same test sentences (a length and a difficulty
+    each); each arm has its own quality on each sentence, shared by its seeds (log-normal, sd ``arm_sd``:
+    the verse noise the seeds' spread cannot show), and each model its own binomial n-gram matches (the verse
+    noise a seed's BLEU carries). The population cost is known: 100 E[difficulty] E[quality] times the
+    contrast of the precisions' geometric means. Returns the estimates' spread and the mean of each part of
+    the standard error, and the interval's coverage."""
     monkeypatch.setattr(sweeps, "paired_bleu_contrast",  # the models' sentence statistics stand for their text
-                        lambda hyps, ws, refs, n: stats.paired_bootstrap_contrast(hyps, ws, n))
+                        lambda hyps, ws, refs, n_boot: stats.paired_bootstrap_contrast(hyps, ws, n_boot))
     precisions = {"control": (0.8, 0.6, 0.45, 0.35), 2: (0.78, 0.57, 0.42, 0.32), 7: (0.795, 0.59, 0.44, 0.34)}
     mean_of = {k: np.prod(p) ** 0.25 for k, p in precisions.items()}
-    truth = 100 * (4 / 6) * (0.6 * mean_of[2] + 0.4 * mean_of[7] - mean_of["control"])  # 4 heads: w = 0.6
-    rng, n = np.random.default_rng(0), 80
-    estimates, ses, covered = [], [], []
-    for _ in range(300):
+    truth = 100 * (4 / 6) * np.exp(arm_sd ** 2 / 2) * (0.6 * mean_of[2] + 0.4 * mean_of[7] - mean_of["control"])
+    rng, got = np.random.default_rng(seed), []
+    for _ in range(reps):
         length, difficulty = rng.integers(10, 31, n), rng.beta(4, 2, n)
         totals = np.stack([length - g for g in range(4)], 1)
+        quality = {k: np.exp(rng.normal(0, arm_sd, n)) for k in precisions}
 
         def model(seed, kept):
-            p = np.asarray(precisions["control" if kept is None else kept])
-            st = np.column_stack([length, length, rng.binomial(totals, difficulty[:, None] * p), totals])
+            arm = "control" if kept is None else kept
+            p = np.clip((difficulty * quality[arm])[:, None] * np.asarray(precisions[arm]), 0, 1)
+            st = np.column_stack([length, length, rng.binomial(totals, p), totals])
             return {"seed": seed, "kept": kept, "lam": None if kept is None else 1 / kept,
                     "hypotheses_beam": st, "bleu_beam": {"bleu": stats.bleu_from_statistics(st.sum(0))}}
         meta = {"meta": {"settings": {"seeds": [0]}}, "n_eval": n}
         trained_on = {**meta, "runs": [model(s, k) for k in (2, 7) for s in range(3)]}
         control = {**meta, "runs": [model(s, None) for s in range(3)]}
-        got = sweeps.seed_cost_at(4, trained_on, control, ["x"] * n, n_bootstrap=100)
-        estimates.append(got["delta"])
-        ses.append(got["se"])
-        covered.append(got["low"] <= truth <= got["high"])
-    assert np.mean(ses) / np.std(estimates) == pytest.approx(1.0, abs=0.15)
-    assert np.mean(covered) == pytest.approx(0.95, abs=0.03)
+        got.append(sweeps.seed_cost_at(4, trained_on, control, ["x"] * n, n_bootstrap=60))
+    mean = {k: float(np.mean([g[k] for g in got])) for k in ("se", "seed_se", "verse_se", "own_se")}
+    twice = float(np.mean([np.sqrt(g["seed_se"] ** 2 + g["verse_se"] ** 2 + g["own_se"] ** 2) for g in got]))
+    return {"spread": float(np.std([g["delta"] for g in got])), **mean, "own_twice": twice,
+            "coverage": float(np.mean([g["low"] <= truth <= g["high"] for g in got]))}
+
+
+def test_seed_cost_at_counts_each_model_s_own_verse_noise_once(monkeypatch):
+    """No verse noise shared within an arm: the seeds' spread holds all the verse noise. The standard error
+    matches the estimates' spread; adding the whole bootstrap to the seeds' spread (each model's own verse
+    noise counted twice, the first version) made it about 1.5 times too large. (The shared term, clipped at
+    0, keeps a little of the bootstrap's noise: with nothing shared the interval is somewhat conservative.)"""
+    r = _simulated_seed_costs(monkeypatch, arm_sd=0.0)
+    assert r["se"] / r["spread"] == pytest.approx(1.0, abs=0.2)
+    assert r["own_twice"] / r["spread"] > 1.3
+    assert 0.92 <= r["coverage"] <= 0.995
+
+
+def test_seed_cost_at_keeps_the_verse_noise_an_arm_s_seeds_share(monkeypatch):
+    """Each arm has its own quality on each verse, shared by its seeds, as large as a model's own noise or
+    larger: the seeds' spread alone misses it (standard error far too small); the shared term puts it in."""
+    r = _simulated_seed_costs(monkeypatch, arm_sd=0.12)
+    assert r["verse_se"] > r["own_se"]
+    assert r["se"] / r["spread"] == pytest.approx(1.0, abs=0.15)
+    assert r["seed_se"] / r["spread"] < 0.75
+    assert 0.92 <= r["coverage"] <= 0.99

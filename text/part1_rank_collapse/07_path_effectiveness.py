@@ -478,7 +478,7 @@ glue("ch07_seed_words", ", ".join(f"{verdicts.count(v)} {v}" for v in (
 # as the benchmark above reads it; the comparison below reads the last one, so the reason gives where each seed
 # ends too.
 
-# %%
+# %% tags=["hide-output"]
 # the benchmark ran once, at the quick preset's task sizes; every preset reads that file
 bench = attnbook.core.runs.load("bench_recipes", preset="quick")
 print(effectiveness_figures.bench_table(bench))
@@ -500,7 +500,7 @@ def bench_reason(task):  # where the paper's recipe ends; the book's on the same
             else "which setting of the recipe matters: reason not measured"))
 
 
-# %% tags=["nbval-check-output", "hide-input"]
+# %% tags=["nbval-check-output", "hide-input", "hide-output"]
 rows = {(r["task"], r["recipe"]): r for r in bench["rows"]}
 hull_ratio = (rows["hull", "paper"]["cpu_seconds_to_target"]
               / rows["hull", "book"]["cpu_seconds_to_target"])

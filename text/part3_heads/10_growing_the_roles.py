@@ -90,8 +90,8 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # ## The models and their gates
 #
 # The paper's heads are 64 wide, the book's 16 (width 128 over 8 heads). One more run of the same recipe has
-# 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`; its seed 1,
-# `translation_model_h4_seed1`, is read when shipped). It asks whether fewer, wider
+# 4 heads per layer of width 32 (`python scripts/run.py translation_model_h4`, and its seed 1,
+# `translation_model_h4_seed1`). It asks whether fewer, wider
 # heads lift the book's neighbour heads towards the paper's line. It changes two things at once, the width of a
 # head and the number of heads, so it cannot tell them apart; the width cells below, which keep the head count, would. A second training of the shipped
 # recipe with seed 1 (`python scripts/run.py translation_model_seed1`) shows how much of a head's share the seed

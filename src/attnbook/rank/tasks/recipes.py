@@ -50,12 +50,12 @@ def ablation_reason(rows: Sequence[Mapping]) -> str:
         mine = [r for r in rows if r["change"] == c]
         reached = sorted(r["steps_to_target"] for r in mine if r["reached"])
         what = "as it is" if c == "none" else CHANGE_WORDS.get(c, c)
-        ends = ", ".join(f"{r['final_acc']:.2f}" for r in mine)
+        ends = ", ".join(f"{r['final_acc']:.3f}" for r in mine)
         said = (f"{len(reached)} of {len(mine)} seeds reach {mine[0]['target']:g}"
                 + (f" (median step {median(reached):g})" if reached else "")
                 + f", ending at {ends}")
         parts.append(f"{what}: {said}")
     matter = changes_that_matter(rows)
-    verdict = (f"what holds the recipe back: {listing([CHANGE_WORDS.get(c, c) for c in matter])} lets every "
+    verdict = (f"under the rule, {listing([CHANGE_WORDS.get(c, c) for c in matter])} matters: it lets every "
                "seed reach it" if matter else f"no single change lets every seed reach it; why: {NOT_MEASURED}")
     return "the paper's recipe, " + "; ".join(parts) + f"; {verdict}"
