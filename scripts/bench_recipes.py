@@ -152,8 +152,7 @@ def main() -> None:
     out = {
         "command": shlex.join(["python", *sys.argv]),
         "settings": settings,
-        "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"{args.threads} thread(s); CPU seconds of training",
+        "machine": machine(args.threads),
         "date": time.strftime("%Y-%m-%d"),
         "rows": rows,
     }
@@ -162,6 +161,12 @@ def main() -> None:
     target = args.out or run_table.output_path("bench_recipes", "quick")
     run_table.write_json(target, out)
     print("wrote", target)
+
+
+def machine(threads: int) -> str:
+    """The machine line both files record: the processor, torch and the threads the times were taken on."""
+    return (f"{platform.processor() or platform.machine()}, torch {torch.__version__}, {threads} thread(s); "
+            "CPU seconds of training")
 
 
 def ablation(threads: int) -> None:
@@ -177,8 +182,7 @@ def ablation(threads: int) -> None:
                          full=True, change=change)}
             print(json.dumps(row), flush=True)
             rows.append(row)
-    out = {"machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, {threads} "
-                      "thread(s); CPU seconds of training",
+    out = {"machine": machine(threads),
            "date": time.strftime("%Y-%m-%d"), "rows": rows,
            "meta": run_table.record("recipe_ablation", "quick", sys.argv)}
     target = run_table.output_path("recipe_ablation", "quick")
