@@ -34,7 +34,7 @@ def fake_book(tmp_path: Path, chapters: dict[str, list], page: bool = True) -> P
     page_line = "      - file: book/reproduction\n" if page else ""
     (tmp_path / "_toc.yml").write_text(
         "format: jb-book\nroot: book/intro\nparts:\n  - caption: Part\n    chapters:\n"
-        f"{entries}\n  - caption: Back\n    chapters:\n{page_line}"
+        f"{entries}\n  - caption: Back matter\n    chapters:\n{page_line}"
     )
     for name, outputs in chapters.items():
         nb = new_notebook(cells=[
@@ -459,6 +459,18 @@ def test_an_intro_notebook_is_not_a_chapter(tmp_path):
     root = fake_book(tmp_path, {"01_a": []})
     nbformat.write(new_notebook(cells=[new_markdown_cell("# Intro")]), tmp_path / "book" / "intro.ipynb")
     assert [p.name for p in reproduction.chapter_notebooks(root)] == ["01_a.ipynb"]
+
+
+def test_only_the_back_matter_s_pages_are_not_chapters(tmp_path):
+    """A notebook in the back matter is not a chapter whatever its name; one in a part of the book is, even
+    one named like a back-matter page."""
+    root = fake_book(tmp_path, {"01_a": [], "reproduction": []})
+    toc = (root / "_toc.yml").read_text() + "      - file: book/part/01_b\n"  # appended to the back matter
+    (root / "_toc.yml").write_text(toc)
+    nbformat.write(new_notebook(cells=[new_markdown_cell("# B")]), root / "book" / "part" / "01_b.ipynb")
+    assert reproduction.back_matter_entries(root) == ["book/reproduction", "book/part/01_b"]
+    assert [p.relative_to(root).as_posix() for p in reproduction.chapter_notebooks(root)] == [
+        "book/part/01_a.ipynb", "book/part/reproduction.ipynb"]
 
 
 def test_a_page_split_off_a_recorded_chapter_finds_its_claims_in_the_chapter_s_run(tmp_path):

@@ -32,7 +32,6 @@ import nbformat
 import yaml
 
 from attnbook.claims import ANALOGUE, CHECK, COMPARISON, FINDING, GATE, HIGHER, LOWER, MIMETYPE
-from attnbook.booktools import rule_changes
 from attnbook.claims.api import NOT_AVAILABLE, NOT_MEASURED
 
 #: the toc entry of the reproduction page itself; its own claims are about the book, not a chapter's
@@ -139,20 +138,27 @@ def toc_entries(root: PathLike) -> list[str]:
     return files
 
 
+#: the caption of the part of ``_toc.yml`` that holds pages about the book (this page, the rules changed after
+#: their data, the references) rather than chapters with results
+BACK_MATTER = "Back matter"
+
+
+def back_matter_entries(root: PathLike) -> list[str]:
+    """The entries of ``root/_toc.yml``'s part captioned :data:`BACK_MATTER`, in book order (none if it has
+    no such part)."""
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text()) or {}
+    parts = [p for p in toc.get("parts", []) if isinstance(p, dict) and p.get("caption") == BACK_MATTER]
+    return [str(c["file"]) for p in parts for c in p.get("chapters", []) if isinstance(c, dict) and "file" in c]
+
+
 def chapter_notebooks(root: PathLike) -> list[Path]:
     """The notebooks listed in ``_toc.yml`` in book order, without the root page (the intro, which only shows the
-    chapters' claims), the reproduction page itself and the page of rules changed after their data (whose one
-    check is about the book's history, not a chapter's result)."""
+    chapters' claims) and the back matter's pages (:data:`BACK_MATTER`: this page, whose own claims are about
+    the book, the page of rules changed after their data, whose one check is about the book's history)."""
     root = Path(root)
-    out = []
     entries = toc_entries(root)
-    for entry in entries:
-        if entry in (PAGE, rule_changes.PAGE) or entry == entries[0]:
-            continue
-        path = root / f"{entry}.ipynb"
-        if path.is_file():
-            out.append(path)
-    return out
+    skip = {entries[0], *back_matter_entries(root)} if entries else set()
+    return [root / f"{e}.ipynb" for e in entries if e not in skip and (root / f"{e}.ipynb").is_file()]
 
 
 def _records(data: Any) -> list[dict]:
