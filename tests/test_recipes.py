@@ -38,3 +38,11 @@ def test_the_rows_must_hold_the_recipe_as_it_is_and_the_same_seeds():
         recipes.changes_that_matter(rows({"lr": [300]}))
     with pytest.raises(ValueError, match="seeds"):
         recipes.changes_that_matter(rows({"none": [None, None], "lr": [300]}))
+
+
+def test_task_rows_keeps_one_task_and_is_empty_without_the_run():
+    record = {"rows": [dict(r, task=t) for t in ("hull", "sort") for r in rows({"none": [None], "lr": [5]})]}
+    assert [(r["task"], r["change"]) for r in recipes.task_rows(record, "sort")] == [("sort", "none"),
+                                                                                    ("sort", "lr")]
+    assert recipes.task_rows(record, "memorise") == []
+    assert recipes.task_rows(None, "sort") == []

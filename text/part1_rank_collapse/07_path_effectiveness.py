@@ -485,7 +485,7 @@ print(effectiveness_figures.bench_table(bench))
 from attnbook.rank.tasks import recipes
 
 ablation = attnbook.core.runs.find("recipe_ablation", "quick")  # which setting matters
-ablated = {r["task"] for r in ablation["rows"]} if ablation else set()
+sort_ablated = recipes.task_rows(ablation, "sort")  # empty where not run
 
 
 def bench_reason(task):  # where the paper's recipe ends; the book's on the same task
@@ -495,9 +495,9 @@ def bench_reason(task):  # where the paper's recipe ends; the book's on the same
     return ends if paper["reached"] else (
         f"{ends}; the book's recipe reaches {book['final_acc']:.2f} in "
         f"{book['steps_done']} steps on the same task, so the task is learnable at "
-        "this size; " + (recipes.ablation_reason(
-            [r for r in ablation["rows"] if r["task"] == task]) if task in ablated
-            else "which setting of the recipe matters: reason not measured"))
+        "this size; " + (recipes.ablation_reason(recipes.task_rows(ablation, task))
+                         if recipes.task_rows(ablation, task) else
+                         "which setting of the recipe matters: reason not measured"))
 
 
 # %% tags=["nbval-check-output", "hide-input", "hide-output"]
@@ -515,9 +515,9 @@ BENCH = bench["meta"]["command"] + (f"; {ablation['meta']['command']}"
                    hull_ratio, at_least=3, digits=2, precomputed=BENCH),
     *([attnbook.check(  # two runs of the same recipe and seed: the files agree
         "paths: sort, the paper's recipe, seed 0: the ablation's end minus the bench's",
-        next(r["final_acc"] for r in ablation["rows"] if r["change"] == "none"
+        next(r["final_acc"] for r in sort_ablated if r["change"] == "none"
              and r["seed"] == 0) - rows["sort", "paper"]["final_acc"], close_to=0,
-        tol=0.02, digits=2, precomputed=BENCH)] if "sort" in ablated else []),
+        tol=0.02, digits=2, precomputed=BENCH)] if sort_ablated else []),
     *[attnbook.compare(
         f"paths: {task}, full-model accuracy after the paper's recipe (70 epochs)",
         rows[task, "paper"]["final_acc"], paper=PAPER_FULL[task], reaches=0.05,
@@ -532,8 +532,7 @@ glue("ch07_hull_paper_s", rows["hull", "paper"]["cpu_seconds_to_target"])
 glue("ch07_hull_ratio", hull_ratio)
 glue("ch07_sort_paper_acc", rows["sort", "paper"]["final_acc"])
 glue("ch07_sort_book_steps", int(rows["sort", "book"]["steps_to_target"]))
-matter = recipes.changes_that_matter(
-    [r for r in ablation["rows"] if r["task"] == "sort"]) if "sort" in ablated else None
+matter = recipes.changes_that_matter(sort_ablated) if sort_ablated else None
 glue("ch07_held_back", "which setting holds it back is not measured at this preset"
      if matter is None else "no one setting changed alone lets every seed reach the "
      "paper's accuracy" if not matter else "changed alone, " + listing(

@@ -12,7 +12,7 @@ that the cause is not measured.
 from __future__ import annotations
 
 from statistics import median
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 from attnbook.claims import NOT_MEASURED
 from attnbook.claims.prose import listing
@@ -22,13 +22,25 @@ CHANGE_WORDS = {"lr": "the book's learning rate alone", "fresh_data": "fresh bat
                 "epochs_x10": "ten times the epochs"}
 
 
+def task_rows(ablation: Optional[Mapping], task: str) -> list[dict]:
+    """The rows of run ``recipe_ablation``'s record ``ablation`` for ``task``: empty where the run is not
+    shipped at the preset (``None``) or did not train the task."""
+    return [dict(r) for r in ablation["rows"] if r["task"] == task] if ablation else []
+
+
+def _by_change(rows: Sequence[Mapping]) -> dict[str, list[Mapping]]:
+    """The rows grouped by their change, in the order the rows first give each change."""
+    out: dict[str, list[Mapping]] = {}
+    for r in rows:
+        out.setdefault(r["change"], []).append(r)
+    return out
+
+
 def changes_that_matter(rows: Sequence[Mapping]) -> list[str]:
     """The changes with which every seed reached the target while no seed of change ``none`` did (the
     module's rule), in the order the rows give them. ``ValueError`` when the rows lack change ``none`` or a
     change's seeds differ from ``none``'s."""
-    by: dict[str, dict] = {}
-    for r in rows:
-        by.setdefault(r["change"], {})[r["seed"]] = bool(r["reached"])
+    by = {c: {r["seed"]: bool(r["reached"]) for r in mine} for c, mine in _by_change(rows).items()}
     if "none" not in by:
         raise ValueError(f"the ablation's rows need change 'none' (the recipe as it is), got {sorted(by)}")
     seeds = set(by["none"])
@@ -44,10 +56,8 @@ def ablation_reason(rows: Sequence[Mapping]) -> str:
     """The measured reason of chapter 7's comparison of the paper's recipe with the paper's accuracy: for each
     change, how many seeds reached the target and at which step (median over those that did), or where the
     seeds ended; then which changes matter (:func:`changes_that_matter`), or that none alone does."""
-    changes = list(dict.fromkeys(r["change"] for r in rows))
     parts = []
-    for c in changes:
-        mine = [r for r in rows if r["change"] == c]
+    for c, mine in _by_change(rows).items():
         reached = sorted(r["steps_to_target"] for r in mine if r["reached"])
         what = "as it is" if c == "none" else CHANGE_WORDS.get(c, c)
         ends = ", ".join(f"{r['final_acc']:.3f}" for r in mine)
