@@ -109,7 +109,7 @@ print(f"best neighbour share: seed 0 {best_s0:.2f}, seed 1 {best_s1:.2f}")
 # command). Every model also goes through an
 # early-stopping gate
 # (whether dev BLEU stopped improving for the recipe's `patience` evaluations; the first page gates the shipped
-# model); both are recorded and, where they fail for a data model, carried into its reasons.
+# model); both are recorded and, where they fail, carried into the model's reasons.
 #
 # Two rules decide what a setting does to a role statistic, each a Student two-sample t test over the
 # analysed seeds of two settings, its variance pooled over both (`role_grid.setting_effect`): the change
@@ -184,6 +184,8 @@ other_gates = {name: [
         guards=f"{name}'s comparison with the paper (not made if a gate fails)")]
     for name, (m, mt) in others.items()}
 passed = {name: all(g.holds for g in gs[1:]) for name, gs in other_gates.items()}
+STOPPED = "; stopped by the step budget, not early (its early-stopping gate fails)"
+stopped = {name: "" if gs[0].holds else STOPPED for name, gs in other_gates.items()}
 [g for gs in other_gates.values() for g in gs]
 
 # %% tags=["nbval-check-output", "hide-input", "hide-output"]
@@ -226,7 +228,7 @@ for name, (_, mt, r) in wide.items():
             reason=f"heads twice as wide give a best neighbour share of {best:.2f} "
             f"(8 heads of width 16: {best_s0:.2f}); why: reason not measured (the "
             "head-count finding below tests the change over seeds)"
-            + sweeps.not_converged_note(gains[name]),
+            + stopped[name] + sweeps.not_converged_note(gains[name]),
             precomputed=mt["command"]))
 if passed["seed 1"]:
     shown.append(attnbook.compare(
@@ -236,7 +238,7 @@ if passed["seed 1"]:
         reason=f"a second training of the same recipe gives {best_s1:.2f} (seed 0: "
         f"{best_s0:.2f}); over its last 30%, {late_s1['change']:+.2f} over "
         f"{late_s1['n']} snapshots, slope {late_s1['slope']:+.3f} per 1000 steps"
-        + sweeps.not_converged_note(more_s1),
+        + stopped["seed 1"] + sweeps.not_converged_note(more_s1),
         precomputed=meta_s1["command"]))
 shown
 
@@ -333,7 +335,6 @@ plt.show()
 # the positional criterion for each analysed data model (the rule: a model that
 # fails gate 2 or 3 is not analysed, and gets no comparison)
 steps = axis["neighbour share"]["steps"]
-STOPPED = "; stopped by the step budget, not early (its early-stopping gate fails)"
 
 
 def late(mt):  # the share's trend over the last 30% of training, as for seed 1
