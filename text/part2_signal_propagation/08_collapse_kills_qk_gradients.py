@@ -20,8 +20,8 @@ except ImportError:
 # the value weights still get a gradient. They also propose a cure: scale every residual branch by
 # $\alpha = 1/\sqrt{L}$ in an $L$-layer network.
 #
-# No official code exists, and we could not confirm the exact statements of the paper's theorems. This
-# chapter therefore **derives every result itself**, under assumptions it states, and checks each by a
+# No official code was found. This chapter **derives every result itself**, under assumptions it states
+# (its statements are the book's, not quotations of the paper's theorems), and checks each by a
 # Monte-Carlo simulation with the library's own blocks.
 #
 # **In this chapter you will**
@@ -278,11 +278,13 @@ bound = {"pre": 1 - (1 - rho0) / 2.5, "post": 1 - (1 - rho0) * math.exp(-1.5)}
 ]
 
 # %% [markdown]
-# The recursion tracks the simulation to within a few hundredths at every depth; it slightly
-# *overestimates* the cosine because real attention at initialisation is not uniform: rows of $A$ that
-# differ also add differences between tokens, which uniform attention never does. Without scaling, post-LN
-# collapses completely within a few dozen layers (the paper's Figure 1 shows a rise of the cosine with depth
-# too, but during *training* of a post-LN translation model, not at initialisation as here), and pre-LN approaches 1 more slowly, like $1 - O(L^{-2/3})$ with its MLPs ({prf:ref}`ch08-prop-scaling`). With
+# The recursion tracks the simulation to within a few hundredths at every depth, mostly a little above it
+# ({numref}`fig-ch08-1`). Two candidate reasons, neither measured here: real attention at initialisation is
+# not uniform (rows of $A$ that differ add differences between tokens, which uniform attention never does),
+# and the recursion treats the width as infinite (exercise 2 tests the first). Without scaling, post-LN
+# collapses completely within a few dozen layers (the paper's Figure 1 follows the cosine through training
+# of post-LN translation models of increasing depth; its caption says the alignment already rises with depth
+# at initialisation, as here), and pre-LN approaches 1 more slowly, like $1 - O(L^{-2/3})$ with its MLPs ({prf:ref}`ch08-prop-scaling`). With
 # $\alpha = 1/\sqrt L$ the cosine stays below the bounds of {prf:ref}`ch08-prop-scaling` whatever the depth.
 #
 # ## Collapsed tokens give zero query and key gradients
@@ -396,8 +398,8 @@ def growth(key):  # that ratio at the last layer over the first, one per stack
 # The picture matches the theorem's continuity argument: in the unscaled post-LN stack, whose tokens are
 # collapsed to within float32 precision after a few dozen layers ({numref}`fig-ch08-1`), the query/key gradients of
 # the last layer are at least three orders of magnitude below the value gradients (the first check); in the unscaled pre-LN stack they
-# fall steadily with depth, as the cosine creeps towards 1. With $\alpha = 1/\sqrt L$ the ratio stays of order
-# one across all layers. Optimisers see these numbers: a plain SGD step barely moves $W_Q$ and $W_K$ of the deep
+# fall steadily with depth, as the cosine creeps towards 1. With $\alpha = 1/\sqrt L$ the ratio stays within a small
+# factor of its first layer's at every depth, instead of falling by orders of magnitude. Optimisers see these numbers: a plain SGD step barely moves $W_Q$ and $W_K$ of the deep
 # layers, which [chapter 9](09_unequal_gradients_and_adam.ipynb) turns into a training experiment.
 #
 
@@ -477,9 +479,10 @@ glue("ch08_width", d);
 # {glue:text}`ch08_single_factor` at its worst layer. At the last layer of the scaled post-LN
 # stack, {glue:text}`ch08_post_pred` predicted against {glue:text}`ch08_post_meas` measured. In the
 # unscaled post-LN stack the prediction falls faster than the measurement: below $10^{-3}$ from layer
-# {glue:text}`ch08_below_pred` predicted, layer {glue:text}`ch08_below_meas` measured. The mean field treats the
-# width as infinite, and its cosine runs ahead of a stack of width {glue:text}`ch08_width`. Equation
-# {eq}`ch08-ratio` also says why the scaled stacks keep their ratio "of order one" only roughly: it falls as the
+# {glue:text}`ch08_below_pred` predicted, layer {glue:text}`ch08_below_meas` measured, as if the mean field's
+# cosine ran ahead of a stack of width {glue:text}`ch08_width` (it treats the width as infinite; a candidate
+# reason, not measured). Equation
+# {eq}`ch08-ratio` also says why the scaled stacks keep their ratio within a small factor only: it falls as the
 # cosine rises, and with $\alpha = 1/\sqrt L$ the cosine still creeps up with depth, to a bounded value.
 
 # %% [markdown]
@@ -496,7 +499,8 @@ glue("ch08_width", d);
 #
 # ## Exercises
 #
-# 1. Repeat the cosine experiment with `mlp=False` and compare with `prop.meanfield_cosine(..., mlp=False)`.
+# 1. Repeat the cosine experiment without MLPs (`prop.build_stack(..., mlp=False)`, measured with
+#    `prop.cosine_by_layer`) and compare with `prop.meanfield_cosine(..., mlp=False)`.
 #    Which of the two bounds of {prf:ref}`ch08-prop-scaling` becomes an equality?
 # 2. Raise the softmax temperature (`temperature=` in `prop.build_stack`) so that attention is nearly uniform.
 #    Does the gap between simulation and theory close?
