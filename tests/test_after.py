@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from attnbook.core import norms
 from attnbook.rank import masked_collapse as mc
 from attnbook.rank import skip_share
 from attnbook.rank import sphere_clusters as sc
@@ -95,6 +96,8 @@ def test_skip_share_follows_the_official_code():
     # the product of two norms grows with the square of a scale: 3 X counts 9 times
     assert skip_share.skip_share([X, X], [X, 3 * X]) == pytest.approx(2 / 12)
     assert skip_share.skip_share([X], [torch.zeros_like(X)]) == 1.0
+    # the paper's norm (with the square root) compares the scales themselves: 3 X counts 3 times
+    assert skip_share.skip_share([X, X], [X, 3 * X], norm=norms.norm_1_inf) == pytest.approx(2 / 6)
     with pytest.raises(ValueError, match="as many"):
         skip_share.skip_share([X], [])
 

@@ -167,6 +167,17 @@ except ImportError:
 #   (`sweeps.seed_cost_at`). On the book's data the standard error fell from 0.175 to about 0.15. The comparison moved
 #   from *undecided* to *reproduces*: its interval's low end lies 0.02 BLEU above the paper's level less the
 #   margin (0.014 with 10,000 resamples instead of 1,000).
+#
+# * chapter 12's checks over several initial conditions and weight draws (`779ff55`, 2026-12-07) were written
+#   with eight initial conditions and four weight draws known. The $\beta = 4$ rule had asked the first one to
+#   end in one cluster; three of eight do not. It now asks for a long two-cluster phase. These are checks, not
+#   comparisons with a paper.
+#
+# * on the night of 2026-12-07, with their data known: chapter 12's "the shaped stack drifts less at the larger width" is a
+#   finding by Welch's t over the weight draws. It was a check on the ratio of the mean drifts, which held
+#   (2.5, at least 1 asked); it is *not shown*. The sign of the sinks' correlation with what a head adds is no
+#   longer a check. The chapter's own test decides it (one-sided, Bonferroni for two correlations): not
+#   shown.
 
 # %% [markdown]
 # ## Committed before their data

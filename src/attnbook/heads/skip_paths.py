@@ -8,13 +8,14 @@ from typing import Sequence
 
 import torch
 
-from attnbook.rank.skip_share import MAX_EXAMPLES, skip_share
+from attnbook.rank.skip_share import MAX_EXAMPLES, composite_norm, skip_share
 
 
 @torch.no_grad()
-def encoder_skip_shares(model, src_ids: Sequence[Sequence[int]]) -> list[float]:
+def encoder_skip_shares(model, src_ids: Sequence[Sequence[int]], norm=composite_norm) -> list[float]:
     """``alpha_l`` of every encoder layer of a :class:`attnbook.heads.seq2seq.Seq2SeqTransformer` over the first
-    :data:`attnbook.rank.skip_share.MAX_EXAMPLES` sentences of ``src_ids`` (each run alone: no padding)."""
+    :data:`attnbook.rank.skip_share.MAX_EXAMPLES` sentences of ``src_ids`` (each run alone: no padding);
+    ``norm`` as in :func:`attnbook.rank.skip_share.skip_share`."""
     model.eval()
     device = next(model.parameters()).device
     inputs: list[list] = [[] for _ in model.encoder]
@@ -30,4 +31,4 @@ def encoder_skip_shares(model, src_ids: Sequence[Sequence[int]]) -> list[float]:
     finally:
         for h in hooks:
             h.remove()
-    return [skip_share(x, a) for x, a in zip(inputs, updates)]
+    return [skip_share(x, a, norm) for x, a in zip(inputs, updates)]

@@ -19,7 +19,7 @@ from torch import nn
 
 from attnbook.core.norms import relative_residual
 from attnbook.hf.relevance import _attention_view, _bert_layers, forward_states
-from attnbook.rank.skip_share import MAX_EXAMPLES, skip_share
+from attnbook.rank.skip_share import MAX_EXAMPLES, composite_norm, skip_share
 
 
 def _ids(tokenizer, sentences: Sequence[str], max_length: int, device) -> list[torch.Tensor]:
@@ -28,10 +28,12 @@ def _ids(tokenizer, sentences: Sequence[str], max_length: int, device) -> list[t
 
 
 @torch.no_grad()
-def skip_shares(model: nn.Module, tokenizer, sentences: Sequence[str], max_length: int = 64) -> list[float]:
+def skip_shares(model: nn.Module, tokenizer, sentences: Sequence[str], max_length: int = 64,
+                norm=composite_norm) -> list[float]:
     """The skip path's share ``alpha_l`` of every layer of ``model`` over the first :data:`MAX_EXAMPLES`
     ``sentences`` (each unpadded): the layer's input against its attention update (after the output projection,
-    before the residual LayerNorm), as the official code measures them."""
+    before the residual LayerNorm), as the official code measures them; ``norm`` as in
+    :func:`attnbook.rank.skip_share.skip_share`."""
     model.eval()
     device = next(model.parameters()).device
     per_layer: list[tuple[list, list]] = []
@@ -42,7 +44,7 @@ def skip_shares(model: nn.Module, tokenizer, sentences: Sequence[str], max_lengt
         for (xs, updates), (x, a, *_rest) in zip(per_layer, states):
             xs.append(x.cpu())
             updates.append(a.cpu())
-    return [skip_share(xs, updates) for xs, updates in per_layer]
+    return [skip_share(xs, updates, norm) for xs, updates in per_layer]
 
 
 @torch.no_grad()

@@ -14,7 +14,7 @@ norm is ``||X||_1 ||X||_inf`` (``functions.composite_norm``), without the square
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 
@@ -30,13 +30,16 @@ def composite_norm(X: torch.Tensor) -> torch.Tensor:
     return norm_1(X) * norm_inf(X)
 
 
-def skip_share(skips: Sequence[torch.Tensor], branches: Sequence[torch.Tensor]) -> float:
+def skip_share(skips: Sequence[torch.Tensor], branches: Sequence[torch.Tensor],
+               norm: Callable[[torch.Tensor], torch.Tensor] = composite_norm) -> float:
     """``alpha = sum ||x|| / (sum ||x|| + sum ||a||)`` over matching lists of skip inputs ``x`` and attention outputs
-    ``a`` (each ``(n, d)``, one per example; the first :data:`MAX_EXAMPLES` are used, as in the official code)."""
+    ``a`` (each ``(n, d)``, one per example; the first :data:`MAX_EXAMPLES` are used, as in the official code).
+    ``norm``: the official code's :func:`composite_norm` by default; :func:`attnbook.core.norms.norm_1_inf`, the
+    paper's, gives the share of the scales themselves (the code's compares their squares)."""
     if len(skips) != len(branches) or not skips:
         raise ValueError(f"need as many skip inputs as attention outputs, at least one; got {len(skips)} and "
                          f"{len(branches)}")
     skips, branches = list(skips)[:MAX_EXAMPLES], list(branches)[:MAX_EXAMPLES]
-    nx = sum(float(composite_norm(x)) for x in skips)
-    na = sum(float(composite_norm(a)) for a in branches)
+    nx = sum(float(norm(x)) for x in skips)
+    na = sum(float(norm(a)) for a in branches)
     return nx / (nx + na)
