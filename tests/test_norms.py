@@ -165,3 +165,26 @@ def test_residual_by_layer_measures_every_hidden_state():
     assert (curve[:, -1] < curve[:, 0]).all()  # a pure SAN collapses
     with pytest.raises(ValueError, match="batch"):
         norms.residual_by_layer(net, X[0])
+
+
+def _independent_runs(gen, n_runs: int, order: float = 3.0) -> torch.Tensor:
+    """Curves of one step each, log r' = log C + order log r + noise whose spread grows with log r (so
+    that a formula assuming equal noise would be off); the runs are independent, the fitted order unbiased."""
+    log_r = gen.uniform(np.log(1e-3), np.log(1e-1), n_runs)
+    noise = gen.normal(0, 1, n_runs) * 0.3 * (log_r - np.log(1e-3) + 0.2)
+    return torch.tensor(np.stack([np.exp(log_r), np.exp(-1.0 + order * log_r + noise)], 1))
+
+
+def test_collapse_order_interval_covers_the_order_about_95_percent_of_the_time():
+    gen = np.random.default_rng(0)
+    hits = sum(
+        low <= 3.0 <= high
+        for low, high in (norms.collapse_order_interval(_independent_runs(gen, 30), lo=1e-300, n_bootstrap=400,
+                                                        seed=rep) for rep in range(300)))
+    assert 0.91 <= hits / 300 <= 0.985  # a 90% interval, or none over runs, falls below
+
+
+def test_collapse_order_interval_needs_two_runs():
+    one = torch.tensor([[0.3, 0.01, 1e-6, 1e-12]], dtype=torch.float64)
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        norms.collapse_order_interval(one, lo=1e-300)

@@ -167,9 +167,8 @@ print(f"{P_all.shape[0]} path products; smallest entry {P_all.min():.2e}; larges
 #
 # `path_decomposition` computes all $H^L$ terms $P_{\text{path}} X W_{\text{path}}$ at once: it starts from
 # $X$ and at each layer extends every partial path by every head in **one batched matrix product** (shape
-# `(H, paths, n, d)`), so there are $L$ products, not $H^L$. On this machine, at $L = 6$, $H = 4$ (4096 paths),
-# that is much faster than a Python loop over paths (measure by how much on your machine with
-# `python scripts/bench_paths.py`).
+# `(H, paths, n, d)`), so there are $L$ products, not $H^L$, and it is faster than a Python loop over paths
+# (`python scripts/bench_paths.py` measures by how much on your machine).
 # Check the theorem on networks of several depths and widths, biases included:
 
 # %%
@@ -270,8 +269,10 @@ plt.show()
 # {eq}`eq-path-count` the count grows with $k$ as long as
 # $\binom{L}{k+1}H^{k+1} / \binom{L}{k}H^k = H(L-k)/(k+1) > 1$, that is for $k < (HL - 1)/(H + 1)$; for BERT-base
 # the counts rise up to $k = 11$, and lengths 11 and 12 tie exactly ($12 \cdot 12^{11} = 12^{12}$). The length of a
-# uniformly drawn path is binomial, $\operatorname{Bin}(L, H/(H+1))$, with mean $LH/(H+1)$. Almost all paths are
-# long; {cite:t}`dong2021attention` show it as a histogram peaking at lengths 11 and 12. A 6-layer model with 12
+# uniformly drawn path is binomial, $\operatorname{Bin}(L, H/(H+1))$, with mean $LH/(H+1)$. Most paths are
+# long; {cite:t}`dong2021attention` show it as a histogram peaking at lengths 11 and 12. The comparison's rule,
+# stated before the table: the book's most common length (the smaller of ties) reproduces the paper's peak if it
+# lies within one layer of it. A 6-layer model with 12
 # heads (the shape of the MiniLM model used in [chapter 5](05_pretrained_transformers.ipynb)) and a 6-layer, 2-head model shift the mass to shorter
 # lengths ({numref}`fig-ch02-2`):
 
@@ -318,8 +319,8 @@ bert_mode = max(range(13), key=lambda k: (bert[k], -k))  # smallest k among ties
 # \operatorname{dist}_1(M) = \frac{\|M - s_1 u_1 v_1^\top\|_F}{\|M\|_F} = \sqrt{\frac{\sum_{i \ge 2} s_i^2}{\sum_i s_i^2}}
 # $$ (eq-rank1-distance)
 #
-# (`rank1_distance`). We take the attention matrices of a randomly initialised Transformer of BERT-base's
-# shape (skips, MLPs and LayerNorm keep its deep layers' attention matrices from degenerating; the
+# (`rank1_distance`). We take the attention matrices of a randomly initialised Transformer with BERT-base's
+# depth and heads ($L = H = 12$) and width {glue:text}`ch02_rank1_width` (skips, MLPs and LayerNorm keep its deep layers' attention matrices from degenerating; the
 # next chapter is about why that matters) and sample paths like the paper: for each layer draw a head
 # uniformly, then choose the $L - k$ layers to skip (`sample_paths`; {numref}`fig-ch02-3`).
 
@@ -370,7 +371,9 @@ glue("ch02_fall_lo", float(falls[above].min()))
 glue("ch02_fall_hi", float(falls[above].max()))
 # the first path length whose median is below 1e-13 (lengths count from 1)
 glue("ch02_floor_length", deep_bound.first_layer_below(medians, 1e-13) + 1)
-glue("ch02_one_matrix", float(medians[0]));
+glue("ch02_one_matrix", float(medians[0]))
+glue("ch02_rank1_width", d_big)
+glue("ch02_bert_long", float(bert[11] + bert[12]));
 
 # %% [markdown]
 # On this random network the median distance falls by a factor of {glue:text}`ch02_fall_lo:.0f` to {glue:text}`ch02_fall_hi:.0f` per extra layer until
@@ -386,8 +389,8 @@ glue("ch02_one_matrix", float(medians[0]));
 #   ({prf:ref}`thm-path-decomposition`); the bias stays shared because attention matrices are row-stochastic,
 #   and so are their products ({prf:ref}`lem-row-stochastic`). `attnbook.rank.paths` reproduces the network from its
 #   paths to about $10^{-16}$ relative error, with and without skip connections.
-# * With skip connections there are $\binom{L}{k}H^k$ paths of length $k$; for BERT-base almost all paths are
-#   11 or 12 layers long, and fewer than 1% are 6 layers or shorter.
+# * With skip connections there are $\binom{L}{k}H^k$ paths of length $k$; for BERT-base
+#   {glue:text}`ch02_bert_long:.0%` of the paths are 11 or 12 layers long, and fewer than 1% are 6 layers or shorter.
 # * Products of attention matrices along long paths are nearly rank one: each path on its own sends every
 #   token to (almost) the same output. Whether the *sum* of paths still does is the question of the next two
 #   chapters: without skips every path is long, with skips short paths survive.
