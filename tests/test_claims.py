@@ -341,6 +341,8 @@ def test_the_result_box_lists_each_comparison_with_its_verdict_and_counts_the_re
     assert "own experiments** (a difference between two of its arms, by a stated test): of 2, 1 higher, 1 not shown." in box
     assert "*Not shown*: the interval contains 0" in box
     assert "no number with a paper's" in result_summary([Claim("row sums", 1.0, "== 1")])
+    only_analogues = result_summary([Claim("share", 0.5, ">= 0.4", kind="analogue", verdict="differs")])
+    assert "no comparison on the paper's own model" in only_analogues and "no number" not in only_analogues
 
 
 def test_a_verdict_in_words_names_what_was_decided():

@@ -143,7 +143,7 @@ MINILM = "pretrained all-MiniLM-L6-v2, an English encoder (the paper: its NMT en
 # Jacobians gives (`tests/test_hf_relevance.py`). The relevance of the verses of the role table is precomputed
 # (`python scripts/run.py lrp_relevance_minilm`, about 23 minutes on one thread); the chapter recomputes
 # the first two verses live. For the rare-token statistic, MiniLM's word pieces are ranked by their frequency
-# in the English side of the training verses ({numref}`fig-ch10-6`).
+# in the English side of the training verses.
 
 # %%
 from attnbook.hf import relevance as hf_relevance
@@ -231,7 +231,6 @@ glue("ch10_lm_split", float(lm_split))
 glue("ch10_lm_rho", lm_rho)
 glue("ch10_lm_rho_p", lm_vs["rho_p"])
 glue("ch10_lm_rho_says", lm_claims[0].in_words)
-glue("ch10_lm_rho_cmp", "weaker" if lm_rho < rho_enc else "stronger")
 glue("ch10_lm_heads", lm_rel.numel())
 glue("ch10_lm_sinks", int(lm_sink.sum()))
 glue("ch10_lm_sink_rel", float(lm_rel[lm_sink].mean()))
@@ -255,7 +254,8 @@ glue("ch10_lm_positional", int(marks["P"].sum()));
 # the whole encoder are its two clean positional heads, whose largest weight falls on a neighbour for at least
 # {glue:text}`ch10_lm_pair_share:.0%` of tokens ({numref}`fig-ch10-6`). Across the {glue:text}`ch10_lm_heads:d` heads, the paper's "more
 # confident, more relevant" {glue:text}`ch10_lm_rho_says` against chance (rank correlation {glue:text}`ch10_lm_rho:.2f`, p =
-# {glue:text}`ch10_lm_rho_p:.2g`, {glue:text}`ch10_lm_rho_cmp` than in the translation encoder; on another model, an analogue).
+# {glue:text}`ch10_lm_rho_p:.2g`; on another model, an analogue. LRP explains another quantity here than in the
+# translation model, so the two models' correlations are not compared).
 #
 # The sink heads, {glue:text}`ch10_lm_sinks:d` of the {glue:text}`ch10_lm_heads:d`, take on average {glue:text}`ch10_lm_sink_rel:.3f` of their
 # layer's relevance, the others {glue:text}`ch10_lm_other_rel:.3f`, where an equal share would be

@@ -75,6 +75,10 @@ def result_summary(claims: Sequence) -> str:
                 more = f"; and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
                 lines.append(f"- *{verdict}* ({len(names)}): " + "; ".join(names[:SHOWN]) + more)
         lines.append("")
+    elif by_kind.get("analogue"):  # the paper's numbers set beside another model's, but none on its own
+        lines.append("**Against the paper**: no comparison on the paper's own model or experiment; the "
+                     "analogues below set the paper's numbers beside another model's.")
+        lines.append("")
     else:
         lines.append("**Against the paper**: this chapter compares no number with a paper's; it derives and "
                      "checks.")

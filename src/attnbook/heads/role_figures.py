@@ -34,7 +34,7 @@ def training_record(meta: Mapping, n_eval_bleu: int) -> plt.Figure:
     curve = meta["loss_curve"]
     ax1.plot(curve["step"], curve["loss"], color="0.6", lw=1, label="training (label-smoothed)")
     ax1.plot(steps, [e["dev_loss"] for e in ev], "o-", label="dev cross-entropy")
-    ax1.set(ylabel="loss (nats)", ylim=(1, 8), title="Training converges: dev BLEU levels off (precomputed)")
+    ax1.set(ylabel="loss (nats)", ylim=(1, 8), title="Training record: loss and dev BLEU (precomputed)")
     ax1.legend()
     ax2.plot(steps, [e["dev_bleu"] for e in ev], "o-", color="#2ca02c")
     ax2.set(xlabel="optimiser step", ylabel=f"dev BLEU (greedy, {n_eval_bleu} verses)")
