@@ -167,21 +167,27 @@ def test_residual_by_layer_measures_every_hidden_state():
         norms.residual_by_layer(net, X[0])
 
 
-def _independent_runs(gen, n_runs: int, order: float = 3.0) -> torch.Tensor:
-    """Curves of one step each, log r' = log C + order log r + noise whose spread grows with log r (so
-    that a formula assuming equal noise would be off); the runs are independent, the fitted order unbiased."""
-    log_r = gen.uniform(np.log(1e-3), np.log(1e-1), n_runs)
-    noise = gen.normal(0, 1, n_runs) * 0.3 * (log_r - np.log(1e-3) + 0.2)
-    return torch.tensor(np.stack([np.exp(log_r), np.exp(-1.0 + order * log_r + noise)], 1))
+def _chains(gen, n_runs: int, order: float = 3.0) -> torch.Tensor:
+    """Curves of three steps log r' = c + order log r + noise, each run with its own constant c (shared by its
+    pairs, and carried into its later inputs: the runs, not the pairs, are independent)."""
+    rows = []
+    for _ in range(n_runs):
+        c, r = gen.normal(-1.0, 0.8), 10 ** gen.uniform(-1.5, -0.5)
+        row = [r]
+        for _ in range(3):
+            r = float(np.exp(c + order * np.log(r) + gen.normal(0, 0.1)))
+            row.append(r)
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64)
 
 
-def test_collapse_order_interval_covers_the_order_about_95_percent_of_the_time():
+def test_collapse_order_interval_covers_the_pooled_order_about_95_percent_of_the_time():
     gen = np.random.default_rng(0)
-    hits = sum(
-        low <= 3.0 <= high
-        for low, high in (norms.collapse_order_interval(_independent_runs(gen, 30), lo=1e-300, n_bootstrap=400,
-                                                        seed=rep) for rep in range(300)))
-    assert 0.91 <= hits / 300 <= 0.985  # a 90% interval, or none over runs, falls below
+    # the pooled fit's own target (the shared constants tilt it a little off 3), from many runs
+    target = norms.collapse_order(_chains(gen, 20000), lo=1e-300)["order"]
+    hits = sum(low <= target <= high for low, high in
+               (norms.collapse_order_interval(_chains(gen, 20), lo=1e-300) for _ in range(300)))
+    assert 0.87 <= hits / 300 <= 0.99  # 0.91 here; a 90% interval (0.85), or no t quantile, falls below
 
 
 def test_collapse_order_interval_needs_two_runs():

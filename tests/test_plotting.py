@@ -56,3 +56,12 @@ def test_the_variant_colours_stay_apart_for_colour_blind_readers(vision):
     old = {"SAN": "#d62728", "Transformer": "#2ca02c"}
     assert float((_lab_as_seen(old["SAN"], _CVD["deuteranopia"])
                   - _lab_as_seen(old["Transformer"], _CVD["deuteranopia"])).norm()) < 10  # the test can tell
+
+
+def test_a_missing_run_s_figure_names_what_it_would_show_and_its_command():
+    fig = plotting.run_not_shipped("the optimiser sweep", "python scripts/run.py optimiser_sweep --preset paper")
+    text = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "the optimiser sweep: not shipped at this preset" in text
+    assert "python scripts/run.py optimiser_sweep --preset paper" in text
+    with pytest.raises(ValueError, match="which command"):
+        plotting.run_not_shipped("the sweep", "")

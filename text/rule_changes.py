@@ -181,8 +181,8 @@ except ImportError:
 #
 # * also that night, with their data known: chapter 3's one-layer slope is compared with the paper's cubic
 #   rate one-sided, as chapter 1's order is (it had to lie within 0.05 of 3); it still reproduces. Chapter 5's
-#   MiniLM order of convergence reads a 95% interval over the sequences (`norms.collapse_order_interval`). The
-#   interval, 2.1 to 3.1, straddles 2.5, so the analogue moved from *reproduces* to *undecided*.
+#   MiniLM order of convergence reads a 95% interval over the sequences (`norms.collapse_order_interval`, a
+#   jackknife). The interval straddles 2.5, so the analogue moved from *reproduces* to *undecided*.
 #
 # * also that night, with its data known: chapter 11's MiniLM gap between importance pruning and a random
 #   order is a finding over eight random orders (Student's t), no longer a check against one order (which

@@ -51,6 +51,7 @@ import attnbook
 from attnbook import stats
 from attnbook.claims import papers
 from attnbook.claims.prose import glue
+from attnbook.core import plotting
 from attnbook.signal import reverser as rv
 from attnbook.signal import reverser_ensemble as rv_ensemble
 from attnbook.signal import reverser_figures
@@ -184,7 +185,10 @@ if sweep:
 # %% tags=["hide-input"]
 if sweep:
     reverser_figures.optimiser_sweep(sweep)
-    plt.show()
+else:  # the figure's place, so that the text's reference to it holds at every preset
+    plotting.run_not_shipped("the optimiser sweep", attnbook.core.runs.command(
+        "optimiser_sweep", sizes["preset"]))
+plt.show()
 
 
 # %%

@@ -453,6 +453,10 @@ plt.show()
 # %% tags=["nbval-check-output", "hide-input"]
 small, large = sizes["shaped_widths"]
 by_width = welch_t(drift[small].tolist(), drift[large].tolist())  # the finding's test
+width_claim = attnbook.finding(
+    "shaped stack: mean drift, the smaller width minus the larger", by_width["change"],
+    interval=by_width["interval"], digits=2,
+    test="Welch's t over the weight draws, each width's own variance")
 [
     *[
         attnbook.check(f"softmax stack, d = {w}: token cosine at layer 8, smallest "
@@ -463,20 +467,19 @@ by_width = welch_t(drift[small].tolist(), drift[large].tolist())  # the finding'
     attnbook.check("shaped stack, larger width: |last-layer cosine - input cosine|, "
                    "mean over weight draws", float(drift[large].mean()), at_most=0.1,
                    digits=2),
-    attnbook.finding("shaped stack: mean drift, the smaller width minus the larger",
-                     by_width["change"], interval=by_width["interval"], digits=2,
-                     test="Welch's t over the weight draws, each width's own variance"),
+    width_claim,
 ]
 
 # %% tags=["remove-input"]
 glue("ch12_draws", len(drift[large]))
 glue("ch12_less_drift", int((drift[small] > drift[large]).sum()))
 glue("ch12_largest_drift", float(drift[large].max()))
-lo, hi = by_width["interval"]
-NOISE = ", beyond the draws' noise"
-glue("ch12_width_says", "the smaller width drifts more" + NOISE if lo > 0 else
-     "the smaller width drifts less" + NOISE if hi < 0 else "that it drifts less at "
-     "the larger width is not shown (the interval contains 0)");
+WIDTH_SAYS = {  # the finding's verdict in words
+    "higher": "the smaller width drifts more, beyond the draws' noise",
+    "lower": "the smaller width drifts less, beyond the draws' noise",
+    "not shown": "that it drifts less at the larger width is not shown (the interval "
+                 "contains 0)"}
+glue("ch12_width_says", WIDTH_SAYS[width_claim.verdict]);
 
 # %% [markdown]
 # On average over the weight draws the shaped stack keeps its cosine at the larger width; by the finding,

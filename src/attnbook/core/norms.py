@@ -245,30 +245,30 @@ def collapse_order(curves: torch.Tensor, lo: float = 1e-13, hi: float = 0.5) -> 
     return {"order": order, "log_C": float(y.mean() - order * x.mean()), "pairs": int(ok.sum())}
 
 
-def collapse_order_interval(curves: torch.Tensor, lo: float = 1e-13, hi: float = 0.5, level: float = 0.95,
-                            n_bootstrap: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """An interval at ``level`` for :func:`collapse_order`'s order: the fitted order plus or minus Student's t
-    quantile (degrees of freedom: usable runs less 2, at least 1) times the order's bootstrap standard error,
-    resampling the runs (rows of ``curves``: sequences or networks, the independent units; the layer pairs of
-    one run share its input) with replacement. A resample with fewer than 3 usable pairs is drawn again. (On
-    simulated fits of 15 runs a percentile interval covered 89% at 95%, this one 92%.) ``ValueError`` when
-    the curves have fewer than 2 runs with usable pairs (one run gives no spread over runs)."""
+def collapse_order_interval(curves: torch.Tensor, lo: float = 1e-13, hi: float = 0.5,
+                            level: float = 0.95) -> tuple[float, float]:
+    """An interval at nominal ``level`` for :func:`collapse_order`'s order over the runs (rows of ``curves``:
+    sequences or networks, the independent units; the layer pairs of one run share its input): the fitted
+    order plus or minus Student's t quantile (degrees of freedom: usable runs less 1) times the delete-one-run
+    jackknife standard error. Deterministic. On simulated curves of 15-20 runs (chains of three pairs with a
+    constant per run, one pair per run with uneven noise) it covered 91-96% at 95% (a bootstrap over runs
+    88-94%), so read it as somewhat narrow. ``ValueError`` when fewer than 2 runs have usable pairs."""
     from scipy.stats import t as student_t
 
     c = torch.as_tensor(curves, dtype=torch.float64)
     order = collapse_order(c, lo, hi)["order"]  # validates the shape and that 3 pairs exist
     r0, r1 = c[:, :-1], c[:, 1:]
-    usable = ((r0 > lo) & (r0 < hi) & (r1 > lo) & (r1 < hi)).any(1)
-    if int(usable.sum()) < 2:
-        raise ValueError(f"need at least 2 runs with layer pairs in ({lo:g}, {hi:g}) to resample runs, got "
-                         f"{int(usable.sum())}")
-    gen = np.random.default_rng(seed)
-    orders: list[float] = []
-    while len(orders) < n_bootstrap:
-        rows = torch.as_tensor(gen.integers(0, c.shape[0], c.shape[0]))
+    runs = c[((r0 > lo) & (r0 < hi) & (r1 > lo) & (r1 < hi)).any(1)]
+    n = runs.shape[0]
+    if n < 2:
+        raise ValueError(f"need at least 2 runs with layer pairs in ({lo:g}, {hi:g}) to leave one out, got {n}")
+    left_out = []
+    for i in range(n):
         try:
-            orders.append(collapse_order(c[rows], lo, hi)["order"])
-        except ValueError:
-            continue
-    half = float(student_t.ppf((1 + level) / 2, max(int(usable.sum()) - 2, 1)) * np.std(orders, ddof=1))
+            left_out.append(collapse_order(torch.cat([runs[:i], runs[i + 1:]]), lo, hi)["order"])
+        except ValueError:  # too few pairs without this run: no spread measurable from it
+            raise ValueError(f"leaving run {i} out leaves fewer than 3 layer pairs; need more runs") from None
+    jk = np.array(left_out)
+    se = float(np.sqrt((n - 1) / n * ((jk - jk.mean()) ** 2).sum()))
+    half = float(student_t.ppf((1 + level) / 2, n - 1)) * se
     return order - half, order + half

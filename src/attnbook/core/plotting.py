@@ -108,3 +108,16 @@ def head_grid(values, kinds: Sequence[str], titles, title: str, vmax: Optional[f
     fig.colorbar(im, ax=list(axes), shrink=0.6)
     fig.suptitle(title)
     return fig
+
+
+def run_not_shipped(what: str, command: str) -> plt.Figure:
+    """The place of a figure whose precomputed run is not shipped at the active preset (any chapter that
+    draws one): a small figure that says what it would show and the command that makes it, so that the
+    chapter's figure and the text's reference to it exist at every preset."""
+    if not what or not command:
+        raise ValueError(f"say what the figure shows and which command makes it, got {what!r} and {command!r}")
+    fig, ax = plt.subplots(figsize=(6.4, 1.6), layout="constrained")
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"{what}: not shipped at this preset\nmade by: {command}", ha="center", va="center",
+            wrap=True)
+    return fig
