@@ -473,6 +473,14 @@ def test_only_the_back_matter_s_pages_are_not_chapters(tmp_path):
         "book/part/01_a.ipynb", "book/part/reproduction.ipynb"]
 
 
+def test_the_page_is_never_its_own_chapter_even_outside_the_back_matter(tmp_path):
+    root = fake_book(tmp_path, {"01_a": []})
+    toc = (root / "_toc.yml").read_text().replace("  - caption: Back matter\n    chapters:\n", "")
+    (root / "_toc.yml").write_text(toc)  # the page now sits in the chapters' part
+    assert "book/reproduction" in reproduction.toc_entries(root)
+    assert [p.name for p in reproduction.chapter_notebooks(root)] == ["01_a.ipynb"]
+
+
 def test_a_page_split_off_a_recorded_chapter_finds_its_claims_in_the_chapter_s_run(tmp_path):
     c1 = claims.check("rank", 3.0, at_least=2)
     c2 = claims.check("residual", 0.01, at_most=0.1)

@@ -153,11 +153,12 @@ def back_matter_entries(root: PathLike) -> list[str]:
 
 def chapter_notebooks(root: PathLike) -> list[Path]:
     """The notebooks listed in ``_toc.yml`` in book order, without the root page (the intro, which only shows the
-    chapters' claims) and the back matter's pages (:data:`BACK_MATTER`: this page, whose own claims are about
-    the book, the page of rules changed after their data, whose one check is about the book's history)."""
+    chapters' claims), this page wherever the table puts it (its own claims are about the book) and the back
+    matter's pages (:data:`BACK_MATTER`: the page of rules changed after their data, whose one check is about
+    the book's history, and the references)."""
     root = Path(root)
     entries = toc_entries(root)
-    skip = {entries[0], *back_matter_entries(root)} if entries else set()
+    skip = {entries[0], PAGE, *back_matter_entries(root)} if entries else set()  # this page, wherever it is
     return [root / f"{e}.ipynb" for e in entries if e not in skip and (root / f"{e}.ipynb").is_file()]
 
 
