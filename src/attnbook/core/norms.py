@@ -224,6 +224,13 @@ def residual_by_layer(net, X: torch.Tensor, relative: bool = True, center: str =
     return torch.stack(values, dim=1).cpu()
 
 
+def _usable_pairs(c: torch.Tensor, lo: float, hi: float) -> torch.Tensor:
+    """Which consecutive layer pairs of curves ``c`` ``(runs, layers + 1)`` have both residuals in ``(lo, hi)``
+    (above round-off, below order one): the pairs :func:`collapse_order` fits, ``(runs, layers)``."""
+    r0, r1 = c[:, :-1], c[:, 1:]
+    return (r0 > lo) & (r0 < hi) & (r1 > lo) & (r1 < hi)
+
+
 def collapse_order(curves: torch.Tensor, lo: float = 1e-13, hi: float = 0.5) -> dict:
     """The order of convergence of residual curves (chapter "Pure attention loses rank"): the least-squares
     fit of ``log r_{l+1} = log C + p log r_l`` over every consecutive pair of layers (rows of ``curves``
@@ -236,7 +243,7 @@ def collapse_order(curves: torch.Tensor, lo: float = 1e-13, hi: float = 0.5) -> 
     if c.ndim != 2 or c.shape[1] < 2:
         raise ValueError(f"expected curves of shape (runs, layers + 1) with at least 2 layers, got {tuple(c.shape)}")
     r0, r1 = c[:, :-1], c[:, 1:]
-    ok = (r0 > lo) & (r0 < hi) & (r1 > lo) & (r1 < hi)
+    ok = _usable_pairs(c, lo, hi)
     if int(ok.sum()) < 3:
         raise ValueError(f"only {int(ok.sum())} layer pairs with residuals in ({lo:g}, {hi:g}); need 3")
     x, y = r0[ok].log(), r1[ok].log()
@@ -257,8 +264,7 @@ def collapse_order_interval(curves: torch.Tensor, lo: float = 1e-13, hi: float =
 
     c = torch.as_tensor(curves, dtype=torch.float64)
     order = collapse_order(c, lo, hi)["order"]  # validates the shape and that 3 pairs exist
-    r0, r1 = c[:, :-1], c[:, 1:]
-    runs = c[((r0 > lo) & (r0 < hi) & (r1 > lo) & (r1 < hi)).any(1)]
+    runs = c[_usable_pairs(c, lo, hi).any(1)]
     n = runs.shape[0]
     if n < 2:
         raise ValueError(f"need at least 2 runs with layer pairs in ({lo:g}, {hi:g}) to leave one out, got {n}")
